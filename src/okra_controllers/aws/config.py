@@ -1,0 +1,44 @@
+"""How okra reaches AWS: region, optional endpoint URL, optional static keys.
+
+All AWS calls go through aiobotocore (asyncio, no boto3 on the event loop). An
+endpoint URL points every service at LocalStack or a moto server; without one
+the standard AWS credential chain and endpoints apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiobotocore.config import AioConfig
+from aiobotocore.session import AioSession, get_session
+
+
+@dataclass(frozen=True)
+class AwsConfig:
+    region: str = "us-east-1"
+    endpoint_url: str | None = None
+    access_key_id: str | None = field(default=None, repr=False)
+    secret_access_key: str | None = field(default=None, repr=False)
+    max_attempts: int = 5
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "region_name": self.region,
+            "config": AioConfig(retries={"max_attempts": self.max_attempts, "mode": "standard"}),
+        }
+        if self.endpoint_url:
+            kwargs["endpoint_url"] = self.endpoint_url
+        if self.access_key_id and self.secret_access_key:
+            kwargs["aws_access_key_id"] = self.access_key_id
+            kwargs["aws_secret_access_key"] = self.secret_access_key
+        return kwargs
+
+    @asynccontextmanager
+    async def client(self, service: str, session: AioSession | None = None) -> AsyncIterator[Any]:
+        """An aiobotocore client for `service` (`elbv2`, `ec2`, `eks`, ...)."""
+        sess: Any = session or get_session()  # typed per-service overloads need a Literal
+        async with sess.create_client(service, **self._client_kwargs()) as c:
+            yield c

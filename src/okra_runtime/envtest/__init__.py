@@ -1,0 +1,30 @@
+"""A real, local Kubernetes control plane for tests and demos.
+
+`ControlPlane` starts etcd, kube-apiserver and kube-controller-manager (only the
+garbage-collector and namespace controllers, as no nodes exist) on free loopback
+ports with TLS, static token users, RBAC and service-account keys, much as
+controller-runtime's envtest does. The binaries come from `OKRA_ASSETS`
+(a directory, printed by `hack/build-control-plane.sh`) or from `PATH`.
+
+The harness is synchronous on purpose: it runs in test fixtures and before a
+demo's event loop starts, never inside a controller.
+"""
+
+from okra_runtime.envtest.binaries import Binaries, find_binaries
+from okra_runtime.envtest.controlplane import (
+    ADMIN,
+    UNPRIVILEGED,
+    ControlPlane,
+    ControlPlaneError,
+    User,
+)
+
+__all__ = [
+    "ADMIN",
+    "UNPRIVILEGED",
+    "Binaries",
+    "ControlPlane",
+    "ControlPlaneError",
+    "User",
+    "find_binaries",
+]

@@ -1,0 +1,53 @@
+"""Locate the control-plane binaries built by `hack/build-control-plane.sh`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+ASSETS_ENV = "OKRA_ASSETS"
+_NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
+
+
+@dataclass(frozen=True)
+class Binaries:
+    etcd: Path
+    kube_apiserver: Path
+    kube_controller_manager: Path
+    kubectl: Path
+
+
+def find_binaries(assets: str | os.PathLike[str] | None = None) -> Binaries:
+    """Find the four binaries in `assets`, then `$OKRA_ASSETS`, then `PATH`.
+
+    Raises FileNotFoundError naming what is missing and how to build it.
+    """
+    directory = assets if assets is not None else os.environ.get(ASSETS_ENV)
+    found: dict[str, Path] = {}
+    missing: list[str] = []
+    for name in _NAMES:
+        path: str | None
+        if directory:
+            candidate = Path(directory) / name
+            path = str(candidate) if os.access(candidate, os.X_OK) else None
+        else:
+            path = shutil.which(name)
+        if path is None:
+            missing.append(name)
+        else:
+            found[name] = Path(path)
+    if missing:
+        where = f"{ASSETS_ENV}={directory}" if directory else "PATH"
+        raise FileNotFoundError(
+            f"control-plane binaries not found in {where}: {', '.join(missing)}; "
+            f"build them with `hack/build-control-plane.sh` and set {ASSETS_ENV} "
+            "to the directory it prints"
+        )
+    return Binaries(
+        etcd=found["etcd"],
+        kube_apiserver=found["kube-apiserver"],
+        kube_controller_manager=found["kube-controller-manager"],
+        kubectl=found["kubectl"],
+    )

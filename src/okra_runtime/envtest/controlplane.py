@@ -1,0 +1,386 @@
+"""Start and stop one local control plane: etcd, kube-apiserver and
+kube-controller-manager, with TLS, token users, RBAC and service-account keys."""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import shutil
+import ssl
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import yaml
+
+from okra_runtime.envtest.binaries import Binaries, find_binaries
+from okra_runtime.envtest.certs import make_pki
+from okra_runtime.envtest.process import Process, free_port, wait_until
+
+_Check = Callable[[], bool]
+_ArgvFactory = Callable[[int, int], list[str]]
+_ReadyFactory = Callable[[int, int], _Check]
+
+ADMIN = "admin"
+UNPRIVILEGED = "alice"
+_START_ATTEMPTS = 3
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not start; the message carries the component's log."""
+
+
+@dataclass(frozen=True)
+class User:
+    """A static token user. `system:masters` in `groups` makes a cluster admin."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
+
+
+@dataclass
+class ControlPlane:
+    """A real kube-apiserver + etcd (+ kube-controller-manager) on loopback.
+
+    Use as a context manager, or call `start()` and `stop()`. Everything lives in
+    one temporary directory (certificates, etcd data, logs, kubeconfigs), which
+    `stop()` removes unless `keep_dir` is set; every child process dies with
+    the harness.
+    """
+
+    name: str = "okra"
+    assets: str | None = None
+    base_dir: str | None = None
+    keep_dir: bool = False
+    controller_manager: bool = True
+    extra_users: Sequence[User] = ()
+    users: dict[str, User] = field(init=False, default_factory=dict)
+    dir: Path = field(init=False, default=Path())
+    server: str = field(init=False, default="")
+    ca_pem: bytes = field(init=False, default=b"", repr=False)
+    etcd_url: str = field(init=False, default="")
+    _procs: list[Process] = field(init=False, default_factory=list)
+    _bins: Binaries | None = field(init=False, default=None)
+    _pki_paths: dict[str, Path] = field(init=False, default_factory=dict)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._bins = find_binaries(self.assets)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"okra-{self.name}-", dir=self.base_dir))
+        try:
+            self._write_pki_and_users()
+            self._start_etcd()
+            self._start_apiserver()
+            self._write_kubeconfigs()
+            if self.controller_manager:
+                self._start_controller_manager()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop children in reverse order and remove the directory. Idempotent."""
+        for proc in reversed(self._procs):
+            proc.stop()
+        self._procs.clear()
+        if self.dir != Path() and self.dir.exists() and not self.keep_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def restart_apiserver(self) -> None:
+        """Stop and start kube-apiserver on the same port and etcd (for watch tests)."""
+        api = self._proc("kube-apiserver")
+        api.stop()
+        api.start()
+        wait_until(self._ready, 60, "kube-apiserver /readyz", alive=api)
+
+    def stop_apiserver(self) -> None:
+        self._proc("kube-apiserver").stop()
+
+    def start_apiserver(self) -> None:
+        api = self._proc("kube-apiserver")
+        api.start()
+        wait_until(self._ready, 60, "kube-apiserver /readyz", alive=api)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs if p.pid is not None]
+
+    # -- access --------------------------------------------------------------
+
+    def kubeconfig(self, user: str = ADMIN) -> Path:
+        """Path of a kubeconfig that authenticates as `user`."""
+        path = self.dir / f"{user}.kubeconfig"
+        if not path.exists():
+            raise KeyError(f"no such user {user!r}; known: {sorted(self.users)}")
+        return path
+
+    def token(self, user: str = ADMIN) -> str:
+        return self.users[user].token
+
+    def kubectl(
+        self, *args: str, user: str = ADMIN, check: bool = True, input_text: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        assert self._bins is not None, "control plane not started"
+        return subprocess.run(
+            [str(self._bins.kubectl), "--kubeconfig", str(self.kubeconfig(user)), *args],
+            input=input_text,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=120,
+        )
+
+    def install_crds(self, paths: Iterable[str | Path], timeout: float = 60) -> list[str]:
+        """Apply every CRD found in `paths` (files or directories of YAML) and wait
+        until each is Established. Returns the CRD names."""
+        files: list[Path] = []
+        for p in map(Path, paths):
+            files.extend(sorted(p.glob("*.yaml")) if p.is_dir() else [p])
+        names: list[str] = []
+        docs: list[str] = []
+        for f in files:
+            for doc in yaml.safe_load_all(f.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    names.append(doc["metadata"]["name"])
+                    docs.append(yaml.safe_dump(doc))
+        if not docs:
+            return []
+        self.kubectl(
+            "apply", "--server-side", "--force-conflicts", "-f", "-", input_text="---\n".join(docs)
+        )
+        self.kubectl(
+            "wait",
+            "--for=condition=Established",
+            f"--timeout={int(timeout)}s",
+            *[f"crd/{n}" for n in names],
+        )
+        return names
+
+    # -- internals -------------------------------------------------------------
+
+    def _proc(self, name: str) -> Process:
+        for p in self._procs:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def _write_pki_and_users(self) -> None:
+        pki = make_pki()
+        self.ca_pem = pki.ca_cert_pem
+        files = {
+            "ca.crt": pki.ca_cert_pem,
+            "apiserver.crt": pki.serving_cert_pem,
+            "apiserver.key": pki.serving_key_pem,
+            "sa.key": pki.sa_private_pem,
+            "sa.pub": pki.sa_public_pem,
+        }
+        for fname, data in files.items():
+            path = self.dir / fname
+            path.write_bytes(data)
+            path.chmod(0o600)
+            self._pki_paths[fname] = path
+        users = [
+            User(ADMIN, ("system:masters",)),
+            User(UNPRIVILEGED),
+            User("system:kube-controller-manager"),
+            *self.extra_users,
+        ]
+        self.users = {u.name: u for u in users}
+        lines = []
+        for i, u in enumerate(users):
+            groups = ",".join(u.groups)
+            lines.append(f'{u.token},{u.name},uid-{i},"{groups}"')
+        tokens = self.dir / "tokens.csv"
+        tokens.write_text("\n".join(lines) + "\n")
+        tokens.chmod(0o600)
+
+    def _start_with_retry(
+        self, name: str, argv_for_ports: _ArgvFactory, ready: _ReadyFactory, timeout: float
+    ) -> Process:
+        last: Exception | None = None
+        for _ in range(_START_ATTEMPTS):
+            ports = (free_port(), free_port())
+            proc = Process(name, argv_for_ports(*ports), self.dir / f"{name}.log")
+            proc.start()
+            self._procs.append(proc)
+            try:
+                wait_until(ready(*ports), timeout, f"{name} to become ready", alive=proc)
+                return proc
+            except (RuntimeError, TimeoutError) as e:  # port race or slow start: retry
+                last = e
+                proc.stop()
+                self._procs.remove(proc)
+        raise ControlPlaneError(f"{name} did not start after {_START_ATTEMPTS} attempts: {last}")
+
+    def _start_etcd(self) -> None:
+        assert self._bins is not None
+        bins = self._bins
+
+        def argv(client: int, peer: int) -> list[str]:
+            return [
+                str(bins.etcd),
+                "--name",
+                "default",
+                "--data-dir",
+                str(self.dir / "etcd"),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{client}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{client}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{peer}",
+                "--unsafe-no-fsync",
+                "--log-level",
+                "warn",
+            ]
+
+        def ready(client: int, _peer: int) -> _Check:
+            self.etcd_url = f"http://127.0.0.1:{client}"
+            return lambda: _http_ok(f"{self.etcd_url}/health")
+
+        self._start_with_retry("etcd", argv, ready, 30)
+
+    def _start_apiserver(self) -> None:
+        assert self._bins is not None
+        bins, d = self._bins, self.dir
+
+        def argv(port: int, _unused: int) -> list[str]:
+            return [
+                str(bins.kube_apiserver),
+                "--bind-address",
+                "127.0.0.1",
+                "--advertise-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(port),
+                "--etcd-servers",
+                self.etcd_url,
+                "--tls-cert-file",
+                str(d / "apiserver.crt"),
+                "--tls-private-key-file",
+                str(d / "apiserver.key"),
+                "--client-ca-file",
+                str(d / "ca.crt"),
+                "--token-auth-file",
+                str(d / "tokens.csv"),
+                "--authorization-mode",
+                "RBAC",
+                "--service-account-issuer",
+                "https://kubernetes.default.svc.cluster.local",
+                "--service-account-key-file",
+                str(d / "sa.pub"),
+                "--service-account-signing-key-file",
+                str(d / "sa.key"),
+                "--service-cluster-ip-range",
+                "10.0.0.0/24",
+                "--allow-privileged=true",
+                "--disable-admission-plugins",
+                "ServiceAccount",
+                "--cert-dir",
+                str(d / "certs"),
+                "--v",
+                "1",
+            ]
+
+        def ready(port: int, _unused: int) -> _Check:
+            self.server = f"https://127.0.0.1:{port}"
+            return self._ready
+
+        self._start_with_retry("kube-apiserver", argv, ready, 90)
+
+    def _start_controller_manager(self) -> None:
+        assert self._bins is not None
+        bins = self._bins
+        kubeconfig = self.kubeconfig(ADMIN)
+
+        def argv(_a: int, _b: int) -> list[str]:
+            return [
+                str(bins.kube_controller_manager),
+                "--kubeconfig",
+                str(kubeconfig),
+                "--controllers",
+                "garbagecollector,namespace",
+                "--leader-elect=false",
+                "--secure-port",
+                "0",
+                "--v",
+                "1",
+            ]
+
+        # It serves nothing we could poll; "ready" means it stayed up for a moment.
+        proc = Process(
+            "kube-controller-manager", argv(0, 0), self.dir / "kube-controller-manager.log"
+        )
+        proc.start()
+        self._procs.append(proc)
+
+    def _ready(self) -> bool:
+        return _http_ok(f"{self.server}/readyz", token=self.token(ADMIN), ca=self.ca_pem)
+
+    def _write_kubeconfigs(self) -> None:
+        for user in self.users.values():
+            path = self.dir / f"{user.name}.kubeconfig"
+            path.write_text(
+                json.dumps(
+                    kubeconfig_dict(self.name, self.server, self.ca_pem, user.name, user.token),
+                    indent=2,
+                )
+            )
+            path.chmod(0o600)
+
+
+def kubeconfig_dict(
+    cluster: str, server: str, ca_pem: bytes, user: str, token: str
+) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": cluster,
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                },
+            }
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": f"{user}@{cluster}", "context": {"cluster": cluster, "user": user}}],
+        "current-context": f"{user}@{cluster}",
+    }
+
+
+def _http_ok(url: str, token: str | None = None, ca: bytes | None = None) -> bool:
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    ctx = ssl.create_default_context(cadata=ca.decode()) if ca else None
+    try:
+        with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:
+            return bool(resp.status == 200)
+    except (urllib.error.URLError, OSError, ssl.SSLError):
+        return False

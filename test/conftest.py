@@ -1,0 +1,89 @@
+"""Shared fixtures: real servers, started once per xdist worker.
+
+- `control_plane`: a session-scoped kube-apiserver + etcd + kube-controller-manager.
+- `workload_plane`: a second, independent control plane (started on first use).
+- `kube` / `kube_as`: kubernetes-asyncio clients for those servers.
+- `namespace`: a fresh namespace per test, deleted afterwards.
+- `moto`: a moto server per test module, reached over HTTP through aiobotocore.
+
+Tests under test/unit, test/integration and test/e2e get the matching marker.
+After the whole run, the controller process fails the session if any server
+process started by this run is still alive.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio import client
+
+from okra_controllers.aws.emulator import MotoServer
+from okra_runtime.envtest import ControlPlane
+from okra_runtime.envtest.leaks import leftover_servers
+from support import api_client
+
+RUN_ENV = "OKRA_TEST_RUN"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Set before xdist spawns workers, so every server of this run inherits it.
+    if not hasattr(config, "workerinput"):
+        os.environ.setdefault(RUN_ENV, uuid.uuid4().hex)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.path)).parts
+        for kind in ("unit", "integration", "e2e"):
+            if kind in parts:
+                item.add_marker(getattr(pytest.mark, kind))
+
+
+@pytest.hookimpl(trylast=True)  # after session fixtures are torn down
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # workers stop their own servers; the controller checks after them
+    left = leftover_servers(RUN_ENV, os.environ[RUN_ENV])
+    if left:
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(  # type: ignore[union-attr]
+            f"FAILED: server processes left running after the suite: {left}", red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    with ControlPlane(name="mgmt") as cp:
+        yield cp
+
+
+@pytest.fixture(scope="session")
+def workload_plane() -> Iterator[ControlPlane]:
+    with ControlPlane(name="workload") as cp:
+        yield cp
+
+
+@pytest.fixture
+async def kube(control_plane: ControlPlane) -> AsyncIterator[client.ApiClient]:
+    api = await api_client(control_plane)
+    async with api:
+        yield api
+
+
+@pytest.fixture
+async def namespace(kube: client.ApiClient) -> AsyncIterator[str]:
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core = client.CoreV1Api(kube)
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    await core.delete_namespace(name)
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoServer]:
+    with MotoServer() as server:
+        yield server

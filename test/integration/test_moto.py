@@ -1,0 +1,115 @@
+"""The AWS emulator is a real moto server over HTTP: okra's aiobotocore clients
+create and read back the resources okra manages."""
+
+from __future__ import annotations
+
+import pytest
+
+from okra_controllers.aws.emulator import MotoServer
+from okra_controllers.aws.seed import Network, Seeder
+
+
+@pytest.fixture
+async def network(moto: MotoServer) -> Network:
+    return await Seeder(moto.config).network()
+
+
+async def test_alb_rule_with_weighted_forward_reads_back(
+    moto: MotoServer, network: Network
+) -> None:
+    seed = Seeder(moto.config)
+    alb = await seed.alb("web", network)
+    v1 = await seed.target_group("web-v1", network, tags={"okra.mumo.co/version": "1.0.0"})
+    v2 = await seed.target_group("web-v2", network, tags={"okra.mumo.co/version": "2.0.0"})
+    forward = {
+        "Type": "forward",
+        "ForwardConfig": {
+            "TargetGroups": [
+                {"TargetGroupArn": v1, "Weight": 80},
+                {"TargetGroupArn": v2, "Weight": 20},
+            ]
+        },
+    }
+    async with moto.config.client("elbv2") as elb:
+        rule = (
+            await elb.create_rule(
+                ListenerArn=alb.listener_arn,
+                Priority=10,
+                Conditions=[
+                    {"Field": "host-header", "HostHeaderConfig": {"Values": ["web.example"]}}
+                ],
+                Actions=[forward],
+            )
+        )["Rules"][0]
+        await elb.modify_rule(
+            RuleArn=rule["RuleArn"],
+            Actions=[
+                {
+                    "Type": "forward",
+                    "ForwardConfig": {
+                        "TargetGroups": [
+                            {"TargetGroupArn": v1, "Weight": 40},
+                            {"TargetGroupArn": v2, "Weight": 60},
+                        ]
+                    },
+                }
+            ],
+        )
+        rules = (await elb.describe_rules(ListenerArn=alb.listener_arn))["Rules"]
+    by_priority = {r["Priority"]: r for r in rules}
+    assert set(by_priority) == {"10", "default"}
+    weights = {
+        tg["TargetGroupArn"]: tg["Weight"]
+        for tg in by_priority["10"]["Actions"][0]["ForwardConfig"]["TargetGroups"]
+    }
+    assert weights == {v1: 40, v2: 60}
+    assert by_priority["10"]["Conditions"][0]["HostHeaderConfig"]["Values"] == ["web.example"]
+    assert by_priority["default"]["Actions"][0]["Type"] == "fixed-response"
+
+
+async def test_target_group_tags_instances_and_health(moto: MotoServer, network: Network) -> None:
+    seed = Seeder(moto.config)
+    tg = await seed.target_group("api-v1", network, tags={"role": "api", "version": "v1"})
+    ids = await seed.instances(2, network, tags={"role": "node"})
+    await seed.register_targets(tg, ids)
+    async with moto.config.client("elbv2") as elb:
+        tags = (await elb.describe_tags(ResourceArns=[tg]))["TagDescriptions"][0]["Tags"]
+        health = (await elb.describe_target_health(TargetGroupArn=tg))["TargetHealthDescriptions"]
+    assert {t["Key"]: t["Value"] for t in tags} == {"role": "api", "version": "v1"}
+    assert sorted(h["Target"]["Id"] for h in health) == sorted(ids)
+
+
+async def test_nlb_listener_forwards(moto: MotoServer, network: Network) -> None:
+    seed = Seeder(moto.config)
+    tg = await seed.target_group("tcp-v1", network, protocol="TCP")
+    nlb = await seed.nlb("edge", network, tg)
+    async with moto.config.client("elbv2") as elb:
+        listener = (await elb.describe_listeners(ListenerArns=[nlb.listener_arn]))["Listeners"][0]
+        lb = (await elb.describe_load_balancers(LoadBalancerArns=[nlb.arn]))["LoadBalancers"][0]
+    assert lb["Type"] == "network"
+    assert listener["DefaultActions"][0]["TargetGroupArn"] == tg
+
+
+async def test_eks_clusters_with_tags(moto: MotoServer, network: Network) -> None:
+    seed = Seeder(moto.config)
+    await seed.eks_cluster("web-1-v2", network, tags={"role": "web", "version": "v2"})
+    async with moto.config.client("eks") as eks:
+        names = (await eks.list_clusters())["clusters"]
+        described = (await eks.describe_cluster(name="web-1-v2"))["cluster"]
+    assert "web-1-v2" in names
+    assert described["tags"] == {"role": "web", "version": "v2"}
+    assert described["status"] == "ACTIVE"
+    assert described["endpoint"].startswith("https://")
+
+
+def test_reset_forgets_everything(moto: MotoServer) -> None:
+    import asyncio
+
+    async def count_vpcs() -> int:
+        async with moto.config.client("ec2") as ec2:
+            return len((await ec2.describe_vpcs())["Vpcs"])
+
+    asyncio.run(Seeder(moto.config).network())
+    assert asyncio.run(count_vpcs()) >= 2  # the default VPC and ours
+    moto.reset()
+    assert asyncio.run(count_vpcs()) == 1  # only moto's default VPC is back

@@ -1,0 +1,32 @@
+"""Helpers shared by tests: clients for a control plane, and waiting on a
+condition instead of sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from kubernetes_asyncio import client, config
+
+from okra_runtime.envtest import ADMIN, ControlPlane
+
+
+async def api_client(cp: ControlPlane, user: str = ADMIN) -> client.ApiClient:
+    """A kubernetes-asyncio client for `user`, loaded from the plane's kubeconfig
+    the way a user's tool would load it."""
+    cfg = client.Configuration()
+    await config.load_kube_config(config_file=str(cp.kubeconfig(user)), client_configuration=cfg)
+    return client.ApiClient(configuration=cfg)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], within: float = 30, interval: float = 0.1
+) -> bool:
+    """Poll an async condition until it holds; False if it never did."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if await check():
+            return True
+        await asyncio.sleep(interval)
+    return await check()
