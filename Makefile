@@ -29,14 +29,14 @@ assets:
 	@hack/build-control-plane.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check src test
-	$(BIN)/ruff format --check src test
+	$(BIN)/ruff check src test examples
+	$(BIN)/ruff format --check src test examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 fmt: $(STAMP)
-	$(BIN)/ruff format src test
-	$(BIN)/ruff check --fix src test
+	$(BIN)/ruff format src test examples
+	$(BIN)/ruff check --fix src test examples
 
 test: lint
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \

@@ -22,6 +22,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from okra_controllers.aws.emulator import MotoServer
+from okra_runtime.client import Client
 from okra_runtime.envtest import ControlPlane
 from okra_runtime.envtest.leaks import leftover_servers
 from support import api_client
@@ -81,6 +82,14 @@ async def namespace(kube: client.ApiClient) -> AsyncIterator[str]:
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     await core.delete_namespace(name)
+
+
+@pytest.fixture
+async def rt_client(control_plane: ControlPlane) -> AsyncIterator[Client]:
+    """An okra_runtime Client (admin) for the session control plane."""
+    c = await Client.from_kubeconfig(control_plane.kubeconfig())
+    async with c:
+        yield c
 
 
 @pytest.fixture(scope="module")

@@ -61,6 +61,7 @@ class ControlPlane:
     keep_dir: bool = False
     controller_manager: bool = True
     extra_users: Sequence[User] = ()
+    apiserver_args: Sequence[str] = ()
     users: dict[str, User] = field(init=False, default_factory=dict)
     dir: Path = field(init=False, default=Path())
     server: str = field(init=False, default="")
@@ -304,6 +305,7 @@ class ControlPlane:
                 str(d / "certs"),
                 "--v",
                 "1",
+                *self.apiserver_args,
             ]
 
         def ready(port: int, _unused: int) -> _Check:

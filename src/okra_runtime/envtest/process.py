@@ -1,8 +1,11 @@
 """Child processes that cannot outlive the harness.
 
-Each child gets `PR_SET_PDEATHSIG(SIGKILL)` on Linux, so even a SIGKILLed test
-run leaves no apiserver or etcd behind, and runs in its own session so that a
-terminal's Ctrl-C reaches the harness, which then stops children in order.
+Each child started from the main thread gets `PR_SET_PDEATHSIG(SIGKILL)` on
+Linux, so even a SIGKILLed test run leaves no apiserver or etcd behind. (The
+signal fires when the *thread* that forked the child exits, so children started
+from worker threads, e.g. `asyncio.to_thread`, go without it and rely on the
+harness's normal stop.) Children run in their own session so that a terminal's
+Ctrl-C reaches the harness, which then stops them in order.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +29,10 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.setsid()
+
+
+def _new_session() -> None:
     os.setsid()
 
 
@@ -55,7 +63,9 @@ class Process:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=self._env,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent
+                if threading.current_thread() is threading.main_thread()
+                else _new_session,
                 close_fds=True,
             )
 

@@ -1,0 +1,135 @@
+"""A controller: a workqueue of Requests and N workers calling a reconciler.
+
+Guarantees: one Request is never reconciled by two workers at once (the
+queue's processing set); an exception never escapes a worker, it is logged
+with the object's key and the reconcile id, counted, and the Request is
+requeued with per-item exponential backoff; a `TerminalError` is counted and
+not retried; `Result(requeue_after=s)` forgets the backoff and comes back in
+s seconds. Metric names are controller-runtime's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Hashable
+
+import structlog
+
+from okra_runtime import metrics as m
+from okra_runtime.reconcile import ReconcileFunc, Reconciler, Request, Result, TerminalError
+from okra_runtime.workqueue import RateLimiter, ShutDown, WorkQueue, default_controller_rate_limiter
+
+log = structlog.get_logger("okra_runtime.controller")
+
+
+class Controller:
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler | ReconcileFunc,
+        *,
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter[Hashable] | None = None,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self.name = name
+        self._reconcile: ReconcileFunc = (
+            reconciler.reconcile if isinstance(reconciler, Reconciler) else reconciler
+        )
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.queue: WorkQueue[Request] = WorkQueue(
+            name, rate_limiter or default_controller_rate_limiter()
+        )
+        self._stopping = False
+
+    async def stop(self) -> None:
+        """Stop handing out work and wait until in-flight reconciles finish.
+        Queued Requests are dropped: their objects are reconciled again by
+        whoever runs next, from the API server's state."""
+        self._stopping = True
+        await self.queue.shutdown_with_drain()
+
+    def enqueue(self, request: Request) -> None:
+        self.queue.add(request)
+
+    async def run(self) -> None:
+        """Run workers until cancelled; on cancel, stop taking work and let
+        in-flight reconciles finish (the manager bounds that with a deadline)."""
+        m.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.max_concurrent_reconciles)
+        workers = [
+            asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+            for i in range(self.max_concurrent_reconciles)
+        ]
+        log.info("controller started", controller=self.name, workers=self.max_concurrent_reconciles)
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            self.queue.shutdown()
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _worker(self) -> None:
+        active = m.ACTIVE_WORKERS.labels(self.name)
+        while True:
+            try:
+                req = await self.queue.get()
+            except ShutDown:
+                return
+            if self._stopping:
+                self.queue.done(req)
+                return
+            active.inc()
+            try:
+                await self._process(req)
+            finally:
+                active.dec()
+                self.queue.done(req)
+
+    async def _process(self, req: Request) -> None:
+        reconcile_id = uuid.uuid4().hex[:12]
+        with structlog.contextvars.bound_contextvars(
+            controller=self.name,
+            namespace=req.namespace,
+            name=req.name,
+            reconcile_id=reconcile_id,
+        ):
+            start = time.perf_counter()
+            try:
+                result = await self._reconcile(req) or Result()
+            except asyncio.CancelledError:
+                self.queue.add(req)  # not finished: whoever runs next must see it
+                raise
+            except TerminalError as e:
+                m.RECONCILE_TOTAL.labels(self.name, "error").inc()
+                m.RECONCILE_ERRORS.labels(self.name).inc()
+                m.TERMINAL_RECONCILE_ERRORS.labels(self.name).inc()
+                log.error("reconcile failed terminally; not retrying", error=str(e))
+                self.queue.forget(req)
+                return
+            except Exception as e:
+                m.RECONCILE_TOTAL.labels(self.name, "error").inc()
+                m.RECONCILE_ERRORS.labels(self.name).inc()
+                log.error(
+                    "reconcile failed; will retry",
+                    error=f"{type(e).__name__}: {e}",
+                    retries=self.queue.num_requeues(req),
+                    exc_info=True,
+                )
+                self.queue.add_rate_limited(req)
+                return
+            finally:
+                m.RECONCILE_TIME.labels(self.name).observe(time.perf_counter() - start)
+            if result.requeue_after is not None and result.requeue_after > 0:
+                self.queue.forget(req)
+                self.queue.add_after(req, result.requeue_after)
+                m.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
+            elif result.requeue:
+                self.queue.add_rate_limited(req)
+                m.RECONCILE_TOTAL.labels(self.name, "requeue").inc()
+            else:
+                self.queue.forget(req)
+                m.RECONCILE_TOTAL.labels(self.name, "success").inc()

@@ -1,0 +1,166 @@
+"""An events recorder for events.k8s.io/v1 that aggregates instead of flooding.
+
+The first occurrence of an event (same object, type, reason, action and note)
+creates an Event; repeats only bump its `series.count` and
+`series.lastObservedTime`, and at most once per `series_interval` per event,
+so a reconciler that reports the same problem every second writes a handful
+of requests, not thousands. Recording never raises and never blocks a
+reconcile: writes happen in background tasks and failures are logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import structlog
+
+from okra_runtime.client import Client
+from okra_runtime.errors import ApiError, NotFoundError
+from okra_runtime.gvk import GVK
+from okra_runtime.timeutil import micro_time
+
+EVENT = GVK("events.k8s.io", "v1", "Event")
+EventType = Literal["Normal", "Warning"]
+log = structlog.get_logger("okra_runtime.events")
+_NOTE_MAX = 1024
+
+
+@dataclass
+class _Series:
+    name: str
+    namespace: str
+    count: int
+    last_write: float
+    written_count: int
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        client: Client,
+        controller: str,
+        instance: str,
+        *,
+        series_interval: float = 10.0,
+        max_tracked: int = 4096,
+    ) -> None:
+        self.client = client
+        self.controller = controller
+        self.instance = instance
+        self.series_interval = series_interval
+        self._series: OrderedDict[tuple[str, ...], _Series] = OrderedDict()
+        self._max = max_tracked
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._locks: dict[tuple[str, ...], asyncio.Lock] = {}
+
+    def event(
+        self,
+        regarding: dict[str, Any],
+        type_: EventType,
+        reason: str,
+        note: str,
+        action: str | None = None,
+    ) -> None:
+        """Record an event about `regarding` (an object dict). Fire and forget."""
+        meta = regarding.get("metadata") or {}
+        note = note if len(note) <= _NOTE_MAX else note[: _NOTE_MAX - 3] + "..."
+        key = (
+            meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}",
+            type_,
+            reason,
+            action or reason,
+            note,
+        )
+        task = asyncio.get_running_loop().create_task(
+            self._record(key, regarding, type_, reason, note, action or reason)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def flush(self) -> None:
+        """Wait for pending writes (tests and shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _record(
+        self,
+        key: tuple[str, ...],
+        regarding: dict[str, Any],
+        type_: str,
+        reason: str,
+        note: str,
+        action: str,
+    ) -> None:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            try:
+                await self._write(key, regarding, type_, reason, note, action)
+            except (ApiError, ConnectionError, OSError) as e:
+                log.warning("could not record event", reason=reason, error=str(e))
+
+    async def _write(
+        self,
+        key: tuple[str, ...],
+        regarding: dict[str, Any],
+        type_: str,
+        reason: str,
+        note: str,
+        action: str,
+    ) -> None:
+        now = time.monotonic()
+        series = self._series.get(key)
+        if series is not None:
+            series.count += 1
+            self._series.move_to_end(key)
+            if now - series.last_write < self.series_interval:
+                return  # counted; written with a later repeat
+            try:
+                await self.client.patch(
+                    EVENT,
+                    series.name,
+                    {"series": {"count": series.count, "lastObservedTime": micro_time()}},
+                    namespace=series.namespace,
+                )
+                series.last_write, series.written_count = now, series.count
+                return
+            except NotFoundError:
+                del self._series[key]  # expired on the server: start a new one
+        meta = regarding.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        ref = {
+            k: v
+            for k, v in {
+                "apiVersion": regarding.get("apiVersion"),
+                "kind": regarding.get("kind"),
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            }.items()
+            if v
+        }
+        name = f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}"
+        await self.client.create(
+            {
+                "apiVersion": "events.k8s.io/v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": namespace},
+                "eventTime": micro_time(),
+                "reportingController": self.controller,
+                "reportingInstance": self.instance,
+                "action": action,
+                "reason": reason,
+                "type": type_,
+                "note": note,
+                "regarding": ref,
+            }
+        )
+        self._series[key] = _Series(name, namespace, 1, now, 1)
+        while len(self._series) > self._max:
+            old, _ = self._series.popitem(last=False)
+            self._locks.pop(old, None)

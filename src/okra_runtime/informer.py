@@ -1,0 +1,242 @@
+"""Informers: keep a local cache of one kind in step with the API server and
+tell handlers what changed.
+
+An informer lists (in pages), then watches from the list's resourceVersion
+with bookmarks, resuming from the last resourceVersion it saw whenever the
+stream ends. It relists on 410 Gone, backs off exponentially on errors, and
+detects a watch that has gone silent: the API server sends a bookmark about
+once a minute on watches that carry a timeout, so a stream that delivers no
+byte for `inactivity_timeout` (default 100 s) is treated as dead and reopened.
+While it is not watching, `healthy` is False and `health_message` says why;
+the manager's /readyz reports it.
+
+Handlers are plain callbacks run inline on the event loop; they must be cheap
+(enqueueing into a workqueue is the intended use).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from okra_runtime import metrics as m
+from okra_runtime.cache import Obj, Store
+from okra_runtime.client import Client
+from okra_runtime.errors import ApiError, GoneError, WatchStalledError
+from okra_runtime.gvk import GVK, object_key
+
+log = structlog.get_logger("okra_runtime.informer")
+
+
+class EventHandler(Protocol):
+    def on_add(self, obj: Obj) -> None: ...
+    def on_update(self, old: Obj, new: Obj) -> None: ...
+    def on_delete(self, obj: Obj) -> None: ...
+
+
+@dataclass
+class FuncHandler:
+    """An EventHandler from optional callables."""
+
+    add: Callable[[Obj], None] | None = None
+    update: Callable[[Obj, Obj], None] | None = None
+    delete: Callable[[Obj], None] | None = None
+
+    def on_add(self, obj: Obj) -> None:
+        if self.add:
+            self.add(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if self.update:
+            self.update(old, new)
+
+    def on_delete(self, obj: Obj) -> None:
+        if self.delete:
+            self.delete(obj)
+
+
+@dataclass
+class InformerOptions:
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    resync_period: float | None = None
+    page_size: int = 500
+    watch_timeout: tuple[int, int] = (300, 600)  # random in range, so watches rotate
+    inactivity_timeout: float = 100.0
+    backoff_base: float = 0.2
+    backoff_max: float = 30.0
+
+
+@dataclass
+class Informer:
+    client: Client
+    gvk: GVK
+    options: InformerOptions = field(default_factory=InformerOptions)
+    store: Store = field(default_factory=Store)
+    _handlers: list[EventHandler] = field(default_factory=list, init=False)
+    _synced: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _rv: str = field(default="", init=False)
+    healthy: bool = field(default=False, init=False)
+    health_message: str = field(default="not started", init=False)
+    last_event: float = field(default=0.0, init=False)
+
+    @property
+    def name(self) -> str:
+        ns = f" in {self.options.namespace}" if self.options.namespace else ""
+        return f"{self.gvk}{ns}"
+
+    @property
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    @property
+    def resource_version(self) -> str:
+        return self._rv
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        try:
+            async with asyncio.timeout(timeout):
+                await self._synced.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    def add_handler(self, handler: EventHandler) -> None:
+        """Register a handler; if the cache is already filled, it first gets
+        an add for every cached object, as client-go does."""
+        self._handlers.append(handler)
+        if self.has_synced:
+            for obj in list(self.store.raw_items().values()):
+                handler.on_add(obj)
+
+    # -- the loop ------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List and watch until cancelled. Never raises on API trouble."""
+        labels = (self.gvk.group, self.gvk.version, self.gvk.kind)
+        need_list, failures = True, 0
+        resync = asyncio.create_task(self._resync_loop()) if self.options.resync_period else None
+        try:
+            while True:
+                try:
+                    if need_list:
+                        await self._list_and_replace()
+                        m.INFORMER_RELISTS.labels(*labels).inc()
+                        need_list = False
+                    await self._watch_once()
+                    failures = 0
+                    m.WATCH_RESTARTS.labels(*labels, "closed").inc()
+                    continue
+                except GoneError:
+                    need_list = True
+                    self._unhealthy("resourceVersion expired (410 Gone); relisting")
+                    m.WATCH_RESTARTS.labels(*labels, "expired").inc()
+                    continue
+                except WatchStalledError as e:
+                    self._unhealthy(str(e))
+                    m.WATCH_RESTARTS.labels(*labels, "stalled").inc()
+                except (ApiError, ConnectionError, OSError, ValueError) as e:
+                    self._unhealthy(f"{type(e).__name__}: {e}")
+                    m.WATCH_RESTARTS.labels(*labels, "error").inc()
+                except Exception as e:
+                    self._unhealthy(f"unexpected {type(e).__name__}: {e}")
+                    m.WATCH_RESTARTS.labels(*labels, "error").inc()
+                    log.exception("informer error", informer=self.name)
+                delay = min(self.options.backoff_max, self.options.backoff_base * 2.0**failures)
+                failures += 1
+                log.warning(
+                    "watch interrupted; retrying",
+                    informer=self.name,
+                    reason=self.health_message,
+                    retry_in=round(delay, 2),
+                )
+                await asyncio.sleep(delay * (0.5 + random.random() / 2))
+        finally:
+            self.healthy, self.health_message = False, "stopped"
+            if resync:
+                resync.cancel()
+
+    def _unhealthy(self, why: str) -> None:
+        self.healthy, self.health_message = False, why
+
+    def _opened(self) -> None:
+        self.healthy, self.health_message = True, "watching"
+
+    async def _list_and_replace(self) -> None:
+        o = self.options
+        listed = await self.client.list(
+            self.gvk,
+            o.namespace,
+            label_selector=o.label_selector,
+            field_selector=o.field_selector,
+            limit=o.page_size,
+        )
+        seen: set[str] = set()
+        for obj in listed.items:
+            key = object_key(obj)
+            seen.add(key)
+            old = self.store.upsert(obj)
+            if old is None:
+                for h in self._handlers:
+                    h.on_add(obj)
+            elif old["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+                for h in self._handlers:
+                    h.on_update(old, obj)
+        for key in [k for k in self.store.raw_items() if k not in seen]:
+            gone = self.store.delete(key)
+            if gone is not None:
+                for h in self._handlers:
+                    h.on_delete(gone)
+        self._rv = listed.resource_version
+        self._synced.set()
+        self.last_event = time.monotonic()
+
+    async def _watch_once(self) -> None:
+        o = self.options
+        stream = self.client.watch(
+            self.gvk,
+            o.namespace,
+            resource_version=self._rv,
+            label_selector=o.label_selector,
+            field_selector=o.field_selector,
+            timeout_seconds=random.randint(*o.watch_timeout),
+            inactivity_timeout=o.inactivity_timeout,
+            on_open=self._opened,
+        )
+        async for event in stream:
+            self.last_event = time.monotonic()
+            self._apply(event["type"], event["object"])
+
+    def _apply(self, kind: str, obj: dict[str, Any]) -> None:
+        rv = obj.get("metadata", {}).get("resourceVersion")
+        if rv:
+            self._rv = rv
+        if kind == "BOOKMARK":
+            return
+        if kind in ("ADDED", "MODIFIED"):
+            old = self.store.upsert(obj)
+            for h in self._handlers:
+                if old is None:
+                    h.on_add(obj)
+                else:
+                    h.on_update(old, obj)
+        elif kind == "DELETED":
+            gone = self.store.delete(object_key(obj))
+            for h in self._handlers:
+                h.on_delete(gone if gone is not None else obj)
+
+    async def _resync_loop(self) -> None:
+        assert self.options.resync_period
+        while True:
+            await asyncio.sleep(self.options.resync_period)
+            if self.has_synced:
+                for obj in list(self.store.raw_items().values()):
+                    for h in self._handlers:
+                        h.on_update(obj, obj)

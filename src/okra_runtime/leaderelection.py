@@ -1,0 +1,159 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules.
+
+A candidate takes the Lease when it is free (no holder) or when the holder has
+not renewed it for `lease_duration`, measured on the candidate's own clock
+from the moment it last saw the record change (so clock skew between nodes
+does not matter). The leader renews every `retry_period`; if it cannot renew
+for `renew_deadline` it has lost leadership and must stop at once. Releasing
+on clean shutdown clears the holder, so a standby takes over immediately
+instead of waiting out the lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from okra_runtime.client import Client
+from okra_runtime.errors import ApiError, NotFoundError
+from okra_runtime.gvk import GVK
+from okra_runtime.timeutil import micro_time
+
+LEASE = GVK("coordination.k8s.io", "v1", "Lease")
+log = structlog.get_logger("okra_runtime.leaderelection")
+
+
+class LeadershipLostError(Exception):
+    """The lease could not be renewed within the renew deadline."""
+
+
+@dataclass
+class LeaderElector:
+    client: Client
+    name: str
+    namespace: str
+    identity: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    _observed: dict[str, Any] | None = field(default=None, init=False)
+    _observed_at: float = field(default=0.0, init=False)
+    _is_leader: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
+            raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+
+    @property
+    def is_leader(self) -> bool:
+        return self._is_leader
+
+    async def acquire(self) -> None:
+        """Return once this candidate holds the lease."""
+        log.info(
+            "waiting for leadership", lease=f"{self.namespace}/{self.name}", identity=self.identity
+        )
+        while not await self._try_acquire_or_renew():  # noqa: ASYNC110 - polls the API server
+            await asyncio.sleep(self.retry_period * (1 + 0.2 * random.random()))
+        self._is_leader = True
+        log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+
+    async def hold(self) -> None:
+        """Renew until renewal fails for `renew_deadline`; then raise
+        LeadershipLostError. Cancel it to stop renewing."""
+        while True:
+            await asyncio.sleep(self.retry_period)
+            deadline = time.monotonic() + self.renew_deadline
+            while not await self._try_acquire_or_renew():
+                if time.monotonic() >= deadline:
+                    self._is_leader = False
+                    log.error("lost leadership", lease=f"{self.namespace}/{self.name}")
+                    raise LeadershipLostError(
+                        f"could not renew lease {self.namespace}/{self.name} "
+                        f"within {self.renew_deadline}s"
+                    )
+                await asyncio.sleep(min(self.retry_period, max(0.0, deadline - time.monotonic())))
+
+    async def release(self) -> None:
+        """Give the lease up (holder cleared) if we hold it."""
+        if not self._is_leader:
+            return
+        self._is_leader = False
+        try:
+            lease = await self.client.get(LEASE, self.name, self.namespace)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            now = micro_time()
+            lease["spec"] = {
+                **spec,
+                "holderIdentity": None,
+                "leaseDurationSeconds": 1,
+                "renewTime": now,
+                "acquireTime": now,
+            }
+            await self.client.update(lease)
+            log.info("released leadership", lease=f"{self.namespace}/{self.name}")
+        except (ApiError, ConnectionError) as e:
+            log.warning("could not release lease", error=str(e))
+
+    async def _try_acquire_or_renew(self) -> bool:
+        now_wall = micro_time()
+        try:
+            lease = await self.client.get(LEASE, self.name, self.namespace)
+        except NotFoundError:
+            try:
+                await self.client.create(
+                    {
+                        "apiVersion": "coordination.k8s.io/v1",
+                        "kind": "Lease",
+                        "metadata": {"name": self.name, "namespace": self.namespace},
+                        "spec": {
+                            "holderIdentity": self.identity,
+                            "leaseDurationSeconds": int(self.lease_duration),
+                            "acquireTime": now_wall,
+                            "renewTime": now_wall,
+                            "leaseTransitions": 0,
+                        },
+                    }
+                )
+                return True
+            except (ApiError, ConnectionError):
+                return False
+        except (ApiError, ConnectionError) as e:
+            log.debug("lease read failed", error=str(e))
+            return False
+        spec = lease.get("spec") or {}
+        record = {k: spec.get(k) for k in ("holderIdentity", "renewTime", "leaseTransitions")}
+        if record != self._observed:
+            self._observed, self._observed_at = record, time.monotonic()
+        holder = spec.get("holderIdentity")
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        if holder and holder != self.identity and self._observed_at + duration > time.monotonic():
+            return False  # someone else holds a live lease
+        transitions = int(spec.get("leaseTransitions") or 0)
+        new_spec = {
+            **spec,
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": int(self.lease_duration),
+            "renewTime": now_wall,
+        }
+        if holder != self.identity:
+            new_spec["acquireTime"] = now_wall
+            new_spec["leaseTransitions"] = transitions + 1
+        lease["spec"] = new_spec
+        try:
+            await self.client.update(lease)
+        except (ApiError, ConnectionError) as e:
+            log.debug("lease write failed", error=str(e))
+            return False
+        self._observed = {
+            k: new_spec.get(k) for k in ("holderIdentity", "renewTime", "leaseTransitions")
+        }
+        self._observed_at = time.monotonic()
+        return True

@@ -1,0 +1,17 @@
+"""Kubernetes time formats."""
+
+from __future__ import annotations
+
+import datetime
+
+
+def micro_time(now: datetime.datetime | None = None) -> str:
+    """A `metav1.MicroTime` string (RFC 3339 with microseconds, UTC)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(now: datetime.datetime | None = None) -> str:
+    """A `metav1.Time` string (RFC 3339, seconds, UTC)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")

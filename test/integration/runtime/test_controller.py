@@ -1,0 +1,152 @@
+"""Controllers on the real API server: a poisoned object never stops the
+others, terminal errors are not retried, requeue_after comes back, metrics
+carry controller-runtime's names, and repeated Events are aggregated."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from okra_runtime import GVK, Client, Manager, ManagerOptions, Request, Result, TerminalError
+from okra_runtime.informer import InformerOptions
+from okra_runtime.metrics import REGISTRY
+from support import eventually
+
+CM = GVK("", "v1", "ConfigMap")
+EVENT = GVK("events.k8s.io", "v1", "Event")
+
+
+def cm(name: str, ns: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}}
+
+
+@pytest.fixture
+async def manager(rt_client: Client, namespace: str) -> AsyncIterator[Manager]:
+    mgr = Manager(
+        rt_client,
+        ManagerOptions(
+            namespace=namespace,
+            metrics_address="127.0.0.1:0",
+            probe_address="127.0.0.1:0",
+            informer=InformerOptions(),
+        ),
+    )
+    yield mgr
+    mgr.stop()
+
+
+def sample(metric: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(metric, labels) or 0.0
+
+
+async def test_poisoned_object_does_not_stop_the_others(
+    manager: Manager, rt_client: Client, namespace: str
+) -> None:
+    calls: collections.Counter[str] = collections.Counter()
+    ctrl_name = f"poison-{namespace}"
+
+    async def reconcile(req: Request) -> Result | None:
+        calls[req.name] += 1
+        if req.name == "poison":
+            raise RuntimeError("this object always breaks the reconciler")
+        if req.name == "hopeless":
+            raise TerminalError("spec can never work")
+        if req.name == "periodic" and calls[req.name] < 3:
+            return Result(requeue_after=0.05)
+        return None
+
+    manager.builder(ctrl_name).with_options(max_concurrent_reconciles=3).for_(CM).complete(
+        reconcile
+    )
+    run = asyncio.create_task(manager.start())
+    for name in ["poison", "hopeless", "periodic", *[f"ok-{i}" for i in range(10)]]:
+        await rt_client.create(cm(name, namespace))
+
+    async def settled() -> bool:
+        return (
+            all(calls[f"ok-{i}"] >= 1 for i in range(10))
+            and calls["periodic"] >= 3
+            and calls["poison"] >= 3
+        )
+
+    assert await eventually(settled, within=30), dict(calls)
+    assert calls["hopeless"] == 1, "a TerminalError must not be retried"
+    assert not run.done(), "the manager must keep running"
+    await rt_client.create(cm("late", namespace))  # still reconciling new objects
+    assert await eventually(lambda: _true(calls["late"] >= 1), within=10)
+
+    assert sample("controller_runtime_reconcile_errors_total", controller=ctrl_name) >= 4
+    assert sample("controller_runtime_terminal_reconcile_errors_total", controller=ctrl_name) == 1
+    assert (
+        sample("controller_runtime_reconcile_total", controller=ctrl_name, result="requeue_after")
+        == 2
+    )
+    assert (
+        sample("controller_runtime_reconcile_total", controller=ctrl_name, result="success") >= 11
+    )
+    assert sample("workqueue_retries_total", controller=ctrl_name, name=ctrl_name) >= 2
+
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"http://127.0.0.1:{manager.metrics_port}/metrics") as r:
+            text = await r.text()
+        async with http.get(f"http://127.0.0.1:{manager.probe_port}/readyz") as r:
+            assert r.status == 200, await r.text()
+        async with http.get(f"http://127.0.0.1:{manager.probe_port}/healthz") as r:
+            assert r.status == 200
+    for metric in (
+        "controller_runtime_reconcile_total",
+        "controller_runtime_reconcile_time_seconds",
+        "workqueue_depth",
+        "workqueue_adds_total",
+        "workqueue_work_duration_seconds",
+    ):
+        assert (
+            f'{metric}{{controller="{ctrl_name}"' in text
+            or f'{metric}_bucket{{controller="{ctrl_name}"' in text
+        )
+    manager.stop()
+    await asyncio.wait_for(run, 30)
+
+
+async def test_events_are_aggregated(manager: Manager, rt_client: Client, namespace: str) -> None:
+    obj = await rt_client.create(cm("noisy", namespace))
+    rec = manager.event_recorder("test-controller")
+    rec.series_interval = 0.0  # write every repeat's count, to see the series move
+    for _ in range(5):
+        rec.event(obj, "Warning", "Broken", "the same problem again")
+        await rec.flush()
+    rec.event(obj, "Normal", "Fixed", "a different event")
+    await rec.flush()
+    events = (await rt_client.list(EVENT, namespace)).items
+    mine = [e for e in events if e["regarding"].get("name") == "noisy"]
+    by_reason = {e["reason"]: e for e in mine}
+    assert len(mine) == 2, [e["reason"] for e in mine]
+    assert by_reason["Broken"]["series"]["count"] == 5
+    assert by_reason["Broken"]["type"] == "Warning"
+    assert by_reason["Broken"]["reportingController"] == "test-controller"
+    assert by_reason["Broken"]["regarding"]["uid"] == obj["metadata"]["uid"]
+    assert "series" not in by_reason["Fixed"]
+
+
+async def test_event_flood_is_throttled(
+    manager: Manager, rt_client: Client, namespace: str
+) -> None:
+    obj = await rt_client.create(cm("flood", namespace))
+    rec = manager.event_recorder("flood-controller")
+    for _ in range(200):
+        rec.event(obj, "Warning", "Broken", "again")
+    await rec.flush()
+    events = [
+        e
+        for e in (await rt_client.list(EVENT, namespace)).items
+        if e["regarding"].get("name") == "flood"
+    ]
+    assert len(events) == 1  # 200 repeats, one Event (the series is written at most every 10s)
+
+
+async def _true(value: bool) -> bool:
+    return value

@@ -1,0 +1,194 @@
+"""Informers recover by themselves: from a watch that goes silent (and /readyz
+says so meanwhile), from an API server restart, and from a compacted
+resourceVersion (410 Gone). After each, the cache equals a fresh full list."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator, Iterator
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+
+from okra_runtime import metrics
+from okra_runtime.client import Client
+from okra_runtime.envtest import ControlPlane
+from okra_runtime.gvk import GVK
+from okra_runtime.informer import Informer, InformerOptions
+from okra_runtime.manager import Manager, ManagerOptions
+from support import eventually
+from tcpproxy import StallingProxy
+
+CM = GVK("", "v1", "ConfigMap")
+NS = "recovery"
+
+
+@pytest.fixture(scope="module")
+def plane() -> Iterator[ControlPlane]:
+    # Without the watch cache, a watch from a compacted revision reaches etcd and gets
+    # 410 Gone deterministically (the cache could still serve it from memory).
+    with ControlPlane(
+        name="recovery", apiserver_args=("--watch-cache=false",), controller_manager=False
+    ) as cp:
+        cp.kubectl("create", "namespace", NS)
+        yield cp
+
+
+@pytest.fixture
+async def direct(plane: ControlPlane) -> AsyncIterator[Client]:
+    async with await Client.from_kubeconfig(plane.kubeconfig()) as c:
+        yield c
+
+
+async def client_via(plane: ControlPlane, port: int) -> Client:
+    cfg = k8s.Configuration()
+    await k8s_config.load_kube_config(config_file=str(plane.kubeconfig()), client_configuration=cfg)
+    cfg.host = f"https://127.0.0.1:{port}"
+    return Client(k8s.ApiClient(configuration=cfg))
+
+
+@pytest.fixture
+async def proxy(plane: ControlPlane) -> AsyncIterator[StallingProxy]:
+    port = int(plane.server.rsplit(":", 1)[1])
+    p = StallingProxy("127.0.0.1", port)
+    await p.start()
+    yield p
+    await p.close()
+
+
+def cm(name: str, value: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NS},
+        "data": {"v": value},
+    }
+
+
+async def converged(inf: Informer, direct: Client) -> bool:
+    truth = await direct.list(CM, NS)
+    want = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in truth.items}
+    have = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in inf.store.list(NS)}
+    return want == have
+
+
+async def churn(direct: Client, tag: str) -> None:
+    """Create, update and delete, so that each kind of event must be seen."""
+    for i in range(5):
+        await direct.apply(cm(f"{tag}-{i}", "1"), field_manager="t", force=True)
+    await direct.apply(cm(f"{tag}-0", "2"), field_manager="t", force=True)
+    await direct.delete(CM, f"{tag}-1", NS)
+
+
+async def test_stalled_watch_is_detected_reopened_and_reported(
+    plane: ControlPlane, proxy: StallingProxy, direct: Client
+) -> None:
+    opts = ManagerOptions(
+        namespace=NS,
+        metrics_address=None,
+        probe_address="127.0.0.1:0",
+        informer=InformerOptions(inactivity_timeout=1.5, backoff_max=0.5),
+    )
+    async with await client_via(plane, proxy.port) as via_proxy:
+        mgr = Manager(via_proxy, opts)
+        inf = mgr.informer_for(CM)
+        run = asyncio.create_task(mgr.start())
+        await asyncio.wait_for(mgr.serving.wait(), 10)
+        async with aiohttp.ClientSession() as http:
+
+            async def readyz() -> tuple[int, str]:
+                async with http.get(f"http://127.0.0.1:{mgr.probe_port}/readyz") as r:
+                    return r.status, await r.text()
+
+            assert await eventually(lambda: _ready(readyz), within=30)
+            stalled_before = _restarts("stalled")
+            proxy.stall()
+            await direct.create(cm("during-stall", "x"))
+
+            async def reports_stall() -> bool:
+                status, body = await readyz()
+                return status == 503 and "ConfigMap.v1" in body
+
+            assert await eventually(reports_stall, within=20), "readyz never reported the stall"
+            assert "during-stall" not in {o["metadata"]["name"] for o in inf.store.list(NS)}
+            proxy.resume()
+            assert await eventually(lambda: _ready(readyz), within=30)
+            assert await eventually(lambda: converged(inf, direct), within=30)
+            assert _restarts("stalled") > stalled_before
+        mgr.stop()
+        await run
+
+
+async def test_resumes_after_apiserver_restart(plane: ControlPlane, direct: Client) -> None:
+    async with await Client.from_kubeconfig(plane.kubeconfig()) as c:
+        inf = Informer(c, CM, InformerOptions(namespace=NS, backoff_max=0.5))
+        task = asyncio.create_task(inf.run())
+        assert await inf.wait_for_sync(30)
+        await churn(direct, "before")
+        assert await eventually(lambda: converged(inf, direct), within=30)
+        await asyncio.to_thread(plane.restart_apiserver)
+        await churn(direct, "after")
+        assert await eventually(lambda: converged(inf, direct), within=60)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_relists_after_410_gone(
+    plane: ControlPlane, proxy: StallingProxy, direct: Client
+) -> None:
+    async with await client_via(plane, proxy.port) as via_proxy:
+        inf = Informer(
+            via_proxy, CM, InformerOptions(namespace=NS, backoff_max=0.3, inactivity_timeout=1.0)
+        )
+        task = asyncio.create_task(inf.run())
+        assert await inf.wait_for_sync(30)
+        relists_before = _relists()
+        proxy.stall()  # the informer loses its watch and cannot reconnect
+        await churn(direct, "gone")
+        await compact_etcd(plane.etcd_url)
+        proxy.resume()
+        assert await eventually(lambda: converged(inf, direct), within=60)
+        assert _relists() > relists_before, "the informer never relisted"
+        assert _restarts("expired") >= 1
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def compact_etcd(etcd_url: str) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.post(
+            f"{etcd_url}/v3/kv/range", json={"key": base64.b64encode(b"/").decode()}
+        ) as r:
+            revision = int((await r.json())["header"]["revision"])
+        async with http.post(
+            f"{etcd_url}/v3/kv/compaction", json={"revision": revision, "physical": True}
+        ) as r:
+            assert r.status == 200, await r.text()
+
+
+async def _ready(readyz: object) -> bool:
+    status, _ = await readyz()  # type: ignore[operator]
+    return bool(status == 200)
+
+
+def _restarts(reason: str) -> float:
+    return (
+        metrics.REGISTRY.get_sample_value(
+            "okra_runtime_watch_restarts_total",
+            {"group": "", "version": "v1", "kind": "ConfigMap", "reason": reason},
+        )
+        or 0.0
+    )
+
+
+def _relists() -> float:
+    return (
+        metrics.REGISTRY.get_sample_value(
+            "okra_runtime_informer_relists_total",
+            {"group": "", "version": "v1", "kind": "ConfigMap"},
+        )
+        or 0.0
+    )
