@@ -19,12 +19,30 @@ class Binaries:
     kubectl: Path
 
 
+def cached_assets() -> Path | None:
+    """The newest complete build in the cache `hack/build-control-plane.sh` fills."""
+    root = Path(
+        os.environ.get("OKRA_CACHE_DIR")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "okra"
+    )
+    builds = [
+        d
+        for d in (root / "bin").glob("*")
+        if d.is_dir() and all(os.access(d / n, os.X_OK) for n in _NAMES)
+    ]
+    return max(builds, key=lambda d: d.stat().st_mtime) if builds else None
+
+
 def find_binaries(assets: str | os.PathLike[str] | None = None) -> Binaries:
-    """Find the four binaries in `assets`, then `$OKRA_ASSETS`, then `PATH`.
+    """Find the four binaries in `assets`, then `$OKRA_ASSETS`, then `PATH`, then the
+    newest build in okra's cache directory.
 
     Raises FileNotFoundError naming what is missing and how to build it.
     """
     directory = assets if assets is not None else os.environ.get(ASSETS_ENV)
+    if directory is None and not all(shutil.which(n) for n in _NAMES):
+        cached = cached_assets()
+        directory = str(cached) if cached else None
     found: dict[str, Path] = {}
     missing: list[str] = []
     for name in _NAMES:

@@ -141,15 +141,20 @@ class ControlPlane:
     def kubectl(
         self, *args: str, user: str = ADMIN, check: bool = True, input_text: str | None = None
     ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl as `user`; with `check`, a failure raises ControlPlaneError
+        carrying kubectl's stderr."""
         assert self._bins is not None, "control plane not started"
-        return subprocess.run(
+        out = subprocess.run(
             [str(self._bins.kubectl), "--kubeconfig", str(self.kubeconfig(user)), *args],
             input=input_text,
             capture_output=True,
             text=True,
-            check=check,
+            check=False,
             timeout=120,
         )
+        if check and out.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(args)} failed: {out.stderr.strip()}")
+        return out
 
     def install_crds(self, paths: Iterable[str | Path], timeout: float = 60) -> list[str]:
         """Apply every CRD found in `paths` (files or directories of YAML) and wait

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SERVER_NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "moto_server")
+SERVER_NAMES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "moto_server",
+    "prometheus",
+)
 
 
 def _is_server(cmdline: list[str]) -> bool:

@@ -1,0 +1,95 @@
+"""okra_runtime side of bench/runtime: one controller for the ConfigMaps of one namespace whose
+reconcile reads the object from the informer cache and counts, nothing else.
+
+Runs with the project venv (/work/main/.venv), on the default asyncio loop, with
+`configure_logging("json", "warning")` to stderr (kopf runs at WARNING too; controller-runtime logs
+its few startup lines). The controller keeps the builder's defaults (one worker, as
+controller-runtime's). `python okra_impl.py --check` only verifies that the okra_runtime API this
+file uses is importable and exits 0, or prints what is missing and exits 3: run.py then skips okra.
+
+Protocol: env KUBECONFIG, BENCH_NAMESPACE, BENCH_COUNT; JSON lines on stdout (see README.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+
+
+def emit(event: str, **extra: int) -> None:
+    sys.stdout.write(json.dumps({"event": event, "t": time.time(), **extra}) + "\n")
+    sys.stdout.flush()
+
+
+API_MISSING = 3
+
+
+def check_api() -> str | None:
+    """None when the API below is there, else what is missing."""
+    try:
+        from okra_runtime import Manager, Request, Result  # noqa: F401
+        from okra_runtime.client import Client
+        from okra_runtime.logging import configure_logging  # noqa: F401
+    except ImportError as e:
+        return f"okra_runtime API not importable yet: {e}"
+    needed = [(Client, "from_kubeconfig"), (Manager, "builder"), (Manager, "informer_for")]
+    needed.append((Manager, "start"))
+    missing = [f"{o.__name__}.{a}" for o, a in needed if not hasattr(o, a)]
+    return f"okra_runtime API incomplete, missing: {', '.join(missing)}" if missing else None
+
+
+async def bench(namespace: str, count: int) -> None:
+    from okra_runtime import Manager, Request, Result
+    from okra_runtime.client import Client
+    from okra_runtime.logging import configure_logging
+
+    emit("started")
+    configure_logging("json", "warning")  # to stderr
+    client = await Client.from_kubeconfig(os.environ["KUBECONFIG"])
+    mgr = Manager(
+        client,
+        namespace=namespace,
+        metrics_address=None,
+        probe_address=None,
+        leader_election=False,
+    )
+    informer = mgr.informer_for("v1", "ConfigMap")
+    seen: set[str] = set()
+    updated: set[str] = set()
+
+    async def reconcile(req: Request) -> Result | None:
+        obj = informer.store.get(req.name, req.namespace)  # the cache, as a Get would
+        if obj is None:
+            return None
+        if req.name not in seen:
+            seen.add(req.name)
+            if len(seen) == count:
+                emit("reconciled", count=len(seen))
+        if req.name not in updated and (obj.get("data") or {}).get("gen") == "2":
+            updated.add(req.name)
+            if len(updated) == count:
+                emit("updated", count=len(updated))
+        return None
+
+    mgr.builder("bench").for_("v1", "ConfigMap").complete(reconcile)
+    run = asyncio.create_task(mgr.start())  # runs until killed
+    await informer.wait_for_sync()
+    emit("synced")
+    await run
+
+
+def main() -> None:
+    problem = check_api()
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        sys.exit(API_MISSING)
+    if sys.argv[1:] == ["--check"]:
+        return
+    asyncio.run(bench(os.environ["BENCH_NAMESPACE"], int(os.environ["BENCH_COUNT"])))
+
+
+if __name__ == "__main__":
+    main()

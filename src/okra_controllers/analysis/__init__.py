@@ -1,0 +1,1 @@
+"""Metric analysis: templates, runs, providers, verdicts."""

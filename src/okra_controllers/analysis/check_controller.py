@@ -1,0 +1,205 @@
+"""The Check controller: a standing metric check on its own schedule.
+
+A Check's provider query is templated with `{{.Vars.NAME}}` from `spec.vars`
+(okra fills in `eksClusterName`, `albListenerARN`, `targetGroupARN` when it
+makes Checks per cluster). Every `interval` (and at once when the spec changes)
+it measures, judges the result (conditions, then `min`/`max` for numbers),
+appends to a bounded history, and sets `status.lastPassed`, `status.lastRunTime`
+and `status.analysis.observedHash` (the `analysis-hash` annotation it ran with,
+so whoever wrote the annotation can tell the result is for the latest query).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from okra_controllers.analysis.duration import parse_duration
+from okra_controllers.analysis.expr import ExprError, evaluate_condition
+from okra_controllers.analysis.measure import measure
+from okra_controllers.analysis.providers.base import ProviderContext, secret_reader
+from okra_controllers.analysis.run_controller import MEASUREMENTS, now_utc
+from okra_controllers.api.v1alpha1.analysis import (
+    Check,
+    CheckAnalysisStatus,
+    CheckResult,
+    CheckSpec,
+    CheckStatus,
+    Phase,
+)
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.v1alpha1.providers import MetricProvider
+from okra_controllers.aws.config import AwsConfig
+from okra_runtime.client import Client
+from okra_runtime.errors import ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.informer import Informer
+from okra_runtime.reconcile import Request, Result
+
+CHECK = GVK(GROUP, VERSION, "Check")
+HASH_ANNOTATION = "analysis-hash"
+_VAR = re.compile(r"\{\{\s*\.Vars\.([A-Za-z0-9_]+)\s*\}\}")
+log = structlog.get_logger("okra.check")
+
+
+class CheckError(ValueError):
+    pass
+
+
+def render_provider(spec: CheckSpec) -> MetricProvider:
+    raw = spec.provider.model_dump_json(by_alias=True, exclude_none=True)
+
+    def repl(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in spec.vars:
+            raise CheckError(
+                f"spec.provider uses {{{{.Vars.{name}}}}} but spec.vars has no "
+                f"{name!r} (has: {', '.join(sorted(spec.vars)) or 'none'})"
+            )
+        return json.dumps(spec.vars[name])[1:-1]
+
+    return MetricProvider.model_validate_json(_VAR.sub(repl, raw))
+
+
+def judge(spec: CheckSpec, value: Any) -> tuple[Phase, str | None]:
+    """Conditions as for an AnalysisRun metric, then bounds on numeric results."""
+    phase: Phase = "Successful"
+    try:
+        if spec.success_condition and not evaluate_condition(spec.success_condition, value):
+            phase = "Failed"
+        if spec.failure_condition and evaluate_condition(spec.failure_condition, value):
+            phase = "Failed"
+    except ExprError as e:
+        return "Error", str(e)
+    if phase == "Failed":
+        return phase, "condition not met"
+    if spec.min is None and spec.max is None:
+        return phase, None
+    numbers = value if isinstance(value, list) else [value]
+    if not numbers or not all(
+        isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers
+    ):
+        return "Error", f"min/max need a number or a list of numbers, got {value!r}"
+    for n in numbers:
+        if math.isnan(n):
+            return "Inconclusive", "result is NaN"
+        if spec.max is not None and n > spec.max:
+            return "Failed", f"{n} > max {spec.max}"
+        if spec.min is not None and n < spec.min:
+            return "Failed", f"{n} < min {spec.min}"
+    return "Successful", None
+
+
+class CheckReconciler:
+    def __init__(
+        self,
+        client: Client,
+        informer: Informer,
+        events: EventRecorder,
+        aws: AwsConfig,
+        okra_namespace: str,
+        clock: Callable[[], datetime.datetime] = now_utc,
+    ) -> None:
+        self.client = client
+        self.checks = informer.store
+        self.events = events
+        self.aws = aws
+        self.okra_namespace = okra_namespace
+        self.clock = clock
+        self.read_secret = secret_reader(client)
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.checks.get(req.name, req.namespace)
+        if raw is None:
+            return None
+        try:
+            check = Check.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            self.events.event(
+                raw, "Warning", "InvalidCheck", f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
+            )
+            return None
+        spec = check.spec
+        status = check.status or CheckStatus()
+        interval = parse_duration(spec.interval)
+        want_hash = check.metadata.annotations.get(HASH_ANNOTATION)
+        now = self.clock()
+        fresh = (
+            status.analysis is not None
+            and status.analysis.observed_hash == want_hash
+            and status.observed_generation == check.metadata.generation
+        )
+        if fresh and status.last_run_time is not None:
+            wait = status.last_run_time + datetime.timedelta(seconds=interval) - now
+            if wait.total_seconds() > 0:
+                return Result(requeue_after=wait.total_seconds())
+        phase, value, message, kind = await self._run(spec, req.namespace)
+        MEASUREMENTS.labels(kind, phase).inc()
+        analysis = status.analysis or CheckAnalysisStatus()
+        analysis.observed_hash = want_hash
+        analysis.results = [
+            *analysis.results,
+            CheckResult(phase=phase, value=value, message=message, time=now),
+        ]
+        analysis.results = analysis.results[-spec.history_limit :]
+        passed = phase == "Successful"
+        previous = status.last_passed
+        status.last_passed = passed
+        status.last_run_time = now
+        status.analysis = analysis
+        status.observed_generation = check.metadata.generation
+        status.conditions = [
+            Condition(
+                type="Passed",
+                status="True" if passed else "False",
+                reason="CheckPassed" if passed else f"Check{phase}",
+                message=message or ("the last check passed" if passed else "the last check failed"),
+                last_transition_time=now
+                if previous != passed or not status.conditions
+                else status.conditions[0].last_transition_time,
+                observed_generation=check.metadata.generation,
+            )
+        ]
+        raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+        try:
+            await self.client.update_status(raw)
+        except ConflictError:
+            return Result(requeue=True)
+        except NotFoundError:
+            return None
+        if previous != passed:
+            self.events.event(
+                raw,
+                "Normal" if passed else "Warning",
+                "CheckPassed" if passed else f"Check{phase}",
+                message or f"check {'passed' if passed else 'did not pass'}",
+            )
+        return Result(requeue_after=interval)
+
+    async def _run(
+        self, spec: CheckSpec, namespace: str
+    ) -> tuple[Phase, str | None, str | None, str]:
+        try:
+            provider = render_provider(spec)
+        except CheckError as e:
+            return "Error", None, str(e), "unknown"
+        ctx = ProviderContext(
+            namespace=namespace,
+            read_secret=self.read_secret,
+            aws=self.aws,
+            default_namespace=self.okra_namespace,
+        )
+        out = await measure(provider, ctx)
+        if out.result is None:
+            return "Error", None, out.error, out.provider
+        phase, message = judge(spec, out.result.value)
+        return phase, out.result.display, message, out.provider

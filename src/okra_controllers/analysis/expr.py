@@ -1,0 +1,2178 @@
+"""Argo Rollouts' condition language (expr-lang/expr), parsed and evaluated safely in Python.
+
+An AnalysisTemplate's `successCondition` / `failureCondition` is an expression in the language
+of github.com/expr-lang/expr (formerly antonmedv/expr), evaluated with `result` bound to the
+provider's measurement plus Argo's helpers (`asInt`, `asFloat`, `isNaN`, `isInf`, `isNil`,
+`default`). okra evaluates these itself, so templates written for Argo must mean the same here.
+
+Why a hand-written parser: PyPI has no maintained implementation of this language. `expr-lang`
+(0.1.0) is an empty placeholder; `enchanter-golem` (0.1.0, one release, a cp311-only wheel
+embedding a Go shared library) wraps the Go engine but rejects NaN/Inf results, which Prometheus
+conditions such as `isNaN(result)` depend on, and has none of Argo's helpers; general
+"safe eval" packages implement Python's grammar, not expr's. So this module is a small lexer,
+a recursive-descent (precedence-climbing) parser that mirrors expr's own parser, and a
+tree-walking evaluator. Nothing here calls `eval`, `exec` or `compile` on user input, and no
+attribute of any Python object is ever read: values are JSON-shaped (nil, bool, int, float,
+string, array, map) and only maps (by key) and arrays/strings (by index) can be looked into.
+
+Use `compile_condition` once per template and `Condition.evaluate` per measurement, or
+`evaluate_condition(source, result)` (compiled conditions are cached). Every failure, at parse
+or evaluation time, is an `ExprError` naming the problem and its column.
+
+Grammar (EBNF; `{x}` repeats, `[x]` is optional)::
+
+    condition  = expression ;
+    expression = "let" name "=" expression ";" expression
+               | binary { "?" expression ":" expression | "?:" expression } ;
+    binary     = unary { binop unary } ;            (* precedence climbing, table below *)
+    unary      = ( "!" | "not" | "-" | "+" ) binary (* operand binds at the operator's level *)
+               | postfix ;
+    postfix    = primary { "." field | "?." field | "[" expression "]" | "?.[" expression "]"
+                         | "[" [ expression ] ":" [ expression ] "]" } ;
+    field      = name | word-operator ;             (* result.in is the key "in" *)
+    primary    = literal | name | "$env" | call | "(" expression ")" | array | map
+               | "#" [ "index" | "acc" ] | "." field ;   (* the last two only in predicates *)
+    call       = name "(" [ argument { "," argument } [ "," ] ] ")"
+               | binary "|" name "(" [ argument { "," argument } ] ")" ;  (* pipe: lhs is arg 1 *)
+    argument   = expression | predicate ;           (* predicate where the function takes one *)
+    predicate  = "{" expression "}" | expression ;  (* "#" is the element, "#index" its index *)
+    array      = "[" [ expression { "," expression } [ "," ] ] "]" ;
+    map        = "{" [ key ":" expression { "," key ":" expression } [ "," ] ] "}" ;
+    key        = string | number | name | "(" expression ")" ;   (* bare keys are strings *)
+    literal    = integer | float | string | "true" | "false" | "nil" ;
+    integer    = digit { digit | "_" } | "0x" hex { hex | "_" } | "0o" oct {..} | "0b" bin {..} ;
+    float      = digits "." [ digits ] [ exponent ] | "." digits [ exponent ] | digits exponent ;
+    string     = "'" { char | escape } "'" | '"' { char | escape } '"' | "`" { raw } "`" ;
+    comment    = "//" ... end of line | "/*" ... "*/" ;
+
+Binary operators, loosest first (all left-associative except `**`/`^`)::
+
+     0  |                                     pipe
+    10  ||  or                                short-circuit, operands must be bool
+    15  &&  and                               short-circuit, operands must be bool
+    20  == != < > <= >= in matches contains startsWith endsWith, and `not in`, `not matches`,
+        `not contains`, `not startsWith`, `not endsWith`; comparisons chain: a < b < c means
+        a < b && b < c
+    25  ..                                    integer range, inclusive
+    30  + -
+    60  * / %
+   100  ** ^                                  power, right-associative, always a float
+   500  ??                                    nil-coalescing; cannot be mixed with other binary
+                                              operators without parentheses
+  Unary `!`/`not` bind at 50 (so `!a == b` is `(!a) == b`), unary `-`/`+` at 90 (so `-2 ** 2`
+  is -4).
+
+Semantics (expr's): int op int stays int (64-bit, wrapping like Go); any float makes a float;
+`/` always gives a float (x/0 is ±Inf or NaN, as in Go); `%` takes ints only and truncates like
+Go; `+` also joins strings. `<` and friends compare numbers with numbers and strings with strings,
+anything else is an error (so `nil < 5` fails, as Argo reports for an empty Datadog result).
+`==` never fails: values of different kinds are unequal, ints equal floats numerically, arrays and
+maps compare element-wise, NaN equals nothing. `in` looks for an element of an array or a key of
+a map (`x in nil` is false). `matches` is an unanchored search (Go's `MatchString`). A missing
+map key reads as nil; indexing an array out of range is an error ("index out of range: 3 (array
+length is 1)"), negative indexes count from the end; slices clamp. `a?.b` and `a?.[i]` give nil
+when `a` is nil instead of failing, for the rest of the postfix chain.
+
+Built-in functions: predicates `all any none one filter map count find findIndex findLast
+findLastIndex sum reduce` (`count` and `sum` take an optional predicate; `reduce` has `#acc`);
+`len abs int float string type max min sum mean median first last get take keys values ceil
+floor round lower upper trim trimPrefix trimSuffix split join replace repeat indexOf lastIndexOf
+hasPrefix hasSuffix`, and Argo's `isNaN isInf isNil default asInt asFloat`.
+
+Limits, so that a template cannot hang or exhaust the controller: sources longer than
+`MAX_SOURCE_LENGTH` characters or nested deeper than `MAX_DEPTH` are rejected; there are no
+loops except predicates over finite arrays; ranges hold at most `MAX_RANGE` elements; strings
+built by `+`, `repeat`, `replace` and `join` hold at most `MAX_STRING` characters. One
+evaluation has a budget of `MAX_STEPS` units (a predicate iteration costs the size of its body,
+a range element 8, a built string or array 1 per 8 characters or elements) and stops after
+`MAX_SECONDS` whatever its budget. Regular expressions in RE2's unsupported or exponential
+shapes (back-references, look-around, nested unbounded repetition such as `(a+)+`) are
+rejected.
+
+Where this knowingly differs from Argo Rollouts / expr:
+- Argo's `default(x, d)` and `isNil(x)` ignore `x` and test `result`; here they test `x`, which
+  is the same for the documented `default(result, 0)` and `isNil(result)`.
+- expr type-checks some mismatches at compile time (`asFloat(result) == "1.1"` is a compile
+  error there); here `==` between different kinds is simply false.
+- `isNaN`/`isInf` accept ints (false) where Go's reflection call would fail.
+- Indexing a string gives a one-character string, not a byte; `matches` uses Python's `re`
+  (so `$` also matches before a trailing newline, and RE2-only syntax such as `\\pL` fails).
+- Method calls (`x.Foo()`), `::` and date/time functions are not supported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Final, NamedTuple, NoReturn
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_RANGE",
+    "MAX_SECONDS",
+    "MAX_SOURCE_LENGTH",
+    "MAX_STEPS",
+    "MAX_STRING",
+    "Condition",
+    "ExprError",
+    "compile_condition",
+    "evaluate_condition",
+]
+
+MAX_SOURCE_LENGTH: Final = 4096
+MAX_DEPTH: Final = 64
+MAX_RANGE: Final = 100_000
+MAX_STEPS: Final = 10_000_000
+MAX_SECONDS: Final = 1.0
+MAX_STRING: Final = 1 << 20
+
+_INT_MIN: Final = -(1 << 63)
+_INT_MAX: Final = (1 << 63) - 1
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+class ExprError(ValueError):
+    """A condition that cannot be parsed or evaluated.
+
+    `reason` is the bare problem; `line` and `column` (1-based) locate it in `source` when known.
+    `str(error)` puts the three together: "unexpected ')' at column 14 in 'result[0] >= )'".
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        source: str | None = None,
+        offset: int | None = None,
+        quote_source: bool = True,
+    ) -> None:
+        self.reason = reason
+        self.source = source
+        self.offset = offset
+        self.line: int | None = None
+        self.column: int | None = None
+        self._quote_source = quote_source
+        if source is not None and offset is not None:
+            self.line = source.count("\n", 0, offset) + 1
+            self.column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        message = self.reason
+        if self.column is not None and self.source is not None:
+            if "\n" in self.source:
+                message += f" at line {self.line}, column {self.column}"
+            else:
+                message += f" at column {self.column}"
+        elif self.offset is not None:
+            message += f" at offset {self.offset}"
+        if self.source is not None and self._quote_source:
+            message += f" in {_quote(self.source)}"
+        return message
+
+    def _in(self, source: str) -> ExprError:
+        """This error, located in `source` (errors are raised before the source is known)."""
+        if self.source is not None:
+            return self
+        return ExprError(self.reason, source=source, offset=self.offset)
+
+
+def _quote(source: str) -> str:
+    return repr(source if len(source) <= 120 else source[:117] + "...")
+
+
+class _Fault(Exception):  # noqa: N818 (internal signal, never escapes)
+    """A runtime failure inside a helper; the node that called it adds the column."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _NilChain(Exception):  # noqa: N818 (internal signal, never escapes)
+    """`a?.b` met a nil `a`: the enclosing chain evaluates to nil."""
+
+
+def _fail(reason: str, offset: int) -> NoReturn:
+    raise ExprError(reason, offset=offset)
+
+
+# --- values -----------------------------------------------------------------------------------
+
+
+def _is_num(x: object) -> bool:
+    t = type(x)
+    if t is int or t is float:
+        return True
+    return t is not bool and isinstance(x, int | float)
+
+
+def _is_list(x: object) -> bool:
+    return type(x) is list or isinstance(x, list | tuple)
+
+
+def _is_map(x: object) -> bool:
+    return type(x) is dict or isinstance(x, Mapping)
+
+
+def _is_str(x: object) -> bool:
+    return type(x) is str or isinstance(x, str)
+
+
+def _is_int(x: object) -> bool:
+    return type(x) is int or (isinstance(x, int) and not isinstance(x, bool))
+
+
+def _tn(x: object) -> str:
+    """The Go type name Argo's messages use for a value."""
+    if x is None:
+        return "<nil>"
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int"
+    if isinstance(x, float):
+        return "float64"
+    if isinstance(x, str):
+        return "string"
+    if _is_list(x):
+        return "[]interface {}"
+    if _is_map(x):
+        return "map[string]interface {}"
+    return type(x).__name__
+
+
+def _wrap(n: int) -> int:
+    """Go's int64 arithmetic: wrap on overflow (this also keeps numbers small)."""
+    if _INT_MIN <= n <= _INT_MAX:
+        return n
+    return ((n - _INT_MIN) & 0xFFFF_FFFF_FFFF_FFFF) + _INT_MIN
+
+
+def _f(x: Any) -> float:
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _go_float(f: float) -> str:
+    """Go's `%v` for a float64: shortest digits, exponent form below 1e-4 or from 1e6 up
+    (strconv's %g with the shortest precision, so 1000000.0 prints as 1e+06)."""
+    if f != f:
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    if f == 0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    sign, digit_tuple, exponent = Decimal(repr(f)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) + exponent  # position of the decimal point within digits
+    exp10 = point - 1
+    prefix = "-" if sign else ""
+    if exp10 < -4 or exp10 >= 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{prefix}{mantissa}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
+    if point <= 0:
+        return f"{prefix}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return prefix + digits + "0" * (point - len(digits))
+    return f"{prefix}{digits[:point]}.{digits[point:]}"
+
+
+def _go_str(x: object) -> str:
+    """Go's `fmt.Sprint` of a JSON-shaped value (what expr's `string()` returns)."""
+    if x is None:
+        return "<nil>"
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return _go_float(x)
+    if isinstance(x, str):
+        return x
+    if _is_list(x):
+        assert isinstance(x, list | tuple)
+        return "[" + " ".join(_go_str(v) for v in x) + "]"
+    if _is_map(x):
+        assert isinstance(x, Mapping)
+        items = sorted(x.items(), key=lambda kv: str(kv[0]))
+        return "map[" + " ".join(f"{_go_str(k)}:{_go_str(v)}" for k, v in items) + "]"
+    return f"<{type(x).__name__}>"
+
+
+def _go_quote(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _equal(a: object, b: object) -> bool:
+    ta, tb = type(a), type(b)
+    if ta is tb and (ta is str or ta is float or ta is int or ta is bool):
+        return a == b
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_num(a) and _is_num(b):
+        return bool(a == b)
+    if _is_str(a) and _is_str(b):
+        return a == b
+    if _is_list(a) and _is_list(b):
+        assert isinstance(a, list | tuple)
+        assert isinstance(b, list | tuple)
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    if _is_map(a) and _is_map(b):
+        assert isinstance(a, Mapping)
+        assert isinstance(b, Mapping)
+        return len(a) == len(b) and all(k in b and _equal(v, b[k]) for k, v in a.items())
+    return False
+
+
+def _mismatch(op: str, a: object, b: object) -> _Fault:
+    return _Fault(f"invalid operation: {op} (mismatched types {_tn(a)} and {_tn(b)})")
+
+
+def _ordered(op: str, a: object, b: object) -> tuple[Any, Any]:
+    if (_is_num(a) and _is_num(b)) or (_is_str(a) and _is_str(b)):
+        return a, b
+    raise _mismatch(op, a, b)
+
+
+def _lt(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return bool(a < b)
+    x, y = _ordered("<", a, b)
+    return bool(x < y)
+
+
+def _le(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return bool(a <= b)
+    x, y = _ordered("<=", a, b)
+    return bool(x <= y)
+
+
+def _gt(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return bool(a > b)
+    x, y = _ordered(">", a, b)
+    return bool(x > y)
+
+
+def _ge(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return bool(a >= b)
+    x, y = _ordered(">=", a, b)
+    return bool(x >= y)
+
+
+def _ne(a: Any, b: Any) -> bool:
+    return not _equal(a, b)
+
+
+def _check_len(n: int) -> None:
+    if n > MAX_STRING:
+        raise _Fault(f"string of {n} characters exceeds the limit of {MAX_STRING}")
+
+
+def _add(a: Any, b: Any) -> Any:
+    if _is_num(a) and _is_num(b):
+        if _is_int(a) and _is_int(b):
+            return _wrap(int(a) + int(b))
+        return _f(a) + _f(b)
+    if _is_str(a) and _is_str(b):
+        _check_len(len(a) + len(b))
+        return a + b
+    raise _mismatch("+", a, b)
+
+
+def _sub(a: Any, b: Any) -> Any:
+    if _is_num(a) and _is_num(b):
+        if _is_int(a) and _is_int(b):
+            return _wrap(int(a) - int(b))
+        return _f(a) - _f(b)
+    raise _mismatch("-", a, b)
+
+
+def _mul(a: Any, b: Any) -> Any:
+    if _is_num(a) and _is_num(b):
+        if _is_int(a) and _is_int(b):
+            return _wrap(int(a) * int(b))
+        return _f(a) * _f(b)
+    raise _mismatch("*", a, b)
+
+
+def _div(a: Any, b: Any) -> float:
+    if not (_is_num(a) and _is_num(b)):
+        raise _mismatch("/", a, b)
+    x, y = _f(a), _f(b)
+    if y == 0:
+        if x == 0 or x != x:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+    return x / y
+
+
+def _mod(a: Any, b: Any) -> int:
+    if not (_is_int(a) and _is_int(b)):
+        raise _mismatch("%", a, b)
+    x, y = int(a), int(b)
+    if y == 0:
+        raise _Fault("integer divide by zero")
+    r = abs(x) % abs(y)
+    return _wrap(-r if x < 0 else r)
+
+
+def _go_pow(x: float, y: float) -> float:
+    odd = y.is_integer() and math.fmod(y, 2.0) != 0
+    try:
+        return math.pow(x, y)
+    except OverflowError:
+        return -math.inf if x < 0 and odd else math.inf
+    except ValueError:
+        if x == 0:  # zero to a negative power
+            return math.copysign(math.inf, x) if odd else math.inf
+        return math.nan  # a negative number to a fractional power
+
+
+def _pow(a: Any, b: Any) -> float:
+    if not (_is_num(a) and _is_num(b)):
+        raise _mismatch("**", a, b)
+    return _go_pow(_f(a), _f(b))
+
+
+def _in(needle: Any, haystack: Any) -> bool:
+    if haystack is None:
+        return False
+    if _is_list(haystack):
+        return any(_equal(item, needle) for item in haystack)
+    if _is_map(haystack):
+        if not _is_str(needle):
+            raise _Fault(f"cannot use {_tn(needle)} as a map key (map keys are strings)")
+        return needle in haystack
+    raise _Fault(f'operator "in" not defined on {_tn(haystack)}')
+
+
+def _strings(op: str, a: Any, b: Any) -> tuple[str, str]:
+    if _is_str(a) and _is_str(b):
+        return a, b
+    raise _mismatch(op, a, b)
+
+
+def _contains(a: Any, b: Any) -> bool:
+    x, y = _strings("contains", a, b)
+    return y in x
+
+
+def _starts_with(a: Any, b: Any) -> bool:
+    x, y = _strings("startsWith", a, b)
+    return x.startswith(y)
+
+
+def _ends_with(a: Any, b: Any) -> bool:
+    x, y = _strings("endsWith", a, b)
+    return x.endswith(y)
+
+
+_BINARY_FUNCS: Final[dict[str, Callable[[Any, Any], Any]]] = {
+    "+": _add,
+    "-": _sub,
+    "*": _mul,
+    "/": _div,
+    "%": _mod,
+    "**": _pow,
+    "^": _pow,
+    "==": _equal,
+    "!=": _ne,
+    "<": _lt,
+    "<=": _le,
+    ">": _gt,
+    ">=": _ge,
+    "in": _in,
+    "contains": _contains,
+    "startsWith": _starts_with,
+    "endsWith": _ends_with,
+}
+
+
+def _to_index(key: Any) -> int:
+    if _is_int(key):
+        return int(key)
+    if isinstance(key, float) and math.isfinite(key):
+        return int(key)  # Go's int(x) truncates
+    raise _Fault(f"cannot use {_tn(key)} {_go_str(key)} as an index")
+
+
+def _fetch(obj: Any, key: Any) -> Any:
+    """obj[key] / obj.key with expr's rules; maps and arrays only, never Python attributes."""
+    if _is_list(obj) or _is_str(obj):
+        if _is_str(key):
+            raise _Fault(f"cannot fetch {key} from {_tn(obj)}")
+        i = _to_index(key)
+        n = len(obj)
+        if i < 0:
+            i += n
+        if i < 0 or i >= n:
+            raise _Fault(f"index out of range: {i} (array length is {n})")
+        return obj[i]
+    if _is_map(obj):
+        if not _is_str(key):
+            raise _Fault(f"cannot use {_tn(key)} as a map key (map keys are strings)")
+        return obj.get(key)
+    raise _Fault(f"cannot fetch {_go_str(key)} from {_tn(obj)}")
+
+
+def _slice(obj: Any, lo: Any, hi: Any) -> Any:
+    if not (_is_list(obj) or _is_str(obj)):
+        raise _Fault(f"cannot slice {_tn(obj)}")
+    n = len(obj)
+    a = 0 if lo is None else _to_index(lo)
+    b = n if hi is None else _to_index(hi)
+    if a < 0:
+        a = max(n + a, 0)
+    if b < 0:
+        b = max(n + b, 0)
+    b = min(b, n)
+    a = min(a, b)
+    part = obj[a:b]
+    return list(part) if isinstance(part, tuple) else part
+
+
+# --- regular expressions ----------------------------------------------------------------------
+
+_RE2_UNSUPPORTED: Final = (
+    ("(?=", "look-ahead"),
+    ("(?!", "negative look-ahead"),
+    ("(?<=", "look-behind"),
+    ("(?<!", "negative look-behind"),
+    ("(?>", "an atomic group"),
+    ("(?(", "a conditional group"),
+    ("(?P=", "a back-reference"),
+    ("(?#", "a comment group"),
+)
+_REPEAT_BRACES: Final = re.compile(r"\{(\d+)(,?)(\d*)\}")
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why `pattern` must not run: syntax Go's RE2 rejects (so Argo would fail too), or nested
+    unbounded repetition, whose backtracking in Python's `re` can take exponential time."""
+    groups = [False]  # per open group: does it contain an unbounded repeat?
+    last_group_unbounded = False  # the atom just closed was such a group
+    after_repeat = False
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if _is_digit(pattern[i + 1 : i + 2]) and pattern[i + 1] != "0":
+                return "a back-reference is not supported (RE2 syntax)"
+            i += 2
+        elif c == "[":
+            j = i + 1
+            if pattern.startswith("^", j):
+                j += 1
+            if pattern.startswith("]", j):
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+        elif c == "(":
+            for prefix, what in _RE2_UNSUPPORTED:
+                if pattern.startswith(prefix, i):
+                    return f"{what} is not supported (RE2 syntax)"
+            groups.append(False)
+            i += 1
+            after_repeat = last_group_unbounded = False
+            continue
+        elif c == ")":
+            inner = groups.pop() if len(groups) > 1 else False
+            groups[-1] = groups[-1] or inner
+            i += 1
+            after_repeat, last_group_unbounded = False, inner
+            continue
+        elif c in "*+?{":
+            if c == "{":
+                m = _REPEAT_BRACES.match(pattern, i)
+                if m is None:  # a literal brace
+                    i += 1
+                    after_repeat = last_group_unbounded = False
+                    continue
+                unbounded = m.group(2) == "," and m.group(3) == ""
+                i = m.end()
+            else:
+                unbounded = c != "?"
+                i += 1
+            if after_repeat:
+                if c == "+":
+                    return "a possessive repeat is not supported (RE2 syntax)"
+                return None  # `**` and the like: let `re` report it
+            if unbounded and last_group_unbounded:
+                return (
+                    "nested unbounded repetition such as (a+)+ can take exponential time; "
+                    "bound the outer repeat, e.g. {1,10}"
+                )
+            groups[-1] = groups[-1] or unbounded
+            if pattern.startswith("?", i):  # lazy
+                i += 1
+            after_repeat, last_group_unbounded = True, False
+            continue
+        else:
+            i += 1
+        after_repeat = last_group_unbounded = False
+    return None
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    problem = _regex_problem(pattern)
+    if problem is not None:
+        raise _Fault(f"regular expression {_go_quote(pattern)}: {problem}")
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise _Fault(f"invalid regular expression {_go_quote(pattern)}: {e}") from None
+
+
+# --- syntax tree and evaluation ---------------------------------------------------------------
+
+
+_CHECK_EVERY: Final = 20_000  # budget units between looks at the clock
+
+
+class _Ctx:
+    """Per-evaluation state: the environment and the remaining work budget."""
+
+    __slots__ = ("checkpoint", "deadline", "env", "steps")
+
+    def __init__(self, env: Mapping[str, Any]) -> None:
+        self.env = env
+        self.steps = MAX_STEPS
+        self.checkpoint = MAX_STEPS - _CHECK_EVERY
+        self.deadline = time.monotonic() + MAX_SECONDS
+
+    def charge(self, n: int) -> None:
+        self.steps -= n
+        if self.steps < self.checkpoint:
+            self.check()
+
+    def check(self) -> None:
+        if self.steps < 0:
+            raise _Fault(f"evaluation exceeds its budget of {MAX_STEPS} steps")
+        if time.monotonic() > self.deadline:
+            raise _Fault(f"evaluation takes longer than {MAX_SECONDS:g}s")
+        self.checkpoint = self.steps - _CHECK_EVERY
+
+    def charge_size(self, value: Any) -> Any:
+        """Charge for a string or array an operation built; return it."""
+        if (type(value) is str or type(value) is list) and len(value) >= 64:
+            self.charge(len(value) >> 3)
+        return value
+
+
+_NO_LOCALS: Final[dict[str, Any]] = {}
+
+
+class _Frame:
+    """The element a predicate is looking at, and `let` variables in scope."""
+
+    __slots__ = ("acc", "index", "item", "locals")
+
+    def __init__(self, item: Any, index: int, acc: Any, locals_: dict[str, Any]) -> None:
+        self.item = item
+        self.index = index
+        self.acc = acc
+        self.locals = locals_
+
+
+class _Node:
+    __slots__ = ("depth", "offset", "size")
+
+    def __init__(self, offset: int, *children: _Node | None) -> None:
+        self.offset = offset
+        self.depth: int = 1 + max((c.depth for c in children if c is not None), default=0)
+        self.size: int = 1 + sum(c.size for c in children if c is not None)
+        if self.depth > MAX_DEPTH:
+            _fail(f"condition nests deeper than {MAX_DEPTH} levels", offset)
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        raise NotImplementedError
+
+
+class _Const(_Node):
+    __slots__ = ("value",)
+
+    def __init__(self, offset: int, value: Any) -> None:
+        super().__init__(offset)
+        self.value = value
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        return self.value
+
+
+class _Ident(_Node):
+    __slots__ = ("name",)
+
+    def __init__(self, offset: int, name: str) -> None:
+        super().__init__(offset)
+        self.name = name
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        try:
+            return ctx.env[self.name]
+        except KeyError:
+            _fail(f"unknown name {self.name}", self.offset)
+
+
+class _EnvRef(_Node):
+    __slots__ = ()
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        return ctx.env
+
+
+class _Local(_Node):
+    __slots__ = ("name",)
+
+    def __init__(self, offset: int, name: str) -> None:
+        super().__init__(offset)
+        self.name = name
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        assert frame is not None
+        return frame.locals[self.name]
+
+
+class _Pointer(_Node):
+    __slots__ = ("kind",)
+
+    def __init__(self, offset: int, kind: str) -> None:
+        super().__init__(offset)
+        self.kind = kind
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        assert frame is not None
+        if self.kind == "":
+            return frame.item
+        if self.kind == "index":
+            return frame.index
+        return frame.acc
+
+
+class _Let(_Node):
+    __slots__ = ("body", "name", "value")
+
+    def __init__(self, offset: int, name: str, value: _Node, body: _Node) -> None:
+        super().__init__(offset, value, body)
+        self.name, self.value, self.body = name, value, body
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        value = self.value.ev(ctx, frame)
+        if frame is None:
+            inner = _Frame(None, 0, None, {self.name: value})
+        else:
+            inner = _Frame(frame.item, frame.index, frame.acc, {**frame.locals, self.name: value})
+        return self.body.ev(ctx, inner)
+
+
+class _Array(_Node):
+    __slots__ = ("items",)
+
+    def __init__(self, offset: int, items: list[_Node]) -> None:
+        super().__init__(offset, *items)
+        self.items = tuple(items)
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        return [item.ev(ctx, frame) for item in self.items]
+
+
+class _MapLit(_Node):
+    __slots__ = ("pairs",)
+
+    def __init__(self, offset: int, pairs: list[tuple[_Node, _Node]]) -> None:
+        super().__init__(offset, *[n for pair in pairs for n in pair])
+        self.pairs = tuple(pairs)
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        out: dict[str, Any] = {}
+        for key_node, value_node in self.pairs:
+            key = key_node.ev(ctx, frame)
+            if not _is_str(key):
+                _fail(f"map keys must be strings, not {_tn(key)}", key_node.offset)
+            out[key] = value_node.ev(ctx, frame)
+        return out
+
+
+class _Member(_Node):
+    """`obj.name`, `obj[key]` and their optional forms `?.`."""
+
+    __slots__ = ("key", "obj", "optional")
+
+    def __init__(self, offset: int, obj: _Node, key: _Node, optional: bool) -> None:
+        super().__init__(offset, obj, key)
+        self.obj, self.key, self.optional = obj, key, optional
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        obj = self.obj.ev(ctx, frame)
+        if obj is None and self.optional:
+            raise _NilChain
+        key = self.key.ev(ctx, frame)
+        if type(obj) is list and type(key) is int:  # the common `result[0]`
+            n = len(obj)
+            i = key + n if key < 0 else key
+            if 0 <= i < n:
+                return obj[i]
+        try:
+            return _fetch(obj, key)
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+
+
+class _Slice(_Node):
+    __slots__ = ("hi", "lo", "obj")
+
+    def __init__(self, offset: int, obj: _Node, lo: _Node | None, hi: _Node | None) -> None:
+        super().__init__(offset, obj, lo, hi)
+        self.obj, self.lo, self.hi = obj, lo, hi
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        obj = self.obj.ev(ctx, frame)
+        lo = None if self.lo is None else self.lo.ev(ctx, frame)
+        hi = None if self.hi is None else self.hi.ev(ctx, frame)
+        try:
+            return _slice(obj, lo, hi)
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+
+
+class _Chain(_Node):
+    """The extent of a `?.` chain: a nil met by `?.` makes the whole chain nil."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: _Node) -> None:
+        super().__init__(inner.offset, inner)
+        self.inner = inner
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        try:
+            return self.inner.ev(ctx, frame)
+        except _NilChain:
+            return None
+
+
+class _Unary(_Node):
+    __slots__ = ("op", "operand")
+
+    def __init__(self, offset: int, op: str, operand: _Node) -> None:
+        super().__init__(offset, operand)
+        self.op, self.operand = op, operand
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        v = self.operand.ev(ctx, frame)
+        op = self.op
+        if op == "!" or op == "not":
+            if v is True:
+                return False
+            if v is False:
+                return True
+        elif _is_num(v):
+            if op == "+":
+                return v
+            return _wrap(-int(v)) if _is_int(v) else -v
+        _fail(f"invalid operation: {op} {_tn(v)}", self.offset)
+
+
+class _Binary(_Node):
+    __slots__ = ("fn", "left", "op", "right")
+
+    def __init__(self, offset: int, op: str, left: _Node, right: _Node) -> None:
+        super().__init__(offset, left, right)
+        self.op, self.left, self.right = op, left, right
+        self.fn = _BINARY_FUNCS[op]
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        a = self.left.ev(ctx, frame)
+        b = self.right.ev(ctx, frame)
+        try:
+            return self.fn(a, b)
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+
+
+class _Plus(_Binary):
+    """`+`, which may build a string, and so is charged for it."""
+
+    __slots__ = ()
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        a = self.left.ev(ctx, frame)
+        b = self.right.ev(ctx, frame)
+        try:
+            return ctx.charge_size(_add(a, b))
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+
+
+class _Matches(_Node):
+    __slots__ = ("left", "pattern", "right")
+
+    def __init__(self, offset: int, left: _Node, right: _Node) -> None:
+        super().__init__(offset, left, right)
+        self.left, self.right = left, right
+        self.pattern: re.Pattern[str] | None = None
+        if isinstance(right, _Const) and _is_str(right.value):
+            try:  # a literal pattern is checked when the condition is compiled
+                self.pattern = _regex(right.value)
+            except _Fault as f:
+                _fail(f.reason, right.offset)
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        a = self.left.ev(ctx, frame)
+        b = self.right.ev(ctx, frame)
+        try:
+            subject, pattern = _strings("matches", a, b)
+            compiled = self.pattern or _regex(pattern)
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+        return compiled.search(subject) is not None
+
+
+class _Logical(_Node):
+    """`&&` / `||` over two or more operands, left to right, stopping at the first decider."""
+
+    __slots__ = ("decider", "op", "operands")
+
+    def __init__(self, offset: int, op: str, operands: list[_Node]) -> None:
+        super().__init__(offset, *operands)
+        self.op, self.operands = op, tuple(operands)
+        self.decider = op in ("||", "or")  # the value that ends the evaluation
+
+    @classmethod
+    def join(cls, offset: int, op: str, left: _Node, right: _Node) -> _Logical:
+        same = isinstance(left, _Logical) and left.decider == (op in ("||", "or"))
+        operands = [*left.operands, right] if isinstance(left, _Logical) and same else [left, right]
+        return cls(offset, op, operands)
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        decider = self.decider
+        for operand in self.operands:
+            v = operand.ev(ctx, frame)
+            if v is decider:
+                return decider
+            if v is not (not decider):
+                _fail(f"invalid operation: {self.op} on {_tn(v)} (needs bool)", self.offset)
+        return not decider
+
+
+class _Coalesce(_Node):
+    __slots__ = ("left", "right")
+
+    def __init__(self, offset: int, left: _Node, right: _Node) -> None:
+        super().__init__(offset, left, right)
+        self.left, self.right = left, right
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        v = self.left.ev(ctx, frame)
+        return self.right.ev(ctx, frame) if v is None else v
+
+
+class _Cond(_Node):
+    __slots__ = ("cond", "no", "yes")
+
+    def __init__(self, offset: int, cond: _Node, yes: _Node, no: _Node) -> None:
+        super().__init__(offset, cond, yes, no)
+        self.cond, self.yes, self.no = cond, yes, no
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        c = self.cond.ev(ctx, frame)
+        if c is True:
+            return self.yes.ev(ctx, frame)
+        if c is False:
+            return self.no.ev(ctx, frame)
+        _fail(f"the condition of ?: must be bool, not {_tn(c)}", self.offset)
+
+
+class _Range(_Node):
+    __slots__ = ("hi", "lo")
+
+    def __init__(self, offset: int, lo: _Node, hi: _Node) -> None:
+        super().__init__(offset, lo, hi)
+        self.lo, self.hi = lo, hi
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        a = self.lo.ev(ctx, frame)
+        b = self.hi.ev(ctx, frame)
+        try:
+            if not (_is_int(a) and _is_int(b)):
+                raise _mismatch("..", a, b)
+            size = int(b) - int(a) + 1
+            if size > MAX_RANGE:
+                raise _Fault(f"range {a}..{b} has {size} elements; the limit is {MAX_RANGE}")
+            if size <= 0:
+                return []
+            ctx.charge(8 * size)
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+        return list(range(int(a), int(b) + 1))
+
+
+Builtin = Callable[[list[Any]], Any]
+
+
+class _Call(_Node):
+    __slots__ = ("args", "fn", "name")
+
+    def __init__(self, offset: int, name: str, fn: Builtin, args: list[_Node]) -> None:
+        super().__init__(offset, *args)
+        self.name, self.fn, self.args = name, fn, tuple(args)
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        args = [a.ev(ctx, frame) for a in self.args]
+        try:
+            return ctx.charge_size(self.fn(args))
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+
+
+def _truth(name: str, v: Any) -> bool:
+    if v is True or v is False:
+        return v
+    raise _Fault(f"the predicate of {name} must return bool, not {_tn(v)}")
+
+
+class _PredicateCall(_Node):
+    """all/any/none/one/filter/map/count/sum/find.../reduce: one pass over a finite array."""
+
+    __slots__ = ("array", "extra", "name", "pred")
+
+    def __init__(
+        self, offset: int, name: str, array: _Node, pred: _Node | None, extra: _Node | None
+    ) -> None:
+        super().__init__(offset, array, pred, extra)
+        self.name, self.array, self.pred, self.extra = name, array, pred, extra
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        items = self.array.ev(ctx, frame)
+        extra = None if self.extra is None else self.extra.ev(ctx, frame)
+        try:
+            return ctx.charge_size(self._run(ctx, frame, items, extra))
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+
+    def _run(self, ctx: _Ctx, frame: _Frame | None, items: Any, extra: Any) -> Any:
+        name = self.name
+        if not _is_list(items):
+            raise _Fault(f"{name} needs an array, not {_tn(items)}")
+        pred = self.pred
+        cost = 1 if pred is None else pred.size
+        f = _Frame(None, 0, None, _NO_LOCALS if frame is None else frame.locals)
+
+        def each(i: int, item: Any) -> Any:
+            ctx.steps -= cost
+            if ctx.steps < ctx.checkpoint:
+                ctx.check()
+            f.item, f.index = item, i
+            return item if pred is None else pred.ev(ctx, f)
+
+        if name == "all":
+            return all(_truth(name, each(i, x)) for i, x in enumerate(items))
+        if name == "any":
+            return any(_truth(name, each(i, x)) for i, x in enumerate(items))
+        if name == "none":
+            return not any(_truth(name, each(i, x)) for i, x in enumerate(items))
+        if name == "one":
+            return sum(_truth(name, each(i, x)) for i, x in enumerate(items)) == 1
+        if name == "count":
+            return sum(_truth(name, each(i, x)) for i, x in enumerate(items))
+        if name == "filter":
+            return [x for i, x in enumerate(items) if _truth(name, each(i, x))]
+        if name == "map":
+            return [each(i, x) for i, x in enumerate(items)]
+        if name == "sum":
+            return _sum_numbers([each(i, x) for i, x in enumerate(items)])
+        if name in ("find", "findIndex"):
+            for i, x in enumerate(items):
+                if _truth(name, each(i, x)):
+                    return x if name == "find" else i
+            return None if name == "find" else -1
+        if name in ("findLast", "findLastIndex"):
+            for i in range(len(items) - 1, -1, -1):
+                if _truth(name, each(i, items[i])):
+                    return items[i] if name == "findLast" else i
+            return None if name == "findLast" else -1
+        assert name == "reduce"
+        assert pred is not None
+        start = 0
+        if self.extra is not None:
+            f.acc = extra
+        elif items:
+            f.acc, start = items[0], 1
+        else:
+            raise _Fault("reduce of an empty array needs an initial value")
+        for i in range(start, len(items)):
+            f.acc = each(i, items[i])
+        return f.acc
+
+
+# --- built-in functions -----------------------------------------------------------------------
+
+
+def _arg_str(name: str, v: Any) -> str:
+    if _is_str(v):
+        return str(v)
+    raise _Fault(f"invalid argument for {name} (type {_tn(v)})")
+
+
+def _arg_int(name: str, v: Any) -> int:
+    if _is_int(v):
+        return int(v)
+    if isinstance(v, float) and math.isfinite(v):
+        return int(v)
+    raise _Fault(f"invalid argument for {name} (type {_tn(v)})")
+
+
+def _flatten_numbers(name: str, args: list[Any], out: list[Any]) -> list[Any]:
+    for a in args:
+        if _is_list(a):
+            _flatten_numbers(name, list(a), out)
+        elif _is_num(a):
+            out.append(a)
+        else:
+            raise _Fault(f"invalid argument for {name} (type {_tn(a)})")
+    return out
+
+
+def _sum_numbers(values: list[Any]) -> Any:
+    total: Any = 0
+    for v in values:
+        if not _is_num(v):
+            raise _Fault(f"invalid argument for sum (type {_tn(v)})")
+        total = _add(total, v)
+    return total
+
+
+def _b_len(args: list[Any]) -> Any:
+    (v,) = args
+    if _is_str(v) or _is_list(v) or _is_map(v):
+        return len(v)
+    raise _Fault(f"invalid argument for len (type {_tn(v)})")
+
+
+def _b_abs(args: list[Any]) -> Any:
+    (v,) = args
+    if _is_int(v):
+        return _wrap(abs(int(v)))
+    if _is_num(v):
+        return abs(float(v))
+    raise _Fault(f"invalid argument for abs (type {_tn(v)})")
+
+
+_GO_INT: Final = re.compile(r"[+-]?[0-9]+\Z")
+_GO_FLOAT: Final = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity)\Z|nan\Z",
+    re.IGNORECASE,
+)
+
+
+def _parse_int(s: str) -> int | None:
+    """Go's strconv.ParseInt(s, 10, 64), or None when it would fail."""
+    if not _GO_INT.match(s):
+        return None
+    n = int(s)
+    return n if _INT_MIN <= n <= _INT_MAX else None
+
+
+def _parse_float(s: str) -> float | None:
+    """Go's strconv.ParseFloat(s, 64) for decimal input, or None when it would fail."""
+    if not _GO_FLOAT.match(s):
+        return None
+    f = float(s)
+    if math.isinf(f) and "inf" not in s.lower():
+        return None  # out of range: Go reports an error instead of rounding to Inf
+    return f
+
+
+def _b_int(args: list[Any]) -> Any:
+    (v,) = args
+    if _is_int(v):
+        return int(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise _Fault(f"invalid operation: int({_go_float(v)})")
+        return _wrap(int(v))
+    if _is_str(v):
+        n = _parse_int(v)
+        if n is None:
+            raise _Fault(f"invalid operation: int({v})")
+        return n
+    raise _Fault(f"invalid operation: int({_tn(v)})")
+
+
+def _b_float(args: list[Any]) -> Any:
+    (v,) = args
+    if _is_num(v):
+        return _f(v)
+    if _is_str(v):
+        f = _parse_float(v)
+        if f is None:
+            raise _Fault(f"invalid operation: float({v})")
+        return f
+    raise _Fault(f"invalid operation: float({_tn(v)})")
+
+
+def _b_string(args: list[Any]) -> Any:
+    return _go_str(args[0])
+
+
+def _b_type(args: list[Any]) -> Any:
+    v = args[0]
+    if v is None:
+        return "nil"
+    if isinstance(v, bool):
+        return "bool"
+    if _is_num(v):
+        return "int" if _is_int(v) else "float"
+    if _is_str(v):
+        return "string"
+    if _is_list(v):
+        return "array"
+    return "map" if _is_map(v) else "unknown"
+
+
+def _min_max(name: str, args: list[Any], wins: Callable[[Any, Any], bool]) -> Any:
+    best: Any = None
+    for v in _flatten_numbers(name, args, []):
+        if best is None or wins(v, best):
+            best = v
+    return best
+
+
+def _b_max(args: list[Any]) -> Any:
+    return _min_max("max", args, lambda v, best: bool(v > best))
+
+
+def _b_min(args: list[Any]) -> Any:
+    return _min_max("min", args, lambda v, best: bool(v < best))
+
+
+def _b_mean(args: list[Any]) -> Any:
+    values = _flatten_numbers("mean", args, [])
+    return math.fsum(_f(v) for v in values) / len(values) if values else 0.0
+
+
+def _b_median(args: list[Any]) -> Any:
+    values = sorted(_f(v) for v in _flatten_numbers("median", args, []))
+    n = len(values)
+    if n == 0:
+        return 0.0
+    if n % 2:
+        return values[n // 2]
+    return (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def _b_first(args: list[Any]) -> Any:
+    (v,) = args
+    return v[0] if (_is_list(v) or _is_str(v)) and len(v) else None
+
+
+def _b_last(args: list[Any]) -> Any:
+    (v,) = args
+    return v[-1] if (_is_list(v) or _is_str(v)) and len(v) else None
+
+
+def _b_get(args: list[Any]) -> Any:
+    try:
+        return _fetch(args[0], args[1])
+    except _Fault:
+        return None
+
+
+def _b_take(args: list[Any]) -> Any:
+    v, n = args
+    if not _is_list(v):
+        raise _Fault(f"cannot take from {_tn(v)}")
+    return list(v[: max(_arg_int("take", n), 0)])
+
+
+def _b_keys(args: list[Any]) -> Any:
+    (v,) = args
+    if not _is_map(v):
+        raise _Fault(f"invalid argument for keys (type {_tn(v)})")
+    return list(v.keys())
+
+
+def _b_values(args: list[Any]) -> Any:
+    (v,) = args
+    if not _is_map(v):
+        raise _Fault(f"invalid argument for values (type {_tn(v)})")
+    return list(v.values())
+
+
+def _rounding(name: str, fn: Callable[[float], float]) -> Builtin:
+    def run(args: list[Any]) -> Any:
+        (v,) = args
+        if not _is_num(v):
+            raise _Fault(f"invalid argument for {name} (type {_tn(v)})")
+        x = _f(v)
+        return fn(x) if math.isfinite(x) else x
+
+    return run
+
+
+def _go_round(x: float) -> float:
+    """Go's math.Round: half away from zero (Python's round() is half to even)."""
+    t = float(math.trunc(x))
+    if abs(x - t) >= 0.5:
+        t += math.copysign(1.0, x)
+    return t
+
+
+def _float_check(name: str, test: Callable[[float], bool]) -> Builtin:
+    def run(args: list[Any]) -> Any:
+        (v,) = args
+        if isinstance(v, float):
+            return test(v)
+        if _is_int(v):
+            return False
+        raise _Fault(f"invalid argument for {name} (type {_tn(v)})")
+
+    return run
+
+
+def _b_is_nil(args: list[Any]) -> Any:
+    return args[0] is None
+
+
+def _b_default(args: list[Any]) -> Any:
+    return args[1] if args[0] is None else args[0]
+
+
+def _b_as_int(args: list[Any]) -> Any:
+    """Argo's asInt: numbers truncate, strings must be base-10 integers."""
+    (v,) = args
+    if _is_int(v):
+        return _wrap(int(v))
+    if isinstance(v, float) and math.isfinite(v):
+        return _wrap(int(v))
+    if _is_str(v):
+        n = _parse_int(v)
+        if n is None:
+            why = "value out of range" if _GO_INT.match(v) else "invalid syntax"
+            raise _Fault(f"strconv.ParseInt: parsing {_go_quote(v)}: {why}")
+        return n
+    raise _Fault(f"asInt() not supported on {_tn(v)} {_go_str(v)}")
+
+
+def _b_as_float(args: list[Any]) -> Any:
+    """Argo's asFloat: numbers convert, strings must parse as Go floats."""
+    (v,) = args
+    if _is_num(v):
+        return _f(v)
+    if _is_str(v):
+        f = _parse_float(v)
+        if f is None:
+            why = "value out of range" if _GO_FLOAT.match(v) else "invalid syntax"
+            raise _Fault(f"strconv.ParseFloat: parsing {_go_quote(v)}: {why}")
+        return f
+    raise _Fault(f"asFloat() not supported on {_tn(v)} {_go_str(v)}")
+
+
+def _b_lower(args: list[Any]) -> Any:
+    return _arg_str("lower", args[0]).lower()
+
+
+def _b_upper(args: list[Any]) -> Any:
+    return _arg_str("upper", args[0]).upper()
+
+
+def _b_trim(args: list[Any]) -> Any:
+    s = _arg_str("trim", args[0])
+    return s.strip() if len(args) == 1 else s.strip(_arg_str("trim", args[1]))
+
+
+def _b_trim_prefix(args: list[Any]) -> Any:
+    s = _arg_str("trimPrefix", args[0])
+    return s.removeprefix(" " if len(args) == 1 else _arg_str("trimPrefix", args[1]))
+
+
+def _b_trim_suffix(args: list[Any]) -> Any:
+    s = _arg_str("trimSuffix", args[0])
+    return s.removesuffix(" " if len(args) == 1 else _arg_str("trimSuffix", args[1]))
+
+
+def _b_split(args: list[Any]) -> Any:
+    s, sep = _arg_str("split", args[0]), _arg_str("split", args[1])
+    n = -1 if len(args) == 2 else _arg_int("split", args[2])
+    if n == 0:
+        return []
+    if sep == "":  # Go splits into characters
+        chars = list(s)
+        return chars if n < 0 or n >= len(chars) else [*chars[: n - 1], "".join(chars[n - 1 :])]
+    return s.split(sep, n - 1 if n > 0 else -1)
+
+
+def _b_join(args: list[Any]) -> Any:
+    v = args[0]
+    glue = "" if len(args) == 1 else _arg_str("join", args[1])
+    if not _is_list(v):
+        raise _Fault(f"invalid argument for join (type {_tn(v)})")
+    parts = [_arg_str("join", x) for x in v]
+    _check_len(sum(map(len, parts)) + len(glue) * max(len(parts) - 1, 0))
+    return glue.join(parts)
+
+
+def _b_replace(args: list[Any]) -> Any:
+    s, old, new = (_arg_str("replace", a) for a in args[:3])
+    n = -1 if len(args) == 3 else _arg_int("replace", args[3])
+    hits = len(s) + 1 if old == "" else s.count(old)
+    if n >= 0:
+        hits = min(hits, n)
+    _check_len(len(s) + hits * (len(new) - len(old)))
+    return s.replace(old, new, n)
+
+
+def _b_repeat(args: list[Any]) -> Any:
+    s, n = _arg_str("repeat", args[0]), _arg_int("repeat", args[1])
+    if n < 0:
+        raise _Fault(f"invalid argument for repeat (expected positive integer, got {n})")
+    _check_len(len(s) * n)
+    return s * n
+
+
+def _b_index_of(args: list[Any]) -> Any:
+    return _arg_str("indexOf", args[0]).find(_arg_str("indexOf", args[1]))
+
+
+def _b_last_index_of(args: list[Any]) -> Any:
+    return _arg_str("lastIndexOf", args[0]).rfind(_arg_str("lastIndexOf", args[1]))
+
+
+def _b_has_prefix(args: list[Any]) -> Any:
+    return _arg_str("hasPrefix", args[0]).startswith(_arg_str("hasPrefix", args[1]))
+
+
+def _b_has_suffix(args: list[Any]) -> Any:
+    return _arg_str("hasSuffix", args[0]).endswith(_arg_str("hasSuffix", args[1]))
+
+
+_MANY: Final = 1 << 16
+
+# name -> (fewest arguments, most arguments, implementation)
+_BUILTINS: Final[dict[str, tuple[int, int, Builtin]]] = {
+    "len": (1, 1, _b_len),
+    "abs": (1, 1, _b_abs),
+    "int": (1, 1, _b_int),
+    "float": (1, 1, _b_float),
+    "string": (1, 1, _b_string),
+    "type": (1, 1, _b_type),
+    "max": (1, _MANY, _b_max),
+    "min": (1, _MANY, _b_min),
+    "mean": (1, _MANY, _b_mean),
+    "median": (1, _MANY, _b_median),
+    "first": (1, 1, _b_first),
+    "last": (1, 1, _b_last),
+    "get": (2, 2, _b_get),
+    "take": (2, 2, _b_take),
+    "keys": (1, 1, _b_keys),
+    "values": (1, 1, _b_values),
+    "ceil": (1, 1, _rounding("ceil", lambda x: float(math.ceil(x)))),
+    "floor": (1, 1, _rounding("floor", lambda x: float(math.floor(x)))),
+    "round": (1, 1, _rounding("round", _go_round)),
+    "isNaN": (1, 1, _float_check("isNaN", math.isnan)),
+    "isInf": (1, 1, _float_check("isInf", math.isinf)),
+    "isNil": (1, 1, _b_is_nil),
+    "default": (2, 2, _b_default),
+    "asInt": (1, 1, _b_as_int),
+    "asFloat": (1, 1, _b_as_float),
+    "lower": (1, 1, _b_lower),
+    "upper": (1, 1, _b_upper),
+    "trim": (1, 2, _b_trim),
+    "trimPrefix": (1, 2, _b_trim_prefix),
+    "trimSuffix": (1, 2, _b_trim_suffix),
+    "split": (2, 3, _b_split),
+    "join": (1, 2, _b_join),
+    "replace": (3, 4, _b_replace),
+    "repeat": (2, 2, _b_repeat),
+    "indexOf": (2, 2, _b_index_of),
+    "lastIndexOf": (2, 2, _b_last_index_of),
+    "hasPrefix": (2, 2, _b_has_prefix),
+    "hasSuffix": (2, 2, _b_has_suffix),
+}
+
+# Functions whose second argument is a predicate: name -> argument kinds after the array.
+_PREDICATES: Final[dict[str, tuple[str, ...]]] = {
+    "all": ("pred",),
+    "any": ("pred",),
+    "none": ("pred",),
+    "one": ("pred",),
+    "filter": ("pred",),
+    "map": ("pred",),
+    "find": ("pred",),
+    "findIndex": ("pred",),
+    "findLast": ("pred",),
+    "findLastIndex": ("pred",),
+    "count": ("pred?",),
+    "sum": ("pred?",),
+    "reduce": ("pred", "expr?"),
+}
+
+
+# --- lexer ------------------------------------------------------------------------------------
+
+_NUMBER, _STRING, _IDENT, _OP, _BRACKET, _EOF = "number", "string", "name", "op", "bracket", "end"
+
+_WORD_OPS: Final = frozenset(
+    {"in", "or", "and", "not", "matches", "contains", "startsWith", "endsWith", "let"}
+)
+_TWO_CHAR_OPS: Final = frozenset({"&&", "!=", "==", "**", "<=", ">=", "??", "?.", "||", "::", ".."})
+_ESCAPES: Final = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+}
+
+
+class _Tok(NamedTuple):
+    kind: str
+    text: str
+    offset: int
+    value: Any = None
+
+    def describe(self) -> str:
+        if self.kind == _EOF:
+            return "end of condition"
+        if self.kind in (_OP, _BRACKET):
+            return repr(self.text)
+        return f"{self.kind} {self.text}"
+
+
+def _is_digit(c: str) -> bool:
+    return len(c) == 1 and "0" <= c <= "9"
+
+
+def _is_name_char(c: str) -> bool:
+    return c.isalnum() or c == "_" or c == "$"
+
+
+def _lex(src: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    i, n = 0, len(src)
+    while i < n:
+        c = src[i]
+        if c.isspace():
+            i += 1
+            continue
+        start = i
+        if c == "'" or c == '"':
+            i = _scan_string(src, i)
+            text = _unescape(src[start + 1 : i - 1], start)
+            toks.append(_Tok(_STRING, src[start:i], start, text))
+        elif c == "`":
+            end = src.find("`", i + 1)
+            if end < 0:
+                _fail("string literal not terminated", start)
+            i = end + 1
+            toks.append(_Tok(_STRING, src[start:i], start, src[start + 1 : end]))
+        elif _is_digit(c) or (c == "." and _is_digit(src[i + 1 : i + 2])):
+            i, value = _scan_number(src, i)
+            toks.append(_Tok(_NUMBER, src[start:i], start, value))
+        elif src.startswith("//", i):
+            end = src.find("\n", i)
+            i = n if end < 0 else end
+        elif src.startswith("/*", i):
+            end = src.find("*/", i + 2)
+            if end < 0:
+                _fail("comment not terminated", start)
+            i = end + 2
+        elif c in "([{)]}":
+            toks.append(_Tok(_BRACKET, c, start))
+            i += 1
+        elif src[i : i + 2] in _TWO_CHAR_OPS:
+            toks.append(_Tok(_OP, src[i : i + 2], start))
+            i += 2
+        elif c in ",;:%+-^*/<>=!&|?#.":
+            toks.append(_Tok(_OP, c, start))
+            i += 1
+        elif _is_name_char(c):
+            while i < n and _is_name_char(src[i]):
+                i += 1
+            word = src[start:i]
+            toks.append(_Tok(_OP if word in _WORD_OPS else _IDENT, word, start))
+        else:
+            _fail(f"unrecognized character {c!r}", start)
+    toks.append(_Tok(_EOF, "", n))
+    return toks
+
+
+def _scan_string(src: str, i: int) -> int:
+    quote, start = src[i], i
+    i += 1
+    while i < len(src):
+        c = src[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == quote:
+            return i + 1
+        i += 1
+    _fail("string literal not terminated", start)
+
+
+def _unescape(raw: str, offset: int) -> str:
+    if "\\" not in raw:
+        return raw
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        at = offset + 1 + i
+        e = raw[i + 1 : i + 2]
+        if e in _ESCAPES:
+            out.append(_ESCAPES[e])
+            i += 2
+        elif e and e in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[e]
+            digits = raw[i + 2 : i + 2 + width]
+            if len(digits) != width or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                _fail(f"invalid escape \\{e}{digits} in string", at)
+            code = int(digits, 16)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                _fail(f"invalid Unicode code point \\{e}{digits} in string", at)
+            out.append(chr(code))
+            i += 2 + width
+        elif e and e in "01234567":
+            digits = raw[i + 1 : i + 4]
+            if len(digits) != 3 or any(d not in "01234567" for d in digits) or int(digits, 8) > 255:
+                _fail(f"invalid octal escape \\{digits} in string", at)
+            out.append(chr(int(digits, 8)))
+            i += 4
+        else:
+            _fail(f"invalid escape \\{e} in string", at)
+    return "".join(out)
+
+
+def _scan_number(src: str, i: int) -> tuple[int, int | float]:
+    start, n = i, len(src)
+    digits = "0123456789_"
+    radix = ""
+    if src[i] == "0" and src[i + 1 : i + 2] in ("x", "X", "o", "O", "b", "B"):
+        radix = src[i + 1].lower()
+        digits = {"x": "0123456789abcdefABCDEF_", "o": "01234567_", "b": "01_"}[radix]
+        i += 2
+
+    def run(j: int) -> int:
+        while j < n and src[j] in digits:
+            j += 1
+        return j
+
+    i = run(i)
+    if i < n and src[i] == "." and not src.startswith("..", i):
+        i = run(i + 1)
+    if i < n and src[i] in "eE" and radix != "x":
+        i += 1
+        if i < n and src[i] in "+-":
+            i += 1
+        i = run(i)
+    if i < n and _is_name_char(src[i]):
+        i += 1
+        while i < n and _is_name_char(src[i]):
+            i += 1
+        _fail(f"bad number syntax: {src[start:i]}", start)
+    text = src[start:i].replace("_", "")
+    value: int | float
+    try:
+        if radix:
+            value = int(text, 0)
+        elif "." in text or "e" in text or "E" in text:
+            value = float(text)
+        else:
+            value = int(text, 10)
+    except ValueError:
+        value = math.nan
+    if isinstance(value, float) and not math.isfinite(value):
+        what = "too large" if math.isinf(value) else "bad number syntax"
+        _fail(f"{what}: {src[start:i]}", start)
+    if isinstance(value, int) and value > _INT_MAX:
+        _fail(f"integer literal too large: {src[start:i]}", start)
+    return i, value
+
+
+# --- parser -----------------------------------------------------------------------------------
+
+# operator -> (precedence, right-associative); expr's parser/operator table
+_BINARY_OPS: Final[dict[str, tuple[int, bool]]] = {
+    "|": (0, False),
+    "or": (10, False),
+    "||": (10, False),
+    "and": (15, False),
+    "&&": (15, False),
+    "==": (20, False),
+    "!=": (20, False),
+    "<": (20, False),
+    ">": (20, False),
+    ">=": (20, False),
+    "<=": (20, False),
+    "in": (20, False),
+    "matches": (20, False),
+    "contains": (20, False),
+    "startsWith": (20, False),
+    "endsWith": (20, False),
+    "..": (25, False),
+    "+": (30, False),
+    "-": (30, False),
+    "*": (60, False),
+    "/": (60, False),
+    "%": (60, False),
+    "**": (100, True),
+    "^": (100, True),
+    "??": (500, False),
+}
+_UNARY_OPS: Final = {"not": 50, "!": 50, "-": 90, "+": 90}
+_NEGATABLE: Final = frozenset({"in", "matches", "contains", "startsWith", "endsWith"})
+_COMPARISON: Final = frozenset(op for op, (prec, _) in _BINARY_OPS.items() if prec == 20)
+
+
+class _Parser:
+    """Precedence climbing, shaped like expr's parser/parser.go so that the same text parses
+    to the same tree; nodes check their own depth."""
+
+    def __init__(self, toks: list[_Tok]) -> None:
+        self.toks = toks
+        self.pos = 0
+        self.tok = toks[0]
+        self.nesting = 0
+        self.predicates: list[str] = []  # enclosing predicate functions, innermost last
+        self.locals: list[str] = []  # `let` names in scope
+
+    # token helpers
+
+    def advance(self) -> None:
+        if self.pos < len(self.toks) - 1:
+            self.pos += 1
+            self.tok = self.toks[self.pos]
+
+    def peek(self) -> _Tok:
+        return self.toks[min(self.pos + 1, len(self.toks) - 1)]
+
+    def at(self, kind: str, text: str | None = None) -> bool:
+        return self.tok.kind == kind and (text is None or self.tok.text == text)
+
+    def unexpected(self, tok: _Tok | None = None) -> NoReturn:
+        tok = tok or self.tok
+        if tok.kind == _EOF:
+            _fail("unexpected end of condition", tok.offset)
+        _fail(f"unexpected {tok.describe()}", tok.offset)
+
+    def expect(self, kind: str, text: str | None = None) -> _Tok:
+        tok = self.tok
+        if not self.at(kind, text):
+            wanted = repr(text) if text is not None else kind
+            _fail(f"expected {wanted}, found {tok.describe()}", tok.offset)
+        self.advance()
+        return tok
+
+    # grammar
+
+    def parse(self) -> _Node:
+        if self.at(_EOF):
+            _fail("condition is empty", 0)
+        node = self.expression(0)
+        if not self.at(_EOF):
+            self.unexpected()
+        return node
+
+    def expression(self, precedence: int) -> _Node:
+        self.nesting += 1
+        if self.nesting > MAX_DEPTH:
+            _fail(f"condition nests deeper than {MAX_DEPTH} levels", self.tok.offset)
+        if precedence == 0 and self.at(_OP, "let"):
+            node = self.let()
+            self.nesting -= 1
+            return node
+        left = self.primary()
+        previous = ""
+        while self.tok.kind == _OP:
+            op_tok = self.tok
+            negate = op_tok.text == "not"
+            if negate:
+                following = self.peek()
+                if following.kind != _OP or following.text not in _NEGATABLE:
+                    self.unexpected(following)
+                if _BINARY_OPS[following.text][0] < precedence:
+                    break
+                self.advance()
+                op_tok = following
+            op = op_tok.text
+            info = _BINARY_OPS.get(op)
+            if info is None or info[0] < precedence:
+                break
+            self.advance()
+            if op == "|":
+                name = self.expect(_IDENT)
+                left = self.call(name, [left])
+            else:
+                if previous == "??" and op != "??":
+                    _fail(
+                        f"operator {op} and ?? cannot be mixed: wrap either in parentheses",
+                        op_tok.offset,
+                    )
+                if op in _COMPARISON:
+                    left = self.comparison(left, op_tok, negate)
+                else:
+                    right = self.expression(info[0] if info[1] else info[0] + 1)
+                    left = self.binary(op_tok, left, right)
+                    if negate:
+                        left = _Unary(op_tok.offset, "not", left)
+            previous = op
+        if precedence == 0:
+            left = self.conditional(left)
+        self.nesting -= 1
+        return left
+
+    def binary(self, op_tok: _Tok, left: _Node, right: _Node) -> _Node:
+        op, at = op_tok.text, op_tok.offset
+        if op in ("&&", "and", "||", "or"):
+            return _Logical.join(at, op, left, right)
+        if op == "??":
+            return _Coalesce(at, left, right)
+        if op == "..":
+            return _Range(at, left, right)
+        if op == "matches":
+            return _Matches(at, left, right)
+        if op == "+":
+            return _Plus(at, op, left, right)
+        return _Binary(at, op, left, right)
+
+    def comparison(self, left: _Node, op_tok: _Tok, negate: bool) -> _Node:
+        """`a < b < c` is `a < b && b < c`, as in expr."""
+        root: _Node | None = None
+        while True:
+            right = self.expression(21)
+            node = self.binary(op_tok, left, right)
+            if negate:
+                node = _Unary(op_tok.offset, "not", node)
+            root = node if root is None else _Logical.join(op_tok.offset, "&&", root, node)
+            left, negate = right, False
+            if not (self.tok.kind == _OP and self.tok.text in _COMPARISON):
+                return root
+            op_tok = self.tok
+            self.advance()
+
+    def let(self) -> _Node:
+        let_tok = self.expect(_OP, "let")
+        name = self.expect(_IDENT)
+        self.expect(_OP, "=")
+        value = self.expression(0)
+        self.expect(_OP, ";")
+        self.locals.append(name.text)
+        body = self.expression(0)
+        self.locals.pop()
+        return _Let(let_tok.offset, name.text, value, body)
+
+    def conditional(self, node: _Node) -> _Node:
+        while self.at(_OP, "?"):
+            q = self.tok
+            self.advance()
+            if self.at(_OP, ":"):  # `a ?: b`
+                self.advance()
+                yes, no = node, self.expression(0)
+            else:
+                yes = self.expression(0)
+                self.expect(_OP, ":")
+                no = self.expression(0)
+            node = _Cond(q.offset, node, yes, no)
+        return node
+
+    def primary(self) -> _Node:
+        tok = self.tok
+        if tok.kind == _OP and tok.text in _UNARY_OPS:
+            self.advance()
+            operand = self.expression(_UNARY_OPS[tok.text])
+            return _Unary(tok.offset, tok.text, operand)
+        if self.at(_BRACKET, "("):
+            self.advance()
+            node = self.expression(0)
+            self.expect(_BRACKET, ")")
+            return self.postfix(node)
+        if tok.kind == _OP and tok.text in ("#", "."):
+            if not self.predicates:
+                _fail(
+                    f"{tok.text!r} refers to the element of a predicate, as in "
+                    "all(result, {# > 0}), and cannot be used outside one",
+                    tok.offset,
+                )
+            kind = ""
+            if tok.text == "#":
+                self.advance()
+                if self.at(_IDENT):
+                    kind = self.tok.text
+                    if kind not in ("index", "acc"):
+                        _fail(f"unknown pointer #{kind}", self.tok.offset)
+                    if kind == "acc" and self.predicates[-1] != "reduce":
+                        _fail("#acc can only be used inside reduce", self.tok.offset)
+                    self.advance()
+            return self.postfix(_Pointer(tok.offset, kind))
+        if self.at(_OP, "::"):
+            _fail("'::' is not supported", tok.offset)
+        return self.secondary()
+
+    def secondary(self) -> _Node:
+        tok = self.tok
+        node: _Node
+        if tok.kind == _IDENT:
+            self.advance()
+            if tok.text in ("true", "false", "nil"):
+                return _Const(tok.offset, {"true": True, "false": False, "nil": None}[tok.text])
+            if self.at(_BRACKET, "("):
+                node = self.call(tok, [])
+            elif tok.text == "$env":
+                node = _EnvRef(tok.offset)
+            elif tok.text in self.locals:
+                node = _Local(tok.offset, tok.text)
+            else:
+                node = _Ident(tok.offset, tok.text)
+        elif tok.kind in (_NUMBER, _STRING):
+            self.advance()
+            node = _Const(tok.offset, tok.value)
+        elif self.at(_BRACKET, "["):
+            node = self.array()
+        elif self.at(_BRACKET, "{"):
+            node = self.map()
+        else:
+            self.unexpected()
+        return self.postfix(node)
+
+    def call(self, name_tok: _Tok, args: list[_Node]) -> _Node:
+        name = name_tok.text
+        spec = _PREDICATES.get(name)
+        if spec is not None:
+            return self.predicate_call(name_tok, spec, args)
+        builtin = _BUILTINS.get(name)
+        if builtin is None:
+            _fail(f"unknown function {name}", name_tok.offset)
+        first = len(args)
+        self.expect(_BRACKET, "(")
+        while not self.at(_BRACKET, ")"):
+            if len(args) > first:
+                self.expect(_OP, ",")
+                if self.at(_BRACKET, ")"):
+                    break
+            args.append(self.expression(0))
+        self.expect(_BRACKET, ")")
+        fewest, most, fn = builtin
+        if not fewest <= len(args) <= most:
+            if fewest == most:
+                wanted = str(fewest)
+            elif most == _MANY:
+                wanted = f"at least {fewest}"
+            else:
+                wanted = f"{fewest} or {most}"
+            plural = "" if wanted in ("1", "at least 1") else "s"
+            _fail(f"{name}() takes {wanted} argument{plural}, got {len(args)}", name_tok.offset)
+        return _Call(name_tok.offset, name, fn, args)
+
+    def predicate_call(self, name_tok: _Tok, spec: tuple[str, ...], args: list[_Node]) -> _Node:
+        name = name_tok.text
+        self.expect(_BRACKET, "(")
+        kinds = ("expr", *spec)[len(args) :]
+        for i, kind in enumerate(kinds):
+            if self.at(_BRACKET, ")"):
+                if kind.endswith("?"):
+                    break
+                _fail(f"{name}() needs an array and a predicate", self.tok.offset)
+            if i > 0:
+                self.expect(_OP, ",")
+            if kind.startswith("pred"):
+                args.append(self.predicate(name))
+            else:
+                args.append(self.expression(0))
+        if self.at(_OP, ","):
+            self.advance()
+        self.expect(_BRACKET, ")")
+        array = args[0]
+        pred = args[1] if len(args) > 1 else None
+        extra = args[2] if len(args) > 2 else None
+        return _PredicateCall(name_tok.offset, name, array, pred, extra)
+
+    def predicate(self, name: str) -> _Node:
+        braces = self.at(_BRACKET, "{")
+        if braces:
+            self.advance()
+        self.predicates.append(name)
+        node = self.expression(0)
+        self.predicates.pop()
+        if braces:
+            self.expect(_BRACKET, "}")
+        return node
+
+    def array(self) -> _Node:
+        start = self.expect(_BRACKET, "[")
+        items: list[_Node] = []
+        while not self.at(_BRACKET, "]"):
+            if items:
+                self.expect(_OP, ",")
+                if self.at(_BRACKET, "]"):
+                    break
+            items.append(self.expression(0))
+        self.expect(_BRACKET, "]")
+        return _Array(start.offset, items)
+
+    def map(self) -> _Node:
+        start = self.expect(_BRACKET, "{")
+        pairs: list[tuple[_Node, _Node]] = []
+        while not self.at(_BRACKET, "}"):
+            if pairs:
+                self.expect(_OP, ",")
+                if self.at(_BRACKET, "}"):
+                    break
+            tok = self.tok
+            key: _Node
+            if tok.kind in (_NUMBER, _IDENT):
+                key = _Const(tok.offset, tok.text)
+                self.advance()
+            elif tok.kind == _STRING:
+                key = _Const(tok.offset, tok.value)
+                self.advance()
+            elif self.at(_BRACKET, "("):
+                key = self.expression(0)
+            else:
+                _fail(
+                    "a map key must be a quoted string, a number, a name, or an expression in "
+                    f"parentheses, not {tok.describe()}",
+                    tok.offset,
+                )
+            self.expect(_OP, ":")
+            pairs.append((key, self.expression(0)))
+        self.expect(_BRACKET, "}")
+        return _MapLit(start.offset, pairs)
+
+    def postfix(self, node: _Node) -> _Node:
+        chain = False
+        if isinstance(node, _Chain) and (self.at(_OP, ".") or self.at(_OP, "?.")):
+            node, chain = node.inner, True  # `(a?.b).c` continues the chain, as in expr
+        while True:
+            tok = self.tok
+            if tok.kind == _OP and tok.text in (".", "?."):
+                optional = tok.text == "?."
+                self.advance()
+                if optional and self.at(_BRACKET, "["):
+                    node = self.index(node, optional=True)
+                    chain = True
+                    continue
+                field = self.tok
+                if not (field.kind == _IDENT or (field.kind == _OP and field.text.isalpha())):
+                    _fail(f"expected a field name after {tok.text!r}", field.offset)
+                self.advance()
+                if self.at(_BRACKET, "("):
+                    _fail(f"method calls such as .{field.text}() are not supported", field.offset)
+                node = _Member(field.offset, node, _Const(field.offset, field.text), optional)
+                chain = chain or optional
+            elif tok.kind == _BRACKET and tok.text == "[":
+                node = self.index(node, optional=False)
+            else:
+                break
+        return _Chain(node) if chain else node
+
+    def index(self, node: _Node, *, optional: bool) -> _Node:
+        bracket = self.expect(_BRACKET, "[")
+        lo: _Node | None = None
+        if not self.at(_OP, ":"):
+            lo = self.expression(0)
+            if not self.at(_OP, ":"):
+                self.expect(_BRACKET, "]")
+                assert lo is not None
+                return _Member(bracket.offset, node, lo, optional)
+        self.advance()  # the ':' of a slice
+        hi = None if self.at(_BRACKET, "]") else self.expression(0)
+        self.expect(_BRACKET, "]")
+        return _Slice(bracket.offset, node, lo, hi)
+
+
+# --- public API -------------------------------------------------------------------------------
+
+
+class Condition:
+    """A parsed condition; `evaluate` runs it against an environment of variables."""
+
+    __slots__ = ("_root", "source")
+
+    def __init__(self, source: str, root: _Node) -> None:
+        self.source = source
+        self._root = root
+
+    def __repr__(self) -> str:
+        return f"Condition({self.source!r})"
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        """The condition's value with `env` as its variables (for Argo: {"result": ...})."""
+        try:
+            return self._root.ev(_Ctx(env), None)
+        except ExprError as e:
+            raise e._in(self.source) from None
+        except _Fault as f:
+            raise ExprError(f.reason, source=self.source) from None
+        except RecursionError:
+            raise ExprError("value nests too deeply to evaluate", source=self.source) from None
+        except (TypeError, ValueError, ArithmeticError, LookupError) as e:  # a bug, not input
+            raise ExprError(f"internal error: {e!r}", source=self.source) from e
+
+
+def compile_condition(source: str) -> Condition:
+    """Parse `source` once; raise ExprError if it is not a valid condition.
+
+    Unknown variables are not an error here (the environment comes with each evaluation);
+    unknown functions, bad syntax and over-long or over-deep sources are.
+    """
+    if not isinstance(source, str):
+        raise ExprError(f"a condition must be a string, not {type(source).__name__}")
+    if len(source) > MAX_SOURCE_LENGTH:
+        raise ExprError(
+            f"condition is {len(source)} characters long; the limit is {MAX_SOURCE_LENGTH}"
+        )
+    try:
+        return Condition(source, _Parser(_lex(source)).parse())
+    except ExprError as e:
+        raise e._in(source) from None
+    except RecursionError:
+        raise ExprError(f"condition nests deeper than {MAX_DEPTH} levels", source=source) from None
+
+
+@lru_cache(maxsize=512)
+def _compiled(source: str) -> Condition:
+    return compile_condition(source)
+
+
+def evaluate_condition(source: str, result: Any) -> bool:
+    """Argo Rollouts' EvalCondition: `source` evaluated with `result` bound; must give a bool."""
+    condition = _compiled(source) if isinstance(source, str) else compile_condition(source)
+    value = condition.evaluate({"result": result})
+    if value is True or value is False:
+        return value
+    raise ExprError(
+        f"condition {_quote(source)} returned {_tn(value)}, not a bool",
+        source=source,
+        quote_source=False,
+    )

@@ -1,0 +1,122 @@
+"""The CloudWatch provider: one GetMetricData call over the last `interval` (default 5m).
+
+Why it looks like this: Argo Rollouts hands the whole list of MetricDataResults to the
+conditions (`metricproviders/cloudwatch/cloudwatch.go`), so templates read `result[0].Values`
+and the like; okra gives the same list, with the field names AWS uses (Id, Label, Timestamps,
+Values, StatusCode, Messages). The stored value string is Go's `%+v` of each result's Values
+("[[0.5 1]]"), and CloudWatch's messages, if any, are recorded as `messages` metadata. Calls go
+through aiobotocore with okra's AwsConfig, so tests reach a moto server as production reaches
+AWS.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from okra_controllers.analysis.duration import parse_duration
+from okra_controllers.analysis.providers.base import (
+    ProviderContext,
+    ProviderError,
+    ProviderResult,
+    go_sprint_float,
+)
+from okra_controllers.api.v1alpha1.providers import CloudWatchMetric, CloudWatchMetricDataQuery
+
+__all__ = ["PROVIDER", "CloudWatchProvider", "metric_data_queries"]
+
+DEFAULT_INTERVAL = 300.0
+
+
+class CloudWatchProvider:
+    kind = "cloudwatch"
+
+    async def measure(self, spec: CloudWatchMetric, ctx: ProviderContext) -> ProviderResult:
+        interval = DEFAULT_INTERVAL
+        if spec.interval:
+            try:
+                interval = parse_duration(spec.interval)
+            except ValueError as e:
+                raise ProviderError(f"cloudwatch: interval: {e}") from None
+        end = datetime.datetime.now(datetime.UTC)
+        start = end - datetime.timedelta(seconds=interval)
+        queries = metric_data_queries(spec.metric_data_queries)
+        try:
+            async with ctx.aws.client("cloudwatch") as cw:
+                answer = await cw.get_metric_data(
+                    StartTime=start, EndTime=end, MetricDataQueries=queries
+                )
+        except (BotoCoreError, ClientError, ValueError) as e:
+            raise ProviderError(f"cloudwatch GetMetricData in {ctx.aws.region}: {e}") from None
+        results: list[dict[str, Any]] = [
+            {k: v for k, v in r.items() if k != "ResponseMetadata"}
+            for r in answer.get("MetricDataResults", [])
+        ]
+        for r in results:
+            r["Values"] = [float(v) for v in r.get("Values", [])]
+        display = "[" + " ".join(_values(r["Values"]) for r in results) + "]"
+        messages = answer.get("Messages") or []
+        metadata = (
+            {"messages": "[" + " ".join(_message(m) for m in messages) + "]"} if messages else {}
+        )
+        return ProviderResult(results, display, metadata)
+
+
+def _values(values: list[float]) -> str:
+    return "[" + " ".join(go_sprint_float(v) for v in values) + "]"
+
+
+def _message(message: dict[str, Any]) -> str:
+    return f"{{Code:{message.get('Code', '')} Value:{message.get('Value', '')}}}"
+
+
+def _int(value: int | str | None) -> int:
+    """An int-or-string as Go's IntOrString.IntValue() reads it (unparsable: 0)."""
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+def metric_data_queries(queries: list[CloudWatchMetricDataQuery]) -> list[dict[str, Any]]:
+    """The template's queries in GetMetricData's shape (Argo's convertType)."""
+    out: list[dict[str, Any]] = []
+    for q in queries:
+        item: dict[str, Any] = {"Id": q.id or ""}
+        if q.expression is not None:
+            item["Expression"] = q.expression
+        if q.label is not None:
+            item["Label"] = q.label
+        if q.metric_stat is not None:
+            stat = q.metric_stat
+            metric = stat.metric
+            metric_out: dict[str, Any] = {
+                "MetricName": (metric.metric_name if metric else "") or ""
+            }
+            if metric is not None and metric.namespace is not None:
+                metric_out["Namespace"] = metric.namespace
+            if metric is not None and metric.dimensions is not None:
+                metric_out["Dimensions"] = [
+                    {"Name": d.name or "", "Value": d.value or ""} for d in metric.dimensions
+                ]
+            stat_out: dict[str, Any] = {
+                "Metric": metric_out,
+                "Period": _int(stat.period),
+                "Stat": stat.stat or "",
+            }
+            if stat.unit:
+                stat_out["Unit"] = stat.unit
+            item["MetricStat"] = stat_out
+        if q.period is not None:
+            item["Period"] = _int(q.period)
+        if q.return_data is not None:
+            item["ReturnData"] = q.return_data
+        out.append(item)
+    return out
+
+
+PROVIDER = CloudWatchProvider()

@@ -1,0 +1,313 @@
+"""The AnalysisRun controller: measure metrics on their schedule and judge the
+run with Argo Rollouts' rules (`verdict`).
+
+observe: the run from the cache. plan: which metrics are due (`verdict.due_metrics`).
+act: measure them concurrently through their providers. report: one status
+write with every new measurement, the metric and run phases, a message, Events
+on transitions, Prometheus metrics; then requeue for the next due time.
+
+Everything needed to continue lives in the run's status: a restarted manager
+picks up at the next due measurement, never repeating a finished one (a
+measurement taken but not yet written when the process died is taken again,
+once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from prometheus_client import Counter
+from pydantic import ValidationError
+
+from okra_controllers.analysis import verdict
+from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
+from okra_controllers.analysis.duration import parse_duration
+from okra_controllers.analysis.expr import ExprError, compile_condition
+from okra_controllers.analysis.measure import measure
+from okra_controllers.analysis.providers.base import (
+    ProviderContext,
+    ProviderError,
+    provider_for,
+    secret_reader,
+)
+from okra_controllers.api.v1alpha1.analysis import (
+    AnalysisRun,
+    AnalysisRunStatus,
+    Measurement,
+    Metric,
+    MetricResult,
+    Phase,
+)
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.aws.config import AwsConfig
+from okra_runtime.client import Client
+from okra_runtime.errors import ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.informer import Informer
+from okra_runtime.metrics import REGISTRY
+from okra_runtime.reconcile import Request, Result
+
+ANALYSIS_RUN = GVK(GROUP, VERSION, "AnalysisRun")
+log = structlog.get_logger("okra.analysisrun")
+
+RUNS = Counter(
+    "okra_analysis_run_total", "AnalysisRuns completed, by phase", ["phase"], registry=REGISTRY
+)
+MEASUREMENTS = Counter(
+    "okra_analysis_measurement_total",
+    "Measurements taken",
+    ["provider", "phase"],
+    registry=REGISTRY,
+)
+
+
+def now_utc() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+def validate_metrics(metrics: list[Metric]) -> list[str]:
+    """Problems a run cannot recover from, each naming the field."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    for i, m in enumerate(metrics):
+        where = f"spec.metrics[{i}] ({m.name})"
+        if m.name in seen:
+            problems.append(f"{where}: duplicate metric name")
+        seen.add(m.name)
+        for field, cond in (
+            ("successCondition", m.success_condition),
+            ("failureCondition", m.failure_condition),
+        ):
+            if cond:
+                try:
+                    compile_condition(cond)
+                except ExprError as e:
+                    problems.append(f"{where}.{field}: {e}")
+        for field, value in (("interval", m.interval), ("initialDelay", m.initial_delay)):
+            if value:
+                try:
+                    parse_duration(value)
+                except ValueError as e:
+                    problems.append(f"{where}.{field}: {e}")
+        for field, raw in (
+            ("count", m.count),
+            ("failureLimit", m.failure_limit),
+            ("inconclusiveLimit", m.inconclusive_limit),
+            ("consecutiveErrorLimit", m.consecutive_error_limit),
+        ):
+            if raw is not None and not str(raw).lstrip("-").isdigit():
+                problems.append(f"{where}.{field}: must be an integer, not {raw!r}")
+        try:
+            provider_for(m.provider)
+        except ProviderError as e:
+            problems.append(f"{where}.provider: {e}")
+    return problems
+
+
+class AnalysisRunReconciler:
+    def __init__(
+        self,
+        client: Client,
+        informer: Informer,
+        events: EventRecorder,
+        aws: AwsConfig,
+        okra_namespace: str,
+        clock: Callable[[], datetime.datetime] = now_utc,
+        error_retry: float = verdict.DEFAULT_ERROR_RETRY_INTERVAL,
+    ) -> None:
+        self.client = client
+        self.runs = informer.store
+        self.error_retry = error_retry
+        self.events = events
+        self.aws = aws
+        self.okra_namespace = okra_namespace
+        self.clock = clock
+        self.read_secret = secret_reader(client)
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.runs.get(req.name, req.namespace)
+        if raw is None:
+            return None
+        try:
+            run = AnalysisRun.model_validate(raw)
+        except ValidationError as e:
+            await self._fail(
+                raw, f"invalid AnalysisRun: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}"
+            )
+            return None
+        status = run.status or AnalysisRunStatus()
+        if status.phase in verdict.COMPLETED:
+            return None
+        metrics = run.spec.metrics
+        if status.metric_results is None:
+            problems = validate_metrics(metrics)
+            if problems:
+                await self._fail(raw, "analysis spec invalid: " + "; ".join(problems))
+                return None
+        now = self.clock()
+        started_at = status.started_at or now
+        results = {r.name: r for r in status.metric_results or []}
+        dry = verdict.dry_run_names(metrics, run.spec.dry_run)
+        for r in results.values():
+            r.dry_run = r.name in dry or None
+        terminating = verdict.is_terminating(run.spec.terminate, results.values(), dry)
+        due = verdict.due_metrics(metrics, results, started_at, now, terminating, self.error_retry)
+        secrets: list[str] = []
+        if due:
+            try:
+                values, secrets = await resolve_args(
+                    merge_args(None, run.spec.args),
+                    req.namespace,
+                    self.read_secret,
+                    await self._owner(raw),
+                )
+                due = [substitute(m, values) for m in due]
+            except ArgumentError as e:
+                await self._fail(raw, f"unable to resolve metric arguments: {e}")
+                return None
+            measured = await asyncio.gather(*(self._measure(m, req.namespace) for m in due))
+            for metric, (measurement, kind, metric_meta) in zip(due, measured, strict=True):
+                for s in secrets:
+                    if measurement.message:
+                        measurement.message = measurement.message.replace(s, "*****")
+                result = results.setdefault(
+                    metric.name,
+                    MetricResult(
+                        name=metric.name, phase="Running", dry_run=metric.name in dry or None
+                    ),
+                )
+                result.measurements.append(measurement)
+                if metric_meta:
+                    result.metadata = {**(result.metadata or {}), **metric_meta}
+                verdict.record(result, measurement.phase)
+                MEASUREMENTS.labels(kind, measurement.phase).inc()
+        ordered = [results[m.name] for m in metrics if m.name in results]
+        judged = verdict.assess_run(metrics, results, run.spec.terminate, dry)
+        for r in ordered:
+            keep = verdict.retention_limit(r.name, run.spec.measurement_retention)
+            r.measurements = r.measurements[-keep:]
+        status.metric_results = ordered
+        status.started_at = started_at
+        status.run_summary = judged.summary
+        status.dry_run_summary = judged.dry_run_summary
+        status.observed_generation = run.metadata.generation
+        old_phase = status.phase
+        status.phase = judged.phase
+        status.message = judged.message or None
+        if judged.phase in verdict.COMPLETED:
+            status.completed_at = now
+        raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+        try:
+            await self.client.update_status(raw)
+        except ConflictError:
+            return Result(requeue=True)  # someone changed the run; measure again from its state
+        except NotFoundError:
+            return None
+        self._report(raw, old_phase, judged)
+        if judged.phase in verdict.COMPLETED:
+            return None
+        nxt = verdict.next_reconcile_time(metrics, results, started_at, self.error_retry)
+        if nxt is None:
+            return None
+        return Result(requeue_after=max(0.05, (nxt - self.clock()).total_seconds()))
+
+    async def _measure(
+        self, metric: Metric, namespace: str
+    ) -> tuple[Measurement, str, dict[str, str]]:
+        """The measurement, the provider kind, and metadata for the metric result."""
+        started = self.clock()
+        ctx = ProviderContext(
+            namespace=namespace,
+            read_secret=self.read_secret,
+            aws=self.aws,
+            default_namespace=self.okra_namespace,
+        )
+        out = await measure(metric.provider, ctx)
+        if out.result is None:
+            return (
+                Measurement(
+                    phase="Error", message=out.error, started_at=started, finished_at=self.clock()
+                ),
+                out.provider,
+                {},
+            )
+        phase: Phase
+        message: str | None = None
+        if out.result.assume_successful:
+            phase = "Successful"
+        else:
+            phase, message = verdict.measurement_phase(metric, out.result.value)
+        return (
+            Measurement(
+                phase=phase,
+                message=message,
+                value=out.result.display,
+                metadata=out.result.metadata or None,
+                started_at=started,
+                finished_at=self.clock(),
+            ),
+            out.provider,
+            out.result.metric_metadata,
+        )
+
+    async def _owner(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        for ref in raw["metadata"].get("ownerReferences") or ():
+            if ref.get("controller"):
+                try:
+                    return await self.client.get(
+                        GVK.of(ref["apiVersion"], ref["kind"]),
+                        ref["name"],
+                        raw["metadata"]["namespace"],
+                    )
+                except Exception:
+                    return None
+        return raw
+
+    async def _fail(self, raw: dict[str, Any], message: str) -> None:
+        now = self.clock().isoformat().replace("+00:00", "Z")
+        raw["status"] = {
+            **(raw.get("status") or {}),
+            "phase": "Error",
+            "message": message,
+            "completedAt": now,
+        }
+        raw["status"].setdefault("startedAt", now)
+        try:
+            await self.client.update_status(raw)
+        except (ConflictError, NotFoundError):
+            return
+        RUNS.labels("Error").inc()
+        self.events.event(raw, "Warning", "AnalysisRunError", message)
+        log.warning("analysis run failed to start", message=message)
+
+    def _report(self, raw: dict[str, Any], old_phase: str, judged: verdict.RunVerdict) -> None:
+        for metric, _old, new in judged.transitions:
+            if new in verdict.COMPLETED:
+                warn = new in ("Failed", "Error")
+                self.events.event(
+                    raw,
+                    "Warning" if warn else "Normal",
+                    f"Metric{new}",
+                    f"Metric '{metric}' completed. Result: {new}",
+                )
+        if judged.phase != old_phase:
+            log.info(
+                "analysis run phase",
+                old=old_phase or "Pending",
+                new=judged.phase,
+                message=judged.message,
+            )
+            if judged.phase in verdict.COMPLETED:
+                RUNS.labels(judged.phase).inc()
+                warn = judged.phase in ("Failed", "Error")
+                note = f"analysis completed {judged.phase}"
+                if judged.message:
+                    note += f": {judged.message}"
+                self.events.event(
+                    raw, "Warning" if warn else "Normal", f"AnalysisRun{judged.phase}", note
+                )

@@ -1,0 +1,1 @@
+"""okra API types, one package per version."""

@@ -1,0 +1,261 @@
+"""AnalysisTemplate, ClusterAnalysisTemplate, AnalysisRun and Check.
+
+Field names and meaning follow Argo Rollouts' `argoproj.io/v1alpha1` analysis
+types, so a template written for Argo Rollouts is also a valid okra template
+(only `apiVersion` differs), and okra can read Argo's templates directly.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_controllers.api.v1alpha1.providers import MetricProvider
+from okra_runtime.crdgen import CRDInfo, PrinterColumn
+
+Phase = Literal["", "Pending", "Running", "Successful", "Failed", "Error", "Inconclusive"]
+IntOrString = int | str
+_DURATION = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
+
+
+class SecretKeyRef(ApiModel):
+    name: str
+    key: str
+
+
+class FieldRef(ApiModel):
+    field_path: str
+    """A path into the object that owns the run, e.g. `metadata.labels['app']`."""
+
+
+class ValueFrom(ApiModel):
+    secret_key_ref: SecretKeyRef | None = None
+    field_ref: FieldRef | None = None
+
+
+class Argument(ApiModel):
+    """A template argument; metrics refer to it as `{{args.NAME}}`."""
+
+    name: str = Field(min_length=1)
+    value: str | None = None
+    value_from: ValueFrom | None = None
+
+
+class Metric(ApiModel):
+    """One measurement loop: query `provider` every `interval`, `count` times (forever
+    when `interval` is set without `count`; once when neither is), judging each result
+    with `successCondition` / `failureCondition`."""
+
+    name: str = Field(min_length=1)
+    interval: str | None = Field(default=None, pattern=_DURATION)
+    initial_delay: str | None = Field(default=None, pattern=_DURATION)
+    count: IntOrString | None = None
+    success_condition: str | None = None
+    failure_condition: str | None = None
+    failure_limit: IntOrString | None = None
+    inconclusive_limit: IntOrString | None = None
+    consecutive_error_limit: IntOrString | None = None
+    provider: MetricProvider
+
+
+class DryRun(ApiModel):
+    metric_name: str
+    """A metric name, or `*` for all: its failures are recorded but never fail the run."""
+
+
+class MeasurementRetention(ApiModel):
+    metric_name: str
+    limit: int = Field(ge=1)
+
+
+class AnalysisTemplateSpec(ApiModel):
+    metrics: list[Metric] = Field(min_length=1, max_length=32)
+    args: list[Argument] | None = None
+    dry_run: list[DryRun] | None = None
+    measurement_retention: list[MeasurementRetention] | None = None
+
+
+class AnalysisTemplate(ApiModel):
+    """Metrics to run, with arguments; instantiated as AnalysisRuns."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="AnalysisTemplate",
+        plural="analysistemplates",
+        short_names=("at",),
+        categories=("okra",),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "AnalysisTemplate"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AnalysisTemplateSpec
+
+
+class ClusterAnalysisTemplate(ApiModel):
+    """An AnalysisTemplate usable from every namespace."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="ClusterAnalysisTemplate",
+        plural="clusteranalysistemplates",
+        scope="Cluster",
+        short_names=("cat",),
+        categories=("okra",),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "ClusterAnalysisTemplate"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AnalysisTemplateSpec
+
+
+class AnalysisRunSpec(ApiModel):
+    metrics: list[Metric] = Field(min_length=1, max_length=32)
+    args: list[Argument] | None = None
+    terminate: bool = False
+    """Set to stop the run: in-flight measurements finish, no new ones start."""
+    dry_run: list[DryRun] | None = None
+    measurement_retention: list[MeasurementRetention] | None = None
+
+
+class Measurement(ApiModel):
+    phase: Phase
+    message: str | None = None
+    started_at: datetime.datetime | None = None
+    finished_at: datetime.datetime | None = None
+    value: str | None = None
+    metadata: dict[str, str] | None = None
+    resume_at: datetime.datetime | None = None
+
+
+class MetricResult(ApiModel):
+    name: str
+    phase: Phase
+    measurements: list[Measurement] = Field(default_factory=list)
+    message: str | None = None
+    count: int = 0
+    successful: int = 0
+    failed: int = 0
+    inconclusive: int = 0
+    error: int = 0
+    consecutive_error: int = 0
+    dry_run: bool | None = None
+    metadata: dict[str, str] | None = None
+
+
+class RunSummary(ApiModel):
+    count: int = 0
+    successful: int = 0
+    failed: int = 0
+    inconclusive: int = 0
+    error: int = 0
+
+
+class AnalysisRunStatus(ApiModel):
+    phase: Phase = ""
+    message: str | None = None
+    metric_results: list[MetricResult] | None = None
+    started_at: datetime.datetime | None = None
+    completed_at: datetime.datetime | None = None
+    run_summary: RunSummary | None = None
+    dry_run_summary: RunSummary | None = None
+    observed_generation: int | None = None
+
+
+class AnalysisRun(ApiModel):
+    """One execution of metrics; its status holds every measurement, so a restarted
+    controller continues exactly where the last one stopped."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="AnalysisRun",
+        plural="analysisruns",
+        short_names=("ar",),
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Status", "string", ".status.phase", "AnalysisRun status"),
+            PrinterColumn("Message", "string", ".status.message", priority=1),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "AnalysisRun"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AnalysisRunSpec
+    status: AnalysisRunStatus | None = None
+
+
+class CheckSpec(ApiModel):
+    """A standing metric check: `provider`'s query (templated with `{{.Vars.NAME}}`
+    from `vars`) runs every `interval`; it passes when `successCondition` holds and
+    `failureCondition` does not, and, for a numeric result, when it is within
+    `min` / `max`."""
+
+    interval: str = Field(default="30s", pattern=_DURATION)
+    provider: MetricProvider
+    vars: dict[str, str] = Field(default_factory=dict)
+    success_condition: str | None = None
+    failure_condition: str | None = None
+    min: float | None = None
+    max: float | None = None
+    history_limit: int = Field(default=10, ge=1, le=100)
+
+
+class CheckResult(ApiModel):
+    phase: Phase
+    value: str | None = None
+    message: str | None = None
+    time: datetime.datetime
+
+
+class CheckAnalysisStatus(ApiModel):
+    observed_hash: str | None = None
+    results: list[CheckResult] = Field(default_factory=list)
+
+
+class CheckStatus(ApiModel):
+    last_passed: bool | None = None
+    last_run_time: datetime.datetime | None = None
+    analysis: CheckAnalysisStatus | None = None
+    conditions: list[Condition] | None = None
+    observed_generation: int | None = None
+
+
+class Check(ApiModel):
+    """A metric check that runs on its own schedule; `status.lastPassed` says whether
+    the last run passed, `status.analysis.observedHash` which spec it ran (the value of
+    the `analysis-hash` annotation at the time)."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="Check",
+        plural="checks",
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Passed", "boolean", ".status.lastPassed"),
+            PrinterColumn("Last-Run", "date", ".status.lastRunTime"),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "Check"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: CheckSpec
+    status: CheckStatus | None = None
+
+
+ANALYSIS_MODELS: tuple[type[ApiModel], ...] = (
+    AnalysisTemplate,
+    ClusterAnalysisTemplate,
+    AnalysisRun,
+    Check,
+)
+
+
+def dump(model: ApiModel) -> dict[str, Any]:
+    """The object as the API server wants it: aliases, no unset optionals."""
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")

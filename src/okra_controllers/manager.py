@@ -1,0 +1,204 @@
+"""okra-manager: the controller manager running okra's controllers.
+
+    okra-manager --kubeconfig ~/.kube/config --aws-region eu-west-1
+
+Every flag has an environment variable (OKRA_<FLAG>, e.g. OKRA_AWS_ENDPOINT_URL)
+so the Deployment can set them either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from okra_controllers.analysis.check_controller import CHECK, CheckReconciler
+from okra_controllers.analysis.run_controller import ANALYSIS_RUN, AnalysisRunReconciler
+from okra_controllers.aws.config import AwsConfig
+from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions, configure_logging
+from okra_runtime.leaderelection import LeadershipLostError
+from okra_runtime.predicates import AnnotationsChanged, Any_
+
+log = structlog.get_logger("okra.manager")
+
+
+@dataclass(frozen=True)
+class Settings:
+    namespace: str | None
+    okra_namespace: str
+    aws: AwsConfig
+    concurrency: int
+
+
+Setup = Callable[[Manager, Settings], None]
+
+
+def setup_analysisruns(mgr: Manager, s: Settings) -> None:
+    rec = AnalysisRunReconciler(
+        mgr.client,
+        mgr.informer_for(ANALYSIS_RUN),
+        mgr.event_recorder("analysisrun-controller"),
+        s.aws,
+        s.okra_namespace,
+    )
+    (
+        mgr.builder("analysisrun")
+        .for_(ANALYSIS_RUN, predicates=(GenerationChanged(),))
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )
+
+
+def setup_checks(mgr: Manager, s: Settings) -> None:
+    rec = CheckReconciler(
+        mgr.client,
+        mgr.informer_for(CHECK),
+        mgr.event_recorder("check-controller"),
+        s.aws,
+        s.okra_namespace,
+    )
+    (
+        mgr.builder("check")
+        .for_(CHECK, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )
+
+
+CONTROLLERS: dict[str, Setup] = {
+    "analysisrun": setup_analysisruns,
+    "check": setup_checks,
+}
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"OKRA_{name.upper().replace('-', '_')}", default)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="okra-manager", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--kubeconfig",
+        default=_env("kubeconfig"),
+        help="kubeconfig path (default: in-cluster, then $KUBECONFIG)",
+    )
+    p.add_argument(
+        "--namespace", default=_env("namespace"), help="watch only this namespace (default: all)"
+    )
+    p.add_argument(
+        "--okra-namespace",
+        default=_env("okra-namespace", _pod_namespace()),
+        help="okra's own namespace (leader-election Lease, default Secrets)",
+    )
+    p.add_argument(
+        "--leader-elect", action="store_true", default=_env("leader-elect", "false") == "true"
+    )
+    p.add_argument("--leader-election-id", default=_env("leader-election-id", "okra-manager"))
+    p.add_argument(
+        "--metrics-bind-address",
+        default=_env("metrics-bind-address", ":8080"),
+        help="host:port for /metrics; 0 disables",
+    )
+    p.add_argument(
+        "--health-probe-bind-address",
+        default=_env("health-probe-bind-address", ":8081"),
+        help="host:port for /healthz and /readyz; 0 disables",
+    )
+    p.add_argument(
+        "--aws-region",
+        default=_env(
+            "aws-region",
+            os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+        ),
+    )
+    p.add_argument(
+        "--aws-endpoint-url",
+        default=_env("aws-endpoint-url"),
+        help="send every AWS call here (LocalStack, moto)",
+    )
+    p.add_argument("--log-format", choices=("json", "console"), default=_env("log-format", "json"))
+    p.add_argument("--log-level", default=_env("log-level", "info"))
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=int(_env("concurrency", "4") or 4),
+        help="max concurrent reconciles per controller",
+    )
+    p.add_argument(
+        "--controllers",
+        default=_env("controllers", ",".join(CONTROLLERS)),
+        help=f"comma-separated controllers to run (known: {', '.join(CONTROLLERS)})",
+    )
+    a = p.parse_args(argv)
+    unknown = [c for c in a.controllers.split(",") if c and c not in CONTROLLERS]
+    if unknown:
+        p.error(f"unknown controllers: {', '.join(unknown)} (known: {', '.join(CONTROLLERS)})")
+    if a.concurrency < 1:
+        p.error("--concurrency must be at least 1")
+    return a
+
+
+def _pod_namespace() -> str:
+    try:
+        with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+            return f.read().strip()
+    except OSError:
+        return "okra-system"
+
+
+def _address(value: str) -> str | None:
+    if value in ("0", ""):
+        return None
+    return value if not value.startswith(":") else f"0.0.0.0{value}"
+
+
+async def run(a: argparse.Namespace) -> int:
+    settings = Settings(
+        namespace=a.namespace,
+        okra_namespace=a.okra_namespace,
+        aws=AwsConfig(region=a.aws_region, endpoint_url=a.aws_endpoint_url),
+        concurrency=a.concurrency,
+    )
+    async with await Client.from_environment(a.kubeconfig) as client:
+        mgr = Manager(
+            client,
+            ManagerOptions(
+                namespace=a.namespace,
+                metrics_address=_address(a.metrics_bind_address),
+                probe_address=_address(a.health_probe_bind_address),
+                leader_election=a.leader_elect,
+                leader_election_id=a.leader_election_id,
+                leader_election_namespace=a.okra_namespace,
+            ),
+        )
+        enabled = [c for c in a.controllers.split(",") if c]
+        for name in enabled:
+            CONTROLLERS[name](mgr, settings)
+        log.info(
+            "starting okra-manager",
+            controllers=enabled,
+            namespace=a.namespace or "*",
+            aws_region=a.aws_region,
+            aws_endpoint_url=a.aws_endpoint_url,
+        )
+        try:
+            await mgr.run_until_signal()
+        except LeadershipLostError as e:
+            log.error("leadership lost; exiting", error=str(e))
+            return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    a = parse_args(argv)
+    configure_logging(a.log_format, a.log_level)
+    sys.exit(asyncio.run(run(a)))
+
+
+if __name__ == "__main__":
+    main()

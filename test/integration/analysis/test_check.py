@@ -1,0 +1,164 @@
+"""Check: a standing, templated metric check against a real HTTP endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from okra_controllers.analysis.check_controller import CHECK, CheckReconciler
+from okra_controllers.aws.config import AwsConfig
+from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
+from okra_runtime.envtest import ControlPlane
+from okra_runtime.predicates import AnnotationsChanged, Any_
+from support import eventually
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+class ErrorRates:
+    """A metrics endpoint: /rate?cluster=NAME answers {"rate": <value for NAME>}."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, float] = {}
+        self.queries: list[str] = []
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        cluster = request.query.get("cluster", "")
+        self.queries.append(cluster)
+        return web.json_response({"rate": self.values.get(cluster, 0.0)})
+
+
+@pytest.fixture
+async def rates() -> AsyncIterator[ErrorRates]:
+    r = ErrorRates()
+    app = web.Application()
+    app.router.add_get("/rate", r.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    r.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    yield r
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def checks(
+    rt_client: Client, namespace: str, control_plane: ControlPlane
+) -> AsyncIterator[None]:
+    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+    mgr = Manager(
+        rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
+    )
+    rec = CheckReconciler(
+        rt_client, mgr.informer_for(CHECK), mgr.event_recorder("check"), AwsConfig(), namespace
+    )
+    (
+        mgr.builder("check")
+        .for_(CHECK, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
+        .complete(rec)
+    )
+    task = asyncio.create_task(mgr.start())
+    yield
+    mgr.stop()
+    await asyncio.wait_for(task, 30)
+
+
+def check(name: str, ns: str, url: str, hash_: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "Check",
+        "metadata": {"name": name, "namespace": ns, "annotations": {"analysis-hash": hash_}},
+        "spec": {
+            "interval": "1s",
+            "max": 0.1,
+            "historyLimit": 3,
+            "vars": {"eksClusterName": "web-1-v2"},
+            "provider": {
+                "web": {
+                    "url": f"{url}/rate?cluster={{{{.Vars.eksClusterName}}}}",
+                    "jsonPath": "{$.rate}",
+                }
+            },
+            **spec,
+        },
+    }
+
+
+async def status(c: Client, name: str, ns: str) -> dict[str, Any]:
+    return (await c.get(CHECK, name, ns)).get("status") or {}
+
+
+async def test_check_runs_templated_query_and_reports(
+    checks: None, rates: ErrorRates, rt_client: Client, namespace: str
+) -> None:
+    rates.values["web-1-v2"] = 0.01
+    await rt_client.create(check("dd", namespace, rates.url, "h1"))
+
+    async def passed() -> bool:
+        st = await status(rt_client, "dd", namespace)
+        return st.get("lastPassed") is True and st["analysis"]["observedHash"] == "h1"
+
+    assert await eventually(passed, within=30)
+    assert "web-1-v2" in rates.queries  # {{.Vars.eksClusterName}} was filled in
+
+    rates.values["web-1-v2"] = 0.5  # above max 0.1
+
+    async def failed() -> bool:
+        return (await status(rt_client, "dd", namespace)).get("lastPassed") is False
+
+    assert await eventually(failed, within=30)
+    st = await status(rt_client, "dd", namespace)
+    last = st["analysis"]["results"][-1]
+    assert (last["phase"], last["value"], last["message"]) == ("Failed", "0.5", "0.5 > max 0.1")
+    assert st["conditions"][0]["type"] == "Passed"
+    assert st["conditions"][0]["status"] == "False"
+
+    async def bounded() -> bool:
+        return len((await status(rt_client, "dd", namespace))["analysis"]["results"]) == 3
+
+    assert await eventually(bounded, within=30)
+    await asyncio.sleep(1.5)
+    assert len((await status(rt_client, "dd", namespace))["analysis"]["results"]) == 3
+
+    # A new query (new hash) runs at once and is acknowledged in observedHash.
+    await rt_client.patch(
+        CHECK,
+        "dd",
+        {
+            "metadata": {"annotations": {"analysis-hash": "h2"}},
+            "spec": {"vars": {"eksClusterName": "web-2-v2"}, "interval": "1h"},
+        },
+        namespace=namespace,
+    )
+    rates.values["web-2-v2"] = 0.0
+
+    async def rehashed() -> bool:
+        st = await status(rt_client, "dd", namespace)
+        return st["analysis"]["observedHash"] == "h2" and st.get("lastPassed") is True
+
+    assert await eventually(rehashed, within=30)
+    assert "web-2-v2" in rates.queries
+
+
+async def test_check_with_an_unknown_var_reports_the_error(
+    checks: None, rates: ErrorRates, rt_client: Client, namespace: str
+) -> None:
+    obj = check("typo", namespace, rates.url, "h")
+    obj["spec"]["vars"] = {"clusterName": "x"}
+    await rt_client.create(obj)
+
+    async def errored() -> bool:
+        st = await status(rt_client, "typo", namespace)
+        return st.get("lastPassed") is False
+
+    assert await eventually(errored, within=30)
+    last = (await status(rt_client, "typo", namespace))["analysis"]["results"][-1]
+    assert last["phase"] == "Error"
+    assert "{{.Vars.eksClusterName}} but spec.vars has no 'eksClusterName'" in last["message"]
