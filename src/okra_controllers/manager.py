@@ -20,7 +20,23 @@ import structlog
 from okra_controllers.analysis.check_controller import CHECK, CheckReconciler
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN, AnalysisRunReconciler
 from okra_controllers.aws.config import AwsConfig
-from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions, configure_logging
+from okra_controllers.cell.controller import (
+    ALB_CONFIG,
+    BLOCKLIST,
+    CELL,
+    TARGET_GROUP,
+    CellReconciler,
+    cells_for_target_group,
+)
+from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
+from okra_runtime import (
+    Client,
+    GenerationChanged,
+    Manager,
+    ManagerOptions,
+    Request,
+    configure_logging,
+)
 from okra_runtime.leaderelection import LeadershipLostError
 from okra_runtime.predicates import AnnotationsChanged, Any_
 
@@ -70,9 +86,47 @@ def setup_checks(mgr: Manager, s: Settings) -> None:
     )
 
 
+def setup_cells(mgr: Manager, s: Settings) -> None:
+    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws)
+    cells = mgr.informer_for(CELL).store
+    (
+        mgr.builder("cell")
+        .for_(CELL, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
+        .owns(ANALYSIS_RUN)
+        .owns(PAUSE)
+        .owns(ALB_CONFIG)
+        .watches(TARGET_GROUP, cells_for_target_group(cells))
+        .watches(
+            BLOCKLIST,
+            lambda b: [Request(b["metadata"]["name"], b["metadata"].get("namespace") or "")],
+        )
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )
+
+
+def setup_pauses(mgr: Manager, s: Settings) -> None:
+    rec = PauseReconciler(mgr.client, mgr.informer_for(PAUSE))
+    (
+        mgr.builder("pause")
+        .for_(PAUSE, predicates=(GenerationChanged(),))
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )
+
+
+def setup_albconfigs(mgr: Manager, s: Settings) -> None:
+    from okra_controllers.albconfig.controller import setup
+
+    setup(mgr, s)
+
+
 CONTROLLERS: dict[str, Setup] = {
+    "albconfig": setup_albconfigs,
     "analysisrun": setup_analysisruns,
     "check": setup_checks,
+    "cell": setup_cells,
+    "pause": setup_pauses,
 }
 
 

@@ -12,8 +12,9 @@ conditions such as `isNaN(result)` depend on, and has none of Argo's helpers; ge
 "safe eval" packages implement Python's grammar, not expr's. So this module is a small lexer,
 a recursive-descent (precedence-climbing) parser that mirrors expr's own parser, and a
 tree-walking evaluator. Nothing here calls `eval`, `exec` or `compile` on user input, and no
-attribute of any Python object is ever read: values are JSON-shaped (nil, bool, int, float,
-string, array, map) and only maps (by key) and arrays/strings (by index) can be looked into.
+Python attribute is ever looked up by a name taken from a condition: values are JSON-shaped
+(nil, bool, int, float, string, array, map) and only maps (by key) and arrays/strings (by
+index) can be looked into; any other object is opaque.
 
 Use `compile_condition` once per template and `Condition.evaluate` per measurement, or
 `evaluate_condition(source, result)` (compiled conditions are cached). Every failure, at parse
@@ -32,8 +33,7 @@ Grammar (EBNF; `{x}` repeats, `[x]` is optional)::
     field      = name | word-operator ;             (* result.in is the key "in" *)
     primary    = literal | name | "$env" | call | "(" expression ")" | array | map
                | "#" [ "index" | "acc" ] | "." field ;   (* the last two only in predicates *)
-    call       = name "(" [ argument { "," argument } [ "," ] ] ")"
-               | binary "|" name "(" [ argument { "," argument } ] ")" ;  (* pipe: lhs is arg 1 *)
+    call       = name "(" [ argument { "," argument } [ "," ] ] ")" ;
     argument   = expression | predicate ;           (* predicate where the function takes one *)
     predicate  = "{" expression "}" | expression ;  (* "#" is the element, "#index" its index *)
     array      = "[" [ expression { "," expression } [ "," ] ] "]" ;
@@ -47,7 +47,7 @@ Grammar (EBNF; `{x}` repeats, `[x]` is optional)::
 
 Binary operators, loosest first (all left-associative except `**`/`^`)::
 
-     0  |                                     pipe
+     0  |                                     pipe: `x | f(a)` is `f(x, a)`
     10  ||  or                                short-circuit, operands must be bool
     15  &&  and                               short-circuit, operands must be bool
     20  == != < > <= >= in matches contains startsWith endsWith, and `not in`, `not matches`,
@@ -95,8 +95,10 @@ Where this knowingly differs from Argo Rollouts / expr:
 - expr type-checks some mismatches at compile time (`asFloat(result) == "1.1"` is a compile
   error there); here `==` between different kinds is simply false.
 - `isNaN`/`isInf` accept ints (false) where Go's reflection call would fail.
-- Indexing a string gives a one-character string, not a byte; `matches` uses Python's `re`
-  (so `$` also matches before a trailing newline, and RE2-only syntax such as `\\pL` fails).
+- Strings are measured, indexed and sliced in characters, not UTF-8 bytes (`len("é")` is 1,
+  `"abc"[0]` is "a"); `matches` uses Python's `re` (so `$` also matches before a trailing
+  newline, and RE2-only syntax such as `\\pL` fails to compile).
+- Map keys are strings (as in JSON): indexing a map with a number is an error, not a miss.
 - Method calls (`x.Foo()`), `::` and date/time functions are not supported.
 """
 
@@ -1028,13 +1030,13 @@ class _Range(_Node):
         return list(range(int(a), int(b) + 1))
 
 
-Builtin = Callable[[list[Any]], Any]
+_Builtin = Callable[[list[Any]], Any]
 
 
 class _Call(_Node):
     __slots__ = ("args", "fn", "name")
 
-    def __init__(self, offset: int, name: str, fn: Builtin, args: list[_Node]) -> None:
+    def __init__(self, offset: int, name: str, fn: _Builtin, args: list[_Node]) -> None:
         super().__init__(offset, *args)
         self.name, self.fn, self.args = name, fn, tuple(args)
 
@@ -1269,11 +1271,18 @@ def _b_min(args: list[Any]) -> Any:
 
 def _b_mean(args: list[Any]) -> Any:
     values = _flatten_numbers("mean", args, [])
-    return math.fsum(_f(v) for v in values) / len(values) if values else 0.0
+    total = 0.0
+    for v in values:  # left to right, as Go adds (math.fsum would round differently)
+        total += _f(v)
+    return total / len(values) if values else 0.0
 
 
 def _b_median(args: list[Any]) -> Any:
-    values = sorted(_f(v) for v in _flatten_numbers("median", args, []))
+    # sorted as Go's sort.Float64s: NaN first
+    values = sorted(
+        (_f(v) for v in _flatten_numbers("median", args, [])),
+        key=lambda x: (not math.isnan(x), x),
+    )
     n = len(values)
     if n == 0:
         return 0.0
@@ -1320,7 +1329,7 @@ def _b_values(args: list[Any]) -> Any:
     return list(v.values())
 
 
-def _rounding(name: str, fn: Callable[[float], float]) -> Builtin:
+def _rounding(name: str, fn: Callable[[float], float]) -> _Builtin:
     def run(args: list[Any]) -> Any:
         (v,) = args
         if not _is_num(v):
@@ -1339,7 +1348,7 @@ def _go_round(x: float) -> float:
     return t
 
 
-def _float_check(name: str, test: Callable[[float], bool]) -> Builtin:
+def _float_check(name: str, test: Callable[[float], bool]) -> _Builtin:
     def run(args: list[Any]) -> Any:
         (v,) = args
         if isinstance(v, float):
@@ -1470,7 +1479,7 @@ def _b_has_suffix(args: list[Any]) -> Any:
 _MANY: Final = 1 << 16
 
 # name -> (fewest arguments, most arguments, implementation)
-_BUILTINS: Final[dict[str, tuple[int, int, Builtin]]] = {
+_BUILTINS: Final[dict[str, tuple[int, int, _Builtin]]] = {
     "len": (1, 1, _b_len),
     "abs": (1, 1, _b_abs),
     "int": (1, 1, _b_int),

@@ -3,11 +3,16 @@
 All AWS calls go through aiobotocore (asyncio, no boto3 on the event loop). An
 endpoint URL points every service at LocalStack or a moto server; without one
 the standard AWS credential chain and endpoints apply.
+
+`on_call`, when set, is told `"<service>:<Operation>"` (e.g. `elbv2:ModifyRule`)
+once per API call, retries not counted, from every client this config makes:
+tests and benches count the AWS calls a controller makes without patching
+botocore or reading the emulator's logs.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +28,7 @@ class AwsConfig:
     access_key_id: str | None = field(default=None, repr=False)
     secret_access_key: str | None = field(default=None, repr=False)
     max_attempts: int = 5
+    on_call: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     def _client_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -41,4 +47,18 @@ class AwsConfig:
         """An aiobotocore client for `service` (`elbv2`, `ec2`, `eks`, ...)."""
         sess: Any = session or get_session()  # typed per-service overloads need a Literal
         async with sess.create_client(service, **self._client_kwargs()) as c:
+            if self.on_call is not None:
+                c.meta.events.register("before-call", _Counter(service, self.on_call))
             yield c
+
+
+@dataclass(frozen=True)
+class _Counter:
+    """A botocore `before-call` handler: emitted once per API call, before
+    signing and retries, with the operation model."""
+
+    service: str
+    on_call: Callable[[str], None]
+
+    def __call__(self, model: Any, **_: Any) -> None:
+        self.on_call(f"{self.service}:{model.name}")

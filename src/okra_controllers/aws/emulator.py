@@ -12,6 +12,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime.envtest.process import Process, free_port, wait_until
@@ -116,3 +117,67 @@ class MotoServer:
                 return True
         except (urllib.error.URLError, OSError):
             return False
+
+
+class CountingProxy:
+    """An HTTP proxy in front of an AWS endpoint that records each call's action
+    (`DescribeRules`, `ModifyRule`, ...), so tests and benchmarks can count what a
+    process that is not ours to instrument sends to AWS."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.rstrip("/")
+        self.calls: list[tuple[float, str]] = []  # (monotonic time, action)
+        self.port = 0
+        self._runner: Any = None
+        self._session: Any = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def actions(self, since: float = 0.0) -> list[str]:
+        return [a for t, a in self.calls if t >= since]
+
+    async def start(self) -> None:
+        import aiohttp
+        from aiohttp import web
+
+        self._session = aiohttp.ClientSession(auto_decompress=False)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _forward(self, request: Any) -> Any:
+        import time
+        import urllib.parse
+
+        from aiohttp import web
+
+        body = await request.read()
+        action = request.headers.get("X-Amz-Target", "").rpartition(".")[2]
+        if not action:
+            form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
+            action = (form.get("Action") or request.query.getall("Action", None) or ["?"])[0]
+        self.calls.append((time.monotonic(), action))
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host",)}
+        async with self._session.request(
+            request.method, self.target + request.path_qs, data=body, headers=headers
+        ) as resp:
+            payload = await resp.read()
+            out_headers = {
+                k: v
+                for k, v in resp.headers.items()
+                if k.lower()
+                not in ("content-length", "transfer-encoding", "content-encoding", "connection")
+            }
+            return web.Response(status=resp.status, body=payload, headers=out_headers)

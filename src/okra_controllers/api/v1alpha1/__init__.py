@@ -1,8 +1,9 @@
 """okra.mumo.co/v1alpha1 API types (pydantic models; CRDs are generated from them)."""
 
 from okra_controllers.api.v1alpha1.analysis import ANALYSIS_MODELS
+from okra_controllers.api.v1alpha1.cell import CELL_MODELS
 
-CRD_MODELS = (*ANALYSIS_MODELS,)
+CRD_MODELS = (*ANALYSIS_MODELS, *CELL_MODELS)
 """Every kind okra serves; `make manifests` writes their CRDs to config/crd/bases."""
 
 __all__ = ["CRD_MODELS"]

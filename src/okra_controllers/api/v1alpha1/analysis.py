@@ -18,7 +18,7 @@ from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 Phase = Literal["", "Pending", "Running", "Successful", "Failed", "Error", "Inconclusive"]
 IntOrString = int | str
-_DURATION = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
 
 
 class SecretKeyRef(ApiModel):
@@ -50,8 +50,8 @@ class Metric(ApiModel):
     with `successCondition` / `failureCondition`."""
 
     name: str = Field(min_length=1)
-    interval: str | None = Field(default=None, pattern=_DURATION)
-    initial_delay: str | None = Field(default=None, pattern=_DURATION)
+    interval: str | None = Field(default=None, pattern=DURATION_PATTERN)
+    initial_delay: str | None = Field(default=None, pattern=DURATION_PATTERN)
     count: IntOrString | None = None
     success_condition: str | None = None
     failure_condition: str | None = None
@@ -195,7 +195,7 @@ class CheckSpec(ApiModel):
     `failureCondition` does not, and, for a numeric result, when it is within
     `min` / `max`."""
 
-    interval: str = Field(default="30s", pattern=_DURATION)
+    interval: str = Field(default="30s", pattern=DURATION_PATTERN)
     provider: MetricProvider
     vars: dict[str, str] = Field(default_factory=dict)
     success_condition: str | None = None

@@ -1,0 +1,652 @@
+"""The AWSApplicationLoadBalancerConfig controller: make one ALB listener rule forward
+exactly as the config says, and say in status what AWS shows.
+
+observe: ONE DescribeRules on the listener (DescribeTags only when a rule okra does
+not obviously own sits at the wanted priority). plan: `plan`, a pure function from
+the spec and the listener's rules to one `Action`. act: that one write, none when in
+sync. report: read the rule back (DescribeRules) and write `status.applied` (what AWS
+now shows, in the config's own shape), `ruleARN`, `observedGeneration`,
+`lastAppliedTime` and a `Synced` condition; Events for writes and problems.
+
+Why read back instead of trusting the write's answer: the Cell controller moves to its
+next canary step only when `status.applied` equals what it asked for (Argo Rollouts'
+`--aws-verify-target-group`, always on), so status must describe AWS, not intentions.
+
+Ownership: okra manages the rule at `spec.listenerRule.priority` only if it created it
+(`status.ruleARN`, or the `okra.mumo.co/owner` tag naming this config) or the rule
+already has exactly the wanted conditions (adoption). Any other rule there is a
+Conflict: okra reports it and writes nothing. The listener's default rule is never
+read as a candidate, modified or deleted.
+
+Idle cost: every `resync` seconds one DescribeRules and nothing else; no AWS write and
+no status write when nothing changed. Deletion: the finalizer `okra.mumo.co/listener-rule`
+holds the config until okra's rule (and only okra's) is deleted.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import structlog
+from aiobotocore.session import AioSession, get_session
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
+
+from okra_controllers.api.v1alpha1.cell import (
+    AWSApplicationLoadBalancerConfig,
+    AWSApplicationLoadBalancerConfigSpec,
+    AWSApplicationLoadBalancerConfigStatus,
+    ForwardTargetGroup,
+    HeaderCondition,
+    ListenerRule,
+    QueryStringCondition,
+)
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.aws import elbv2
+from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.elbv2 import OWNER_TAG, Json
+from okra_runtime.client import Client
+from okra_runtime.errors import ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.informer import Informer
+from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
+from okra_runtime.reconcile import Request, Result
+
+if TYPE_CHECKING:
+    from okra_controllers.manager import Settings
+    from okra_runtime.manager import Manager
+
+ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
+FINALIZER = "okra.mumo.co/listener-rule"
+SYNCED = "Synced"
+DEFAULT_RESYNC = 300.0
+"""Seconds between idle checks of the rule (one DescribeRules each)."""
+
+log = structlog.get_logger("okra.albconfig")
+
+
+def now_utc() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+# --- plan ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Create:
+    """No rule at the priority and none of ours to move there: CreateRule (tagged)."""
+
+    conditions: list[Json]
+    actions: list[Json]
+    priority: int
+
+
+@dataclass(frozen=True)
+class Modify:
+    """Our rule differs: ModifyRule with only the parts that differ (None = leave)."""
+
+    rule_arn: str
+    conditions: list[Json] | None = None
+    actions: list[Json] | None = None
+
+
+@dataclass(frozen=True)
+class Move:
+    """Our rule sits at another priority (the spec's priority changed) and the new one
+    is free: SetRulePriorities, so the rule keeps its ARN and no orphan is left behind."""
+
+    rule_arn: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """The rule at the priority is ours (or adoptable) and already as wanted."""
+
+    rule_arn: str
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Another rule holds the priority: okra does not write."""
+
+    message: str
+    rule_arn: str
+
+
+Action = Create | Modify | Move | Nothing | Conflict
+
+
+def listener_of(rule_arn: str) -> str:
+    """The listener ARN a rule ARN belongs to (`...:listener-rule/app/LB/ID/L/R` ->
+    `...:listener/app/LB/ID/L`)."""
+    return rule_arn.replace(":listener-rule/", ":listener/", 1).rsplit("/", 1)[0]
+
+
+def _priority(rule: Mapping[str, Any]) -> int | None:
+    if rule.get("IsDefault") or str(rule.get("Priority")) == "default":
+        return None
+    try:
+        return int(rule["Priority"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _describe(conditions: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    for field_, name, values in elbv2.normal_conditions(conditions):
+        shown = ",".join("=".join(v) if len(v) > 1 else v[0] for v in values)
+        parts.append(f"{field_}{'[' + name + ']' if name else ''}={shown}")
+    return "; ".join(parts) or "none"
+
+
+def plan(
+    spec: AWSApplicationLoadBalancerConfigSpec,
+    rules: Sequence[Mapping[str, Any]],
+    *,
+    owner: str = "",
+    rule_arn: str | None = None,
+    tags: Mapping[str, Mapping[str, str]] | None = None,
+) -> Action:
+    """The one write (or none) that makes the listener's rules serve `spec`.
+
+    `rules`: the listener's rules as DescribeRules returns them. `owner`: this config's
+    `<namespace>/<name>`. `rule_arn`: the rule this config already owns
+    (`status.ruleARN`). `tags`: rule ARN -> tags for the rules whose tags were read;
+    the controller reads them only for the rule a first plan found in Conflict, then
+    plans again.
+    """
+    want = elbv2.effective_rule(spec)
+    conditions = elbv2.rule_conditions(want)
+    actions = [elbv2.forward_action(spec.forward_target_groups)]
+    candidates = [r for r in rules if _priority(r) is not None]
+    at = next((r for r in candidates if _priority(r) == want.priority), None)
+    if at is None:
+        mine = next((r for r in candidates if rule_arn and r["RuleArn"] == rule_arn), None)
+        if mine is not None:
+            return Move(mine["RuleArn"], want.priority)
+        return Create(conditions, actions, want.priority)
+    arn = str(at["RuleArn"])
+    same_conditions = elbv2.same_conditions(at.get("Conditions") or [], conditions)
+    tagged = (tags or {}).get(arn, {}).get(OWNER_TAG)
+    if not (arn == rule_arn or same_conditions or (owner and tagged == owner)):
+        held = f"tagged {OWNER_TAG}={tagged}" if tagged else f"not tagged {OWNER_TAG}={owner}"
+        return Conflict(
+            f"priority {want.priority} of the listener is held by rule {arn} with other "
+            f"conditions ({_describe(at.get('Conditions') or [])}), {held}: choose another "
+            "spec.listenerRule.priority or remove that rule",
+            arn,
+        )
+    new_conditions = None if same_conditions else conditions
+    new_actions = None if elbv2.same_forward(at.get("Actions") or [], actions) else actions
+    if new_conditions is None and new_actions is None:
+        return Nothing(arn)
+    return Modify(arn, new_conditions, new_actions)
+
+
+def in_sync(spec: AWSApplicationLoadBalancerConfigSpec, rule: Mapping[str, Any] | None) -> bool:
+    """Whether AWS's `rule` is exactly what `spec` asks for."""
+    if rule is None:
+        return False
+    want = elbv2.effective_rule(spec)
+    return (
+        _priority(rule) == want.priority
+        and elbv2.same_conditions(rule.get("Conditions") or [], elbv2.rule_conditions(want))
+        and elbv2.same_forward(
+            rule.get("Actions") or [], [elbv2.forward_action(spec.forward_target_groups)]
+        )
+    )
+
+
+def same_spec(
+    a: AWSApplicationLoadBalancerConfigSpec, b: AWSApplicationLoadBalancerConfigSpec
+) -> bool:
+    """Whether two specs ask for the same rule: how the Cell controller should compare
+    `status.applied` with what it wrote (order-insensitive; a missing `listenerRule` is
+    the catch-all rule that `applied` spells out)."""
+    ra, rb = elbv2.effective_rule(a), elbv2.effective_rule(b)
+    return (
+        a.listener_arn == b.listener_arn
+        and ra.priority == rb.priority
+        and elbv2.same_conditions(elbv2.rule_conditions(ra), elbv2.rule_conditions(rb))
+        and elbv2.same_forward(
+            [elbv2.forward_action(a.forward_target_groups)],
+            [elbv2.forward_action(b.forward_target_groups)],
+        )
+    )
+
+
+def _in_spec_order(
+    values: Sequence[Any], spec_values: Sequence[Any], key: Callable[[Any], Any]
+) -> list[Any]:
+    """AWS's values, those the spec lists first and in its order, so that `applied`
+    reads like the spec when they agree."""
+    rank = {key(v): i for i, v in reversed(list(enumerate(spec_values)))}
+    return sorted(values, key=lambda v: (rank.get(key(v), len(rank)), str(key(v))))
+
+
+def _tg_name(arn: str) -> str:
+    """`...:targetgroup/NAME/ID` -> NAME, for target groups the spec does not name."""
+    parts = arn.split(":targetgroup/", 1)
+    return parts[1].split("/", 1)[0] if len(parts) == 2 else arn
+
+
+def applied_from_rule(
+    spec: AWSApplicationLoadBalancerConfigSpec, rule: Mapping[str, Any]
+) -> AWSApplicationLoadBalancerConfigSpec | None:
+    """What `rule` does, in the config's own shape (`status.applied`); names of target
+    groups come from the spec where it lists them. None when the rule cannot be said in
+    that shape (no weighted forward, say), which never equals a valid spec."""
+    want = elbv2.effective_rule(spec)
+    hosts: list[str] = []
+    paths: list[str] = []
+    methods: list[str] = []
+    ips: list[str] = []
+    headers: list[HeaderCondition] = []
+    queries: list[QueryStringCondition] = []
+    try:
+        for c in rule.get("Conditions") or []:
+            values = elbv2.condition_values(c)
+            match c.get("Field"):
+                case "host-header":
+                    hosts += values
+                case "path-pattern":
+                    paths += values
+                case "http-request-method":
+                    methods += values
+                case "source-ip":
+                    ips += values
+                case "http-header":
+                    name = (c.get("HttpHeaderConfig") or {}).get("HttpHeaderName", "")
+                    headers.append(HeaderCondition(name=name, values=values))
+                case "query-string":
+                    queries += [
+                        QueryStringCondition(key=v.get("Key"), value=v["Value"]) for v in values
+                    ]
+        forwards = [a for a in rule.get("Actions") or [] if a.get("Type") == "forward"]
+        names = {tg.arn: tg.name for tg in spec.forward_target_groups}
+        tgs = [
+            ForwardTargetGroup(name=names.get(arn) or _tg_name(arn), arn=arn, weight=weight)
+            for arn, weight in (elbv2.forward_weights(forwards[0]) if len(forwards) == 1 else ())
+        ]
+        listener_rule = ListenerRule(
+            priority=_priority(rule) or want.priority,
+            hosts=_in_spec_order(hosts, want.hosts, str.lower),
+            path_patterns=_in_spec_order(paths, want.path_patterns, str),
+            methods=_in_spec_order(methods, want.methods, str),
+            sourceIPs=_in_spec_order(ips, want.source_i_ps, str),
+            headers=_in_spec_order(headers, want.headers, lambda h: h.name.lower()),
+            query_strings=_in_spec_order(
+                queries, want.query_strings, lambda q: (q.key or "", q.value)
+            ),
+        )
+        return AWSApplicationLoadBalancerConfigSpec(
+            listenerARN=listener_of(str(rule["RuleArn"])),
+            listener_rule=listener_rule,
+            forward_target_groups=_in_spec_order(tgs, spec.forward_target_groups, lambda t: t.arn),
+        )
+    except (ValidationError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def spec_problems(
+    raw: Mapping[str, Any],
+) -> tuple[AWSApplicationLoadBalancerConfig | None, list[str]]:
+    """The parsed config, or the problems with it, each naming the field."""
+    try:
+        config = AWSApplicationLoadBalancerConfig.model_validate(
+            {k: v for k, v in raw.items() if k != "status"}
+        )
+    except ValidationError as e:
+        return None, [f"{_loc(err['loc'])}: {err['msg']}" for err in e.errors()]
+    return config, elbv2.validate(config.spec)
+
+
+def _loc(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+# --- the controller --------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one sync found and did, for the status and Events."""
+
+    reason: str
+    message: str
+    synced: bool = False
+    rule: Json | None = None
+    rule_arn: str | None = None
+    wrote: str | None = None
+    """The AWS write made (`RuleCreated`, `RuleModified`, `RuleMoved`, `RuleDeleted`)."""
+    notes: list[str] = field(default_factory=list)
+
+
+class AlbConfigReconciler:
+    def __init__(
+        self,
+        client: Client,
+        informer: Informer,
+        events: EventRecorder,
+        aws: AwsConfig,
+        *,
+        resync: float = DEFAULT_RESYNC,
+        clock: Callable[[], datetime.datetime] = now_utc,
+    ) -> None:
+        self.client = client
+        self.configs = informer.store
+        self.events = events
+        self.aws = aws
+        self.resync = resync
+        self.clock = clock
+        self._session: AioSession = get_session()
+        """Shared by every client this controller opens: a new session per client would
+        reload the service model each time (tens of ms of CPU per reconcile)."""
+
+    @asynccontextmanager
+    async def _elb(self) -> AsyncIterator[Any]:
+        async with self.aws.client("elbv2", session=self._session) as elb:
+            yield elb
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.configs.get(req.name, req.namespace)
+        if raw is None:
+            return None
+        if raw["metadata"].get("deletionTimestamp"):
+            return await self._finalize(raw)
+        status = _status_of(raw)
+        config, problems = spec_problems(raw)
+        if config is None or problems:
+            message = "; ".join(problems)
+            self.events.event(raw, "Warning", "InvalidSpec", message)
+            await self._report(
+                raw, status, Outcome("InvalidSpec", message, rule_arn=status.rule_arn)
+            )
+            return None
+        if FINALIZER not in (raw["metadata"].get("finalizers") or []):
+            raw["metadata"]["finalizers"] = [*(raw["metadata"].get("finalizers") or []), FINALIZER]
+            try:
+                raw = await self.client.update(raw)
+            except ConflictError:
+                return Result(requeue=True)
+            except NotFoundError:
+                return None
+        try:
+            async with self._elb() as elb:
+                outcome = await self._sync(elb, config, status)
+        except (ClientError, BotoCoreError) as e:
+            message = _aws_message(e)
+            self.events.event(raw, "Warning", "AWSError", message)
+            await self._report(raw, status, Outcome("AWSError", message, rule_arn=status.rule_arn))
+            raise
+        if outcome.wrote:
+            self.events.event(raw, "Normal", outcome.wrote, "; ".join(outcome.notes))
+            log.info("wrote listener rule", action=outcome.wrote, notes=outcome.notes)
+        elif outcome.notes:
+            self.events.event(raw, "Normal", "RuleAdopted", "; ".join(outcome.notes))
+        elif outcome.reason == "Conflict":
+            self.events.event(raw, "Warning", "Conflict", outcome.message)
+        await self._report(raw, status, outcome, config.spec)
+        if outcome.synced or outcome.reason == "Conflict":
+            return Result(requeue_after=self.resync)
+        return Result(requeue=True)  # written but not (yet) shown by AWS: look again soon
+
+    async def _sync(
+        self,
+        elb: Any,
+        config: AWSApplicationLoadBalancerConfig,
+        status: AWSApplicationLoadBalancerConfigStatus,
+    ) -> Outcome:
+        spec = config.spec
+        owner = f"{config.metadata.namespace}/{config.metadata.name}"
+        previous = status.rule_arn
+        on_listener = previous if previous and listener_of(previous) == spec.listener_arn else None
+        rules = await elbv2.describe_rules(elb, spec.listener_arn)
+        action = plan(spec, rules, owner=owner, rule_arn=on_listener)
+        if isinstance(action, Conflict):
+            tags = {action.rule_arn: await elbv2.rule_tags(elb, action.rule_arn)}
+            action = plan(spec, rules, owner=owner, rule_arn=on_listener, tags=tags)
+        if isinstance(action, Conflict):
+            return Outcome("Conflict", action.message, rule_arn=previous)
+        out = Outcome("", "")
+        if isinstance(action, Nothing):
+            arn = action.rule_arn
+            rule = next((r for r in rules if r["RuleArn"] == arn), None)
+            if arn != previous:
+                out.notes.append(f"adopted rule {arn} at priority {_priority(rule or {})}")
+        else:
+            arn = await self._act(elb, spec.listener_arn, action, owner, out)
+            rule = await elbv2.describe_rule(elb, arn)
+        out.rule, out.rule_arn = rule, arn
+        out.synced = in_sync(spec, rule)
+        moved_listener = previous and previous != arn and listener_of(previous) != spec.listener_arn
+        # The config moved to another listener: its new rule serves, so the old one goes.
+        if out.synced and moved_listener and await elbv2.delete_rule(elb, str(previous)):
+            out.notes.append(f"deleted rule {previous} of the previous listener")
+            out.wrote = out.wrote or "RuleDeleted"
+        if out.synced:
+            out.reason, out.message = "Synced", f"rule {arn} forwards as specified"
+        else:
+            out.reason = "NotApplied"
+            out.message = f"rule {arn} does not (yet) show the written state"
+        return out
+
+    async def _act(
+        self, elb: Any, listener_arn: str, action: Action, owner: str, out: Outcome
+    ) -> str:
+        if isinstance(action, Create):
+            rule = await elbv2.create_rule(
+                elb,
+                listener_arn,
+                action.priority,
+                action.conditions,
+                action.actions,
+                {OWNER_TAG: owner},
+            )
+            arn = str(rule["RuleArn"])
+            out.wrote = "RuleCreated"
+            out.notes.append(
+                f"created rule {arn} at priority {action.priority}{_weights(action.actions)}"
+            )
+            return arn
+        if isinstance(action, Modify):
+            await elbv2.modify_rule(elb, action.rule_arn, action.conditions, action.actions)
+            out.wrote = "RuleModified"
+            changed = " and ".join(
+                part
+                for part, value in (("conditions", action.conditions), ("actions", action.actions))
+                if value is not None
+            )
+            out.notes.append(
+                f"modified the {changed} of rule {action.rule_arn}{_weights(action.actions)}"
+            )
+            return action.rule_arn
+        if isinstance(action, Move):
+            await elbv2.set_rule_priority(elb, action.rule_arn, action.priority)
+            out.wrote = "RuleMoved"
+            out.notes.append(f"moved rule {action.rule_arn} to priority {action.priority}")
+            return action.rule_arn
+        raise AssertionError(f"not a write: {action!r}")
+
+    async def _finalize(self, raw: Json) -> Result | None:
+        """Delete okra's rule, then let the config go. A rule is okra's when status
+        names it or, if status was lost, when the rule at the priority carries this
+        config's owner tag. Nothing else on the listener is touched."""
+        finalizers = raw["metadata"].get("finalizers") or []
+        if FINALIZER not in finalizers:
+            return None
+        status = _status_of(raw)
+        try:
+            async with self._elb() as elb:
+                deleted = await self._delete_ours(elb, raw, status)
+        except (ClientError, BotoCoreError) as e:
+            message = _aws_message(e)
+            self.events.event(raw, "Warning", "AWSError", f"deleting the listener rule: {message}")
+            raise
+        if deleted:
+            self.events.event(raw, "Normal", "RuleDeleted", f"deleted rule {deleted}")
+            log.info("deleted listener rule", rule=deleted)
+        raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        try:
+            await self.client.update(raw)
+        except ConflictError:
+            return Result(requeue=True)
+        except NotFoundError:
+            pass
+        return None
+
+    async def _delete_ours(
+        self, elb: Any, raw: Json, status: AWSApplicationLoadBalancerConfigStatus
+    ) -> str | None:
+        if status.rule_arn:
+            return status.rule_arn if await elbv2.delete_rule(elb, status.rule_arn) else None
+        spec = raw.get("spec") or {}
+        listener = spec.get("listenerARN")
+        priority = (spec.get("listenerRule") or {}).get("priority", elbv2.MAX_PRIORITY)
+        if not isinstance(listener, str) or not listener:
+            return None
+        try:
+            rules = await elbv2.describe_rules(elb, listener)
+        except ClientError as e:
+            if _code(e) == "ListenerNotFound":
+                return None  # the listener, and every rule on it, is gone
+            raise
+        owner = f"{raw['metadata'].get('namespace')}/{raw['metadata'].get('name')}"
+        for rule in rules:
+            if _priority(rule) == priority:
+                arn = str(rule["RuleArn"])
+                if (await elbv2.rule_tags(elb, arn)).get(OWNER_TAG) == owner:
+                    return arn if await elbv2.delete_rule(elb, arn) else None
+        return None
+
+    async def _report(
+        self,
+        raw: Json,
+        old: AWSApplicationLoadBalancerConfigStatus,
+        outcome: Outcome,
+        spec: AWSApplicationLoadBalancerConfigSpec | None = None,
+    ) -> None:
+        """Write status if it changed (an idle resync writes nothing). The rule and
+        `applied` are kept from before when this sync could not look (invalid spec,
+        AWS error)."""
+        now = self.clock()
+        generation = raw["metadata"].get("generation")
+        new = old.model_copy(deep=True)
+        new.observed_generation = generation
+        if spec is not None:
+            new.rule_arn = outcome.rule_arn
+            new.applied = applied_from_rule(spec, outcome.rule) if outcome.rule else None
+        if outcome.wrote:
+            new.last_applied_time = now
+        state: Literal["True", "False"] = "True" if outcome.synced else "False"
+        before = next((c for c in old.conditions or [] if c.type == SYNCED), None)
+        new.conditions = [
+            *(c for c in old.conditions or [] if c.type != SYNCED),
+            Condition(
+                type=SYNCED,
+                status=state,
+                reason=outcome.reason,
+                message=outcome.message[:32768],
+                last_transition_time=before.last_transition_time
+                if before is not None and before.status == state
+                else now,
+                observed_generation=generation,
+            ),
+        ]
+        old_dump = _dump(old)
+        new_dump = _dump(new)
+        if new_dump == old_dump:
+            return
+        patch = {"status": {k: new_dump.get(k) for k in {*old_dump, *new_dump}}}
+        with suppress(NotFoundError):  # deleted meanwhile: nothing to report on
+            await self.client.patch(
+                ALB_CONFIG,
+                raw["metadata"]["name"],
+                patch,
+                namespace=raw["metadata"].get("namespace"),
+                subresource="status",
+            )
+
+
+def _dump(status: AWSApplicationLoadBalancerConfigStatus) -> Json:
+    """Status as written; `applied.listenerRule` without its empty lists, so that it reads
+    like the rule a user writes."""
+    out: Json = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+    rule = (out.get("applied") or {}).get("listenerRule")
+    if rule:
+        out["applied"]["listenerRule"] = {k: v for k, v in rule.items() if v != []}
+    return out
+
+
+def _status_of(raw: Mapping[str, Any]) -> AWSApplicationLoadBalancerConfigStatus:
+    """The config's status; an unreadable one (hand-edited) counts as empty."""
+    try:
+        return AWSApplicationLoadBalancerConfigStatus.model_validate(raw.get("status") or {})
+    except ValidationError:
+        return AWSApplicationLoadBalancerConfigStatus()
+
+
+def _weights(actions: Sequence[Json] | None) -> str:
+    for action in actions or ():
+        pairs = elbv2.forward_weights(action)
+        if pairs:
+            return ": " + ", ".join(f"{_tg_name(arn)}={w}" for arn, w in pairs)
+    return ""
+
+
+def _code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", ""))
+
+
+def _aws_message(e: ClientError | BotoCoreError) -> str:
+    if isinstance(e, ClientError):
+        err = e.response.get("Error", {})
+        return f"{e.operation_name}: {err.get('Code', 'Error')}: {err.get('Message', str(e))}"
+    return str(e)
+
+
+def _deletion_requested(obj: Json) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+PREDICATES = (Any_(GenerationChanged(), FuncPredicate(_deletion_requested)),)
+"""Reconcile on spec changes and deletion requests only: status writes and informer
+resyncs do not enqueue (the controller requeues itself every `resync`)."""
+
+
+def register(
+    mgr: Manager,
+    aws: AwsConfig,
+    *,
+    concurrency: int = 1,
+    resync: float = DEFAULT_RESYNC,
+) -> AlbConfigReconciler:
+    """Build the reconciler and its controller on `mgr` (tests pick their own `resync`)."""
+    rec = AlbConfigReconciler(
+        mgr.client,
+        mgr.informer_for(ALB_CONFIG),
+        mgr.event_recorder("albconfig-controller"),
+        aws,
+        resync=resync,
+    )
+    (
+        mgr.builder("albconfig")
+        .for_(ALB_CONFIG, predicates=PREDICATES)
+        .with_options(max_concurrent_reconciles=concurrency)
+        .complete(rec)
+    )
+    return rec
+
+
+def setup(mgr: Manager, settings: Settings) -> None:
+    """The manager's entry (`CONTROLLERS["albconfig"]`)."""
+    register(mgr, settings.aws, concurrency=settings.concurrency)

@@ -1,0 +1,346 @@
+"""Cell, AWSApplicationLoadBalancerConfig, AWSTargetGroup, Pause and VersionBlocklist.
+
+Manifests written for the original okra (`okra.mumoshu.github.io` docs) keep
+their field names: `ingress.awsApplicationLoadBalancer.listenerARN`,
+`targetGroupSelector`, `replicas`, `version`, `versionedBy.label`,
+`updateStrategy.canary.{analysis,steps}` with Argo Rollouts' step kinds, and
+`forwardTargetGroups` on the load balancer config.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from okra_controllers.api.v1alpha1.analysis import Argument
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_runtime.crdgen import CRDInfo, PrinterColumn
+
+DEFAULT_VERSION_LABEL = "okra.mumo.co/version"
+_ARN = r"^arn:[a-z0-9-]+:elasticloadbalancing:"
+
+
+class LabelSelector(ApiModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+
+
+class HeaderCondition(ApiModel):
+    name: str = Field(min_length=1, max_length=40)
+    values: list[str] = Field(min_length=1, max_length=5)
+
+
+class QueryStringCondition(ApiModel):
+    key: str | None = None
+    value: str = Field(min_length=1)
+
+
+class ListenerRule(ApiModel):
+    """The listener rule okra owns. It never touches the listener's default rule."""
+
+    priority: int = Field(default=50000, ge=1, le=50000)
+    """1 is evaluated first; the default, 50000, is the last before the default rule."""
+    hosts: list[str] = Field(default_factory=list, max_length=5)
+    path_patterns: list[str] = Field(default_factory=list, max_length=5)
+    methods: list[str] = Field(default_factory=list, max_length=5)
+    source_i_ps: list[str] = Field(default_factory=list, max_length=5, alias="sourceIPs")
+    headers: list[HeaderCondition] = Field(default_factory=list, max_length=5)
+    query_strings: list[QueryStringCondition] = Field(default_factory=list, max_length=5)
+
+    def has_condition(self) -> bool:
+        return bool(
+            self.hosts
+            or self.path_patterns
+            or self.methods
+            or self.source_i_ps
+            or self.headers
+            or self.query_strings
+        )
+
+
+class CellALB(ApiModel):
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    target_group_selector: LabelSelector = Field(default_factory=LabelSelector)
+    listener_rule: ListenerRule | None = None
+    """Defaults to a catch-all (`pathPatterns: ["/*"]`) at priority 50000."""
+
+
+class CellNLB(ApiModel):
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    target_group_selector: LabelSelector = Field(default_factory=LabelSelector)
+
+
+class CellIngress(ApiModel):
+    type: Literal["AWSApplicationLoadBalancer", "AWSNetworkLoadBalancer"] = (
+        "AWSApplicationLoadBalancer"
+    )
+    aws_application_load_balancer: CellALB | None = None
+    aws_network_load_balancer: CellNLB | None = None
+
+
+class VersionedBy(ApiModel):
+    label: str
+
+
+class AnalysisTemplateRef(ApiModel):
+    template_name: str
+    cluster_scope: bool = False
+
+
+class StepAnalysis(ApiModel):
+    templates: list[AnalysisTemplateRef] = Field(min_length=1, max_length=10)
+    args: list[Argument] | None = None
+
+
+class BackgroundAnalysis(StepAnalysis):
+    starting_step: int | None = Field(default=None, ge=0)
+
+
+class PauseStep(ApiModel):
+    duration: str | int | None = None
+    """A duration (`10m`, `30s`) or seconds; none means until promoted."""
+
+
+class CanaryStep(ApiModel):
+    """Exactly one of the step kinds."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "(has(self.setWeight) ? 1 : 0) + (has(self.stepWeight) ? 1 : 0) + "
+                    "(has(self.pause) ? 1 : 0) + (has(self.analysis) ? 1 : 0) == 1",
+                    "message": "a step has exactly one of setWeight, stepWeight, pause, analysis",
+                }
+            ]
+        }
+    }
+    set_weight: int | None = Field(default=None, ge=0, le=100)
+    step_weight: int | None = Field(default=None, ge=0, le=100)
+    pause: PauseStep | None = None
+    analysis: StepAnalysis | None = None
+
+
+class CanaryStrategy(ApiModel):
+    analysis: BackgroundAnalysis | None = None
+    steps: list[CanaryStep] = Field(default_factory=list, max_length=64)
+
+
+class BlueGreenStep(ApiModel):
+    analysis: StepAnalysis | None = None
+    promote: dict[str, Any] | None = None
+
+
+class BlueGreenStrategy(ApiModel):
+    steps: list[BlueGreenStep] = Field(default_factory=list, max_length=64)
+
+
+class UpdateStrategy(ApiModel):
+    type: Literal["Canary", "BlueGreen"] = "Canary"
+    canary: CanaryStrategy | None = None
+    blue_green: BlueGreenStrategy | None = None
+
+
+class CellSpec(ApiModel):
+    ingress: CellIngress
+    replicas: int = Field(default=1, ge=1)
+    """How many target groups of a new version must exist before it rolls out."""
+    version: str | None = None
+    """Pin (or roll back to) this version instead of the newest."""
+    versioned_by: VersionedBy | None = None
+    version_labels: list[str] = Field(default_factory=list, max_length=8)
+    """Labels carrying a target group's version; the first present wins.
+    Default: versionedBy.label, else okra.mumo.co/version."""
+    update_strategy: UpdateStrategy = Field(default_factory=UpdateStrategy)
+
+    def labels_for_version(self) -> list[str]:
+        labels = list(self.version_labels)
+        if self.versioned_by and self.versioned_by.label not in labels:
+            labels.append(self.versioned_by.label)
+        return labels or [DEFAULT_VERSION_LABEL]
+
+
+class TargetGroupWeight(ApiModel):
+    name: str
+    arn: str
+    weight: int = Field(ge=0, le=999)
+    version: str | None = None
+
+
+class CellStatus(ApiModel):
+    observed_generation: int | None = None
+    phase: Literal["", "Progressing", "Paused", "Healthy", "Degraded"] = ""
+    message: str | None = None
+    stable_version: str | None = None
+    canary_version: str | None = None
+    canary_weight: int | None = None
+    current_step_index: int | None = None
+    current_step_hash: str | None = None
+    """Hash of the canary version and the strategy: a change restarts the rollout."""
+    rollout_id: str | None = None
+    """Names this rollout attempt: its AnalysisRuns and Pauses; promote/abort target it."""
+    step_started_at: datetime.datetime | None = None
+    analysis_runs: dict[str, str] | None = None
+    """Names of the AnalysisRuns of the current rollout: `step-N` and `background`."""
+    paused_reason: str | None = None
+    aborted: bool | None = None
+    target_groups: list[TargetGroupWeight] | None = None
+    conditions: list[Condition] | None = None
+
+
+class Cell(ApiModel):
+    """A set of clusters behind one load balancer listener, rolled out by version."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="Cell",
+        plural="cells",
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Phase", "string", ".status.phase"),
+            PrinterColumn("Stable", "string", ".status.stableVersion"),
+            PrinterColumn("Canary", "string", ".status.canaryVersion"),
+            PrinterColumn("Weight", "integer", ".status.canaryWeight"),
+            PrinterColumn("Step", "integer", ".status.currentStepIndex"),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "Cell"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: CellSpec
+    status: CellStatus | None = None
+
+
+class ForwardTargetGroup(ApiModel):
+    name: str = Field(min_length=1)
+    arn: str = Field(pattern=_ARN)
+    weight: int = Field(ge=0, le=999)
+
+
+class AWSApplicationLoadBalancerConfigSpec(ApiModel):
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    listener_rule: ListenerRule | None = None
+    forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
+
+
+class AWSApplicationLoadBalancerConfigStatus(ApiModel):
+    observed_generation: int | None = None
+    rule_arn: str | None = Field(default=None, alias="ruleARN")
+    applied: AWSApplicationLoadBalancerConfigSpec | None = None
+    """What okra last read back from AWS after applying; equal to spec when in sync."""
+    last_applied_time: datetime.datetime | None = None
+    conditions: list[Condition] | None = None
+
+
+class AWSApplicationLoadBalancerConfig(ApiModel):
+    """The desired forward weights of one ALB listener rule; its controller makes AWS match."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="AWSApplicationLoadBalancerConfig",
+        plural="awsapplicationloadbalancerconfigs",
+        short_names=("albconfig",),
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+            PrinterColumn("Rule", "string", ".status.ruleARN", priority=1),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "AWSApplicationLoadBalancerConfig"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AWSApplicationLoadBalancerConfigSpec
+    status: AWSApplicationLoadBalancerConfigStatus | None = None
+
+
+class AWSTargetGroupSpec(ApiModel):
+    arn: str = Field(pattern=_ARN)
+
+
+class AWSTargetGroup(ApiModel):
+    """An AWS target group, labelled with the version of what serves behind it."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="AWSTargetGroup",
+        plural="awstargetgroups",
+        short_names=("awstg",),
+        categories=("okra",),
+        printer_columns=(PrinterColumn("ARN", "string", ".spec.arn"),),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "AWSTargetGroup"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AWSTargetGroupSpec
+
+
+class PauseSpec(ApiModel):
+    expire_time: datetime.datetime | None = None
+    """When the pause ends by itself; none: until promoted."""
+    cancelled: bool = False
+    """Set by `okra promote`: the pause ends now."""
+
+
+class PauseStatus(ApiModel):
+    phase: Literal["", "Started", "Expired", "Cancelled"] = ""
+    last_transition_time: datetime.datetime | None = None
+
+
+class Pause(ApiModel):
+    """A timed or indefinite pause of a Cell's rollout."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="Pause",
+        plural="pauses",
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Phase", "string", ".status.phase"),
+            PrinterColumn("Expires", "date", ".spec.expireTime"),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "Pause"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PauseSpec = Field(default_factory=PauseSpec)
+    status: PauseStatus | None = None
+
+
+class BlockedVersion(ApiModel):
+    version: str
+    cause: str = ""
+    time: datetime.datetime | None = None
+
+
+class VersionBlocklistSpec(ApiModel):
+    items: list[BlockedVersion] = Field(default_factory=list)
+
+
+class VersionBlocklist(ApiModel):
+    """Versions a Cell must not roll out again (until removed, e.g. by `okra retry`)."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="VersionBlocklist",
+        plural="versionblocklists",
+        categories=("okra",),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "VersionBlocklist"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: VersionBlocklistSpec = Field(default_factory=VersionBlocklistSpec)
+
+
+CELL_MODELS: tuple[type[ApiModel], ...] = (
+    Cell,
+    AWSApplicationLoadBalancerConfig,
+    AWSTargetGroup,
+    Pause,
+    VersionBlocklist,
+)

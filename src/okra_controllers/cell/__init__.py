@@ -1,0 +1,1 @@
+"""The Cell controller: versions, canary steps, rollback."""

@@ -1,0 +1,441 @@
+"""The Cell controller, in observe → plan → act → report.
+
+observe: the Cell, its AWSTargetGroups (selector), its load balancer config, its
+VersionBlocklist, its AnalysisRuns and Pauses (owner index), all from the
+caches; AWS is read only for the health of target groups about to receive
+weight for the first time. plan: `plan.plan` (pure). act: idempotent writes —
+server-side apply of the config when its weights change, AnalysisRuns and
+Pauses created by deterministic names, runs terminated, the blocklist appended.
+report: status (only when changed), conditions, Events.
+
+Nothing lives in memory: the step index, the rollout ID and the names of the
+runs are in the Cell's status, the weights in the config, the pauses and
+analyses in their own objects, so a restarted manager carries on at the same
+step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import structlog
+from prometheus_client import Gauge
+
+from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
+from okra_controllers.api.v1alpha1.cell import (
+    Cell,
+    CellStatus,
+    ListenerRule,
+    PauseSpec,
+)
+from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION, Condition
+from okra_controllers.aws.config import AwsConfig
+from okra_controllers.cell.pause_controller import PAUSE
+from okra_controllers.cell.plan import Event, Forward, Observed, Plan, RunRequest, plan
+from okra_controllers.cell.versions import group_target_groups
+from okra_runtime.cache import OWNER_INDEX, Store
+from okra_runtime.client import Client
+from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.labels import selector_from_dict
+from okra_runtime.manager import Manager
+from okra_runtime.metrics import REGISTRY
+from okra_runtime.reconcile import Request, Result
+
+CELL = GVK(GROUP, VERSION, "Cell")
+TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
+ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
+BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
+PROMOTE = "okra.mumo.co/promote"
+ABORT = "okra.mumo.co/abort"
+FIELD_MANAGER = "okra-cell-controller"
+DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
+RESYNC = 300.0
+log = structlog.get_logger("okra.cell")
+
+CANARY_WEIGHT = Gauge(
+    "okra_cell_canary_weight",
+    "Weight of the canary version (0-100)",
+    ["namespace", "cell"],
+    registry=REGISTRY,
+)
+STEP_INDEX = Gauge(
+    "okra_cell_step_index", "Current canary step index", ["namespace", "cell"], registry=REGISTRY
+)
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+HealthCheck = Callable[[str], Any]  # async (target group arn) -> bool (has a healthy target)
+
+
+class CellReconciler:
+    def __init__(
+        self,
+        mgr: Manager,
+        events: EventRecorder,
+        aws: AwsConfig,
+        clock: Callable[[], datetime.datetime] = utcnow,
+    ) -> None:
+        self.client: Client = mgr.client
+        self.cells: Store = mgr.informer_for(CELL).store
+        self.target_groups: Store = mgr.informer_for(TARGET_GROUP).store
+        self.configs: Store = mgr.informer_for(ALB_CONFIG).store
+        self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
+        self.pauses: Store = mgr.informer_for(PAUSE).store
+        self.events = events
+        self.aws = aws
+        self.clock = clock
+
+    # -- observe ---------------------------------------------------------------
+
+    def _observe(
+        self, raw: dict[str, Any], cell: Cell, blocklist: dict[str, Any] | None
+    ) -> tuple[Observed, dict[str, Any] | None]:
+        ns, name = cell.metadata.namespace or "", cell.metadata.name
+        alb = cell.spec.ingress.aws_application_load_balancer
+        selector = alb.target_group_selector.match_labels if alb else {}
+        tgs = self.target_groups.list(ns, selector_from_dict({"matchLabels": selector}))
+        grouped = group_target_groups(
+            (
+                (t["metadata"]["name"], t["spec"]["arn"], t["metadata"].get("labels") or {})
+                for t in tgs
+                if (t.get("spec") or {}).get("arn")
+            ),
+            cell.spec.labels_for_version(),
+        )
+        config = self.configs.get(name, ns)
+        forward: tuple[Forward, ...] | None = None
+        synced = False
+        if config is not None:
+            version_of = {
+                tg.arn: tg.version.text for group in grouped.by_version.values() for tg in group
+            }
+            forward = tuple(
+                Forward(f["name"], f["arn"], int(f["weight"]), version_of.get(f["arn"], ""))
+                for f in config["spec"].get("forwardTargetGroups") or []
+            )
+            cst = config.get("status") or {}
+            synced = cst.get("observedGeneration") == config["metadata"].get("generation") and any(
+                c.get("type") == "Synced" and c.get("status") == "True"
+                for c in cst.get("conditions") or []
+            )
+        blocked = {
+            i["version"]: i.get("cause", "")
+            for i in ((blocklist or {}).get("spec") or {}).get("items") or []
+        }
+        uid = cell.metadata.uid or ""
+        runs = {
+            r["metadata"]["name"]: (r.get("status") or {}).get("phase", "")
+            for r in self.runs.by_index(OWNER_INDEX, uid)
+        }
+        pauses = {
+            p["metadata"]["name"]: (p.get("status") or {}).get("phase", "")
+            for p in self.pauses.by_index(OWNER_INDEX, uid)
+        }
+        annotations = cell.metadata.annotations
+        return Observed(
+            cell_name=name,
+            generation=cell.metadata.generation or 0,
+            spec=cell.spec,
+            status=cell.status or CellStatus(),
+            grouped=grouped,
+            forward=forward,
+            synced=synced,
+            blocked=blocked,
+            runs=runs,
+            pauses=pauses,
+            promote=annotations.get(PROMOTE),
+            abort=annotations.get(ABORT),
+            now=self.clock(),
+        ), config
+
+    # -- reconcile -------------------------------------------------------------
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.cells.get(req.name, req.namespace)
+        if raw is None:
+            return None
+        cell = Cell.model_validate(raw)
+        if (
+            cell.spec.ingress.type != "AWSApplicationLoadBalancer"
+            or cell.spec.ingress.aws_application_load_balancer is None
+        ):
+            await self._report_only(
+                raw,
+                cell,
+                "spec.ingress: okra rolls out Cells behind an "
+                "AWS Application Load Balancer "
+                "(set ingress.awsApplicationLoadBalancer)",
+            )
+            return None
+        # The blocklist decides which version may roll out: read it live, never from a
+        # cache that may not show the entry this controller wrote a moment ago.
+        try:
+            blocklist: dict[str, Any] | None = await self.client.get(
+                BLOCKLIST, req.name, req.namespace
+            )
+        except NotFoundError:
+            blocklist = None
+        observed, config = self._observe(raw, cell, blocklist)
+        p = plan(observed)
+        await self._health_gate(p, observed)
+        if not await self._act(raw, cell, p, config):
+            return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
+        return Result(requeue_after=RESYNC)
+
+    async def _health_gate(self, p: Plan, o: Observed) -> None:
+        """Hold weights back from a target group that never had weight until it has a
+        healthy target (one DescribeTargetHealth per such group)."""
+        if p.forward is None:
+            return
+        weighted = {f.arn for f in o.forward or () if f.weight > 0}
+        new = sorted({f.arn for f in p.forward} - weighted)
+        if not new:
+            return
+        unhealthy = [arn for arn in new if not await self._healthy(arn)]
+        if not unhealthy:
+            return
+        names = [f.name for f in p.forward if f.arn in unhealthy]
+        message = f"waiting for a healthy target in {', '.join(names)} before sending it traffic"
+        p.forward = None
+        p.create_runs.clear()
+        p.create_pause = None
+        p.status = o.status.model_copy(deep=True)
+        p.status.message = message
+        p.status.phase = p.status.phase or "Progressing"
+        p.events = [e for e in p.events if e.type == "Warning"]
+        conds = [c for c in p.status.conditions or [] if c.type != "TargetGroupsHealthy"]
+        conds.append(
+            Condition(
+                type="TargetGroupsHealthy",
+                status="False",
+                reason="NoHealthyTargets",
+                message=message,
+                last_transition_time=o.now,
+                observed_generation=o.generation,
+            )
+        )
+        p.status.conditions = conds
+        p.events.append(Event("Warning", "TargetGroupUnhealthy", message))
+
+    async def _healthy(self, arn: str) -> bool:
+        try:
+            async with self.aws.client("elbv2") as elb:
+                out = await elb.describe_target_health(TargetGroupArn=arn)
+        except Exception as e:
+            log.warning("target health unavailable", target_group=arn, error=str(e))
+            return False
+        return any(
+            d.get("TargetHealth", {}).get("State") == "healthy"
+            for d in out.get("TargetHealthDescriptions", [])
+        )
+
+    # -- act -------------------------------------------------------------------
+
+    async def _act(
+        self, raw: dict[str, Any], cell: Cell, p: Plan, config: dict[str, Any] | None
+    ) -> bool:
+        """Durable facts first (the blocklist), then the status, guarded by the Cell's
+        resourceVersion, then everything that follows from the status (weights, runs,
+        pauses). A plan made from a stale Cell fails at the status write and does
+        nothing; every later write is idempotent, so a crash anywhere is repaired by
+        the next reconcile. Returns False when the status write lost a race."""
+        ns, name = cell.metadata.namespace or "", cell.metadata.name
+        if p.block is not None:
+            await self._block(raw, *p.block)
+        if not await self._write_status(raw, p.status):
+            return False
+        if p.forward is not None:
+            await self._apply_config(raw, cell, p.forward, config)
+        for run in p.create_runs:
+            if not await self._create_run(raw, cell, run, p):
+                break
+        if p.create_pause is not None:
+            expire = p.create_pause.expire_time
+            await self._create(
+                raw,
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "Pause",
+                    "metadata": {
+                        "name": p.create_pause.name,
+                        "namespace": ns,
+                        "labels": {"okra.mumo.co/cell": name},
+                        "ownerReferences": [_owner_ref(raw)],
+                    },
+                    "spec": PauseSpec(expire_time=expire).model_dump(
+                        by_alias=True, exclude_none=True, mode="json"
+                    ),
+                },
+            )
+        for run_name in p.terminate_runs:
+            with contextlib.suppress(NotFoundError):
+                await self.client.patch(
+                    ANALYSIS_RUN, run_name, {"spec": {"terminate": True}}, namespace=ns
+                )
+        for e in p.events:
+            self.events.event(raw, e.type, e.reason, e.message)
+            log.info("cell event", reason=e.reason, message=e.message)
+        CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
+        STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
+        return True
+
+    async def _apply_config(
+        self,
+        raw: dict[str, Any],
+        cell: Cell,
+        forward: Iterable[Forward],
+        config: dict[str, Any] | None,
+    ) -> None:
+        alb = cell.spec.ingress.aws_application_load_balancer
+        assert alb is not None
+        rule = alb.listener_rule or DEFAULT_RULE
+        spec = {
+            "listenerARN": alb.listener_arn,
+            "listenerRule": rule.model_dump(by_alias=True, exclude_defaults=False, mode="json"),
+            "forwardTargetGroups": [
+                {"name": f.name, "arn": f.arn, "weight": f.weight}
+                for f in sorted(forward, key=lambda f: f.name)
+            ],
+        }
+        if config is not None and config.get("spec") == spec:
+            return  # nothing to write: keeps an idle Cell from touching anything
+        obj = {
+            "apiVersion": API_VERSION,
+            "kind": "AWSApplicationLoadBalancerConfig",
+            "metadata": {
+                "name": cell.metadata.name,
+                "namespace": cell.metadata.namespace,
+                "labels": {"okra.mumo.co/cell": cell.metadata.name},
+                "ownerReferences": [_owner_ref(raw)],
+            },
+            "spec": spec,
+        }
+        await self.client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+
+    async def _create_run(self, raw: dict[str, Any], cell: Cell, run: RunRequest, p: Plan) -> bool:
+        ns = cell.metadata.namespace or ""
+        try:
+            obj = await build_run(
+                self.client,
+                namespace=ns,
+                name=run.name,
+                templates=[
+                    TemplateRef(t.template_name, t.cluster_scope) for t in run.analysis.templates
+                ],
+                args=run.analysis.args or (),
+                labels={
+                    "okra.mumo.co/cell": cell.metadata.name,
+                    "okra.mumo.co/rollout": p.status.rollout_id or "",
+                    "okra.mumo.co/background": str(run.background).lower(),
+                },
+                owner=raw,
+            )
+        except TemplateError as e:
+            message = f"cannot start analysis {run.name}: {e}"
+            p.status.message = message
+            self.events.event(raw, "Warning", "AnalysisTemplateError", message)
+            return False
+        await self._create(raw, obj)
+        return True
+
+    async def _create(self, raw: dict[str, Any], obj: dict[str, Any]) -> None:
+        with contextlib.suppress(AlreadyExistsError):
+            await self.client.create(obj)
+
+    async def _block(self, raw: dict[str, Any], version: str, cause: str) -> None:
+        ns, name = raw["metadata"]["namespace"], raw["metadata"]["name"]
+        item = {
+            "version": version,
+            "cause": cause,
+            "time": self.clock().isoformat().replace("+00:00", "Z"),
+        }
+        for _ in range(5):
+            try:
+                current = await self.client.get(BLOCKLIST, name, ns)
+            except NotFoundError:
+                try:
+                    await self.client.create(
+                        {
+                            "apiVersion": API_VERSION,
+                            "kind": "VersionBlocklist",
+                            "metadata": {
+                                "name": name,
+                                "namespace": ns,
+                                "labels": {"okra.mumo.co/cell": name},
+                            },
+                            "spec": {"items": [item]},
+                        }
+                    )
+                    return
+                except AlreadyExistsError:
+                    continue
+            items = (current.get("spec") or {}).get("items") or []
+            if any(i.get("version") == version for i in items):
+                return
+            current["spec"] = {**(current.get("spec") or {}), "items": [*items, item]}
+            try:
+                await self.client.update(current)
+                return
+            except ConflictError:
+                continue
+        raise ConflictError(409, "Conflict", f"could not add {version} to blocklist {ns}/{name}")
+
+    async def _write_status(self, raw: dict[str, Any], status: CellStatus) -> bool:
+        new = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if raw.get("status") == new:
+            return True
+        raw["status"] = new
+        try:
+            updated = await self.client.update_status(raw)
+        except ConflictError:
+            log.debug("cell changed while reconciling; planning again")
+            return False
+        except NotFoundError:
+            return False
+        raw["metadata"] = updated["metadata"]
+        return True
+
+    async def _report_only(self, raw: dict[str, Any], cell: Cell, message: str) -> None:
+        status = cell.status or CellStatus()
+        status.phase, status.message = "Degraded", message
+        status.observed_generation = cell.metadata.generation
+        self.events.event(raw, "Warning", "Unsupported", message)
+        with contextlib.suppress(ApiError):
+            await self._write_status(raw, status)
+
+
+def _owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": raw["apiVersion"],
+        "kind": raw["kind"],
+        "name": raw["metadata"]["name"],
+        "uid": raw["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def cells_for_target_group(cells: Store) -> Callable[[dict[str, Any]], list[Request]]:
+    """Map an AWSTargetGroup to the Cells in its namespace whose selector matches it."""
+
+    def mapper(tg: dict[str, Any]) -> list[Request]:
+        ns = tg["metadata"].get("namespace") or ""
+        labels = tg["metadata"].get("labels") or {}
+        out = []
+        for c in cells.list(ns):
+            alb = ((c.get("spec") or {}).get("ingress") or {}).get("awsApplicationLoadBalancer")
+            sel = ((alb or {}).get("targetGroupSelector") or {}).get("matchLabels") or {}
+            if all(labels.get(k) == v for k, v in sel.items()):
+                out.append(Request(c["metadata"]["name"], ns))
+        return out
+
+    return mapper

@@ -1,0 +1,63 @@
+"""The Pause controller: a Pause starts when created and ends when it expires
+(at `spec.expireTime`, by a timer, not on the next resync) or is cancelled
+(`spec.cancelled`, set by `okra promote`). Its owner reacts to the status."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Literal
+
+from okra_controllers.api.v1alpha1.cell import Pause, PauseStatus
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_runtime.client import Client
+from okra_runtime.errors import ConflictError, NotFoundError
+from okra_runtime.gvk import GVK
+from okra_runtime.informer import Informer
+from okra_runtime.reconcile import Request, Result
+
+PAUSE = GVK(GROUP, VERSION, "Pause")
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+class PauseReconciler:
+    def __init__(
+        self, client: Client, informer: Informer, clock: Callable[[], datetime.datetime] = utcnow
+    ) -> None:
+        self.client = client
+        self.pauses = informer.store
+        self.clock = clock
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.pauses.get(req.name, req.namespace)
+        if raw is None:
+            return None
+        pause = Pause.model_validate(raw)
+        status = pause.status or PauseStatus()
+        if status.phase in ("Expired", "Cancelled"):
+            return None
+        now = self.clock()
+        phase: Literal["Started", "Expired", "Cancelled"] = "Started"
+        wait: float | None = None
+        if pause.spec.cancelled:
+            phase = "Cancelled"
+        elif pause.spec.expire_time is not None:
+            remaining = (pause.spec.expire_time - now).total_seconds()
+            if remaining <= 0:
+                phase = "Expired"
+            else:
+                wait = remaining
+        if phase != status.phase:
+            raw["status"] = PauseStatus(phase=phase, last_transition_time=now).model_dump(
+                by_alias=True, exclude_none=True, mode="json"
+            )
+            try:
+                await self.client.update_status(raw)
+            except ConflictError:
+                return Result(requeue=True)
+            except NotFoundError:
+                return None
+        return Result(requeue_after=wait) if wait else None

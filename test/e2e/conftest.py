@@ -1,0 +1,236 @@
+"""e2e fixtures: the real okra-manager process against the real control plane and
+a moto server (through a proxy that counts AWS calls), plus a metrics endpoint
+whose values the test sets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from okra_controllers.aws.emulator import CountingProxy, MotoServer
+from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
+from okra_runtime import GVK, Client
+from okra_runtime.envtest import ControlPlane
+
+REPO = Path(__file__).resolve().parents[2]
+CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
+TG = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
+VERSION_LABEL = "okra.mumo.co/version"
+
+
+@pytest.fixture(scope="session")
+def okra_crds(control_plane: ControlPlane) -> list[str]:
+    return control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+
+
+class Metrics:
+    """GET /error-rate?version=V -> {"errorRate": <value set for V, default 0>}."""
+
+    def __init__(self) -> None:
+        self.rates: dict[str, float] = {}
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        return web.json_response({"errorRate": self.rates.get(request.query["version"], 0.0)})
+
+
+@pytest.fixture
+async def metrics() -> AsyncIterator[Metrics]:
+    m = Metrics()
+    app = web.Application()
+    app.router.add_get("/error-rate", m.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    m.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    yield m
+    await runner.cleanup()
+
+
+@dataclass
+class Env:
+    """One Cell's world: a listener, target groups in AWS and as AWSTargetGroups."""
+
+    client: Client
+    aws: Seeder
+    namespace: str
+    network: Network
+    alb: LoadBalancer
+    proxy: CountingProxy
+    tg_arns: dict[str, str] = field(default_factory=dict)
+
+    async def target_group(
+        self, name: str, version: str, *, healthy: bool = True, labels: dict[str, str] | None = None
+    ) -> str:
+        arn = await self.aws.target_group(f"{name}-{self.namespace[-6:]}"[:32], self.network)
+        if healthy:
+            ids = await self.aws.instances(1, self.network)
+            await self.aws.register_targets(arn, ids)
+        await self.client.create(
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "AWSTargetGroup",
+                "metadata": {
+                    "name": name,
+                    "namespace": self.namespace,
+                    "labels": {"role": "web", VERSION_LABEL: version, **(labels or {})},
+                },
+                "spec": {"arn": arn},
+            }
+        )
+        self.tg_arns[name] = arn
+        return arn
+
+    async def rule_weights(self) -> dict[str, int]:
+        """Weights by target group name in okra's rule, read from AWS (moto)."""
+        by_arn = {a: n for n, a in self.tg_arns.items()}
+        async with self.aws.config.client("elbv2") as elb:
+            rules = (await elb.describe_rules(ListenerArn=self.alb.listener_arn))["Rules"]
+        for r in rules:
+            if r.get("IsDefault"):
+                continue
+            fwd = next((a for a in r["Actions"] if a["Type"] == "forward"), None)
+            if fwd is None:
+                continue
+            return {
+                by_arn.get(t["TargetGroupArn"], t["TargetGroupArn"]): t["Weight"]
+                for t in fwd["ForwardConfig"]["TargetGroups"]
+                if t["Weight"] > 0
+            }
+        return {}
+
+
+@pytest.fixture
+async def env(
+    moto: MotoServer, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> AsyncIterator[Env]:
+    proxy = CountingProxy(moto.endpoint_url)
+    await proxy.start()
+    seed = Seeder(moto.config)
+    network = await seed.network()
+    alb = await seed.alb(f"web-{namespace[-8:]}", network)
+    yield Env(rt_client, seed, namespace, network, alb, proxy)
+    await proxy.stop()
+
+
+class OkraManager:
+    def __init__(self, cp: ControlPlane, env: Env, log: Path) -> None:
+        self.cp, self.env, self.log = cp, env, log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "okra_controllers.manager",
+                    "--kubeconfig",
+                    str(self.cp.kubeconfig()),
+                    "--namespace",
+                    self.env.namespace,
+                    "--okra-namespace",
+                    self.env.namespace,
+                    "--aws-endpoint-url",
+                    self.env.proxy.endpoint_url,
+                    "--aws-region",
+                    "us-east-1",
+                    "--metrics-bind-address",
+                    "0",
+                    "--health-probe-bind-address",
+                    "0",
+                    "--log-format",
+                    "json",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={
+                    **os.environ,
+                    "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing",
+                },
+            )
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def okra(control_plane: ControlPlane, env: Env, tmp_path: Path) -> Iterator[OkraManager]:
+    m = OkraManager(control_plane, env, tmp_path / "okra-manager.log")
+    m.start()
+    yield m
+    m.stop()
+
+
+def cell_obj(
+    namespace: str, listener_arn: str, steps: list[dict[str, Any]], **spec: Any
+) -> dict[str, Any]:
+    canary: dict[str, Any] = {"steps": steps}
+    if "background" in spec:
+        canary["analysis"] = spec.pop("background")
+    return {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "Cell",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {
+            "ingress": {
+                "type": "AWSApplicationLoadBalancer",
+                "awsApplicationLoadBalancer": {
+                    "listenerARN": listener_arn,
+                    "targetGroupSelector": {"matchLabels": {"role": "web"}},
+                },
+            },
+            "updateStrategy": {"type": "Canary", "canary": canary},
+            **spec,
+        },
+    }
+
+
+def error_rate_template(namespace: str, url: str, name: str = "error-rate") -> dict[str, Any]:
+    return {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "AnalysisTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "args": [{"name": "version"}],
+            "metrics": [
+                {
+                    "name": "error-rate",
+                    "interval": "1s",
+                    "count": 2,
+                    "successCondition": "result < 0.05",
+                    "provider": {
+                        "web": {
+                            "url": f"{url}/error-rate?version={{{{args.version}}}}",
+                            "jsonPath": "{$.errorRate}",
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def cell_status(c: Client, namespace: str) -> dict[str, Any]:
+    return (await c.get(CELL, "web", namespace)).get("status") or {}

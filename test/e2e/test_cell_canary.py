@@ -1,0 +1,171 @@
+"""Cell canaries end to end: okra-manager (a real process) on the real control plane,
+moto for AWS, weights read back from AWS at every hold point."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from okra_runtime import GVK, Client
+from support import eventually
+
+from .conftest import (
+    CELL,
+    Env,
+    Metrics,
+    OkraManager,
+    cell_obj,
+    cell_status,
+    error_rate_template,
+)
+
+BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
+EVENT = GVK("events.k8s.io", "v1", "Event")
+VERSION_ARG = [
+    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
+]
+ANALYSIS = {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}}
+
+
+async def wait_status(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
+    async def ok() -> bool:
+        return bool(pred(await cell_status(c, ns)))
+
+    assert await eventually(ok, within=within), await cell_status(c, ns)
+    return await cell_status(c, ns)
+
+
+async def weights_match_plan(env: Env, st: dict[str, Any]) -> None:
+    planned = {t["name"]: t["weight"] for t in st.get("targetGroups") or []}
+
+    async def same() -> bool:
+        return await env.rule_weights() == planned
+
+    assert await eventually(same, within=20), (await env.rule_weights(), planned)
+
+
+def canary_total(weights: dict[str, int], version: str) -> int:
+    return sum(w for n, w in weights.items() if n.endswith(version))
+
+
+async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_back(
+    env: Env, okra: OkraManager, metrics: Metrics, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    await rt_client.create(error_rate_template(ns, metrics.url))
+    await env.target_group("web-a-v1", "v1")
+    await env.target_group("web-b-v1", "v1")
+    steps = [
+        {"setWeight": 10},
+        {"pause": {"duration": "1s"}},
+        {"stepWeight": 20},
+        ANALYSIS,
+        {"stepWeight": 30},
+        {"pause": {}},
+    ]
+    bg = {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG, "startingStep": 2}
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
+
+    # First rollout: no config yet, so v1 goes straight to 100.
+    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await weights_match_plan(env, st)
+    assert await env.rule_weights() == {"web-a-v1": 50, "web-b-v1": 50}
+
+    await env.target_group("web-a-v2", "v2")
+    await env.target_group("web-b-v2", "v2")
+    seen: list[int] = []
+    # Hold points: 10% during the timed pause, 30% during the analysis, 60% at the
+    # indefinite pause. At each, AWS shows exactly the planned weights.
+    for expect in (30, 60):
+        st = await wait_status(
+            rt_client,
+            ns,
+            lambda s, e=expect: (
+                s.get("canaryWeight") == e and s.get("phase") in ("Progressing", "Paused")
+            ),
+        )
+        await weights_match_plan(env, st)
+        seen.append(canary_total(await env.rule_weights(), "v2"))
+    assert seen == [30, 60]
+    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Paused")
+    assert "until promoted" in st["message"] or "paused at step 5" in st["message"]
+    await rt_client.patch(
+        CELL,
+        "web",
+        {
+            "metadata": {
+                "annotations": {
+                    "okra.mumo.co/promote": f"{st['rolloutId']}/{st['currentStepIndex']}"
+                }
+            }
+        },
+        namespace=ns,
+    )
+    st = await wait_status(
+        rt_client, ns, lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2"
+    )
+    assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
+    await weights_match_plan(env, st)
+    runs = (await rt_client.list(GVK("okra.mumo.co", "v1alpha1", "AnalysisRun"), ns)).items
+    assert {r["status"]["phase"] for r in runs} == {"Successful"}
+    assert any(r["metadata"]["name"].endswith("-bg") for r in runs)
+
+    # v3 fails its analysis: all traffic back to v2 at once, v3 blocked.
+    metrics.rates["v3"] = 0.2
+    await env.target_group("web-a-v3", "v3")
+    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Degraded")
+    assert "version v3 failed" in st["message"]
+    await weights_match_plan(env, st)
+    assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
+    blocklist = await rt_client.get(BLOCKLIST, "web", ns)
+    assert [i["version"] for i in blocklist["spec"]["items"]] == ["v3"]
+    assert "Failed" in blocklist["spec"]["items"][0]["cause"]
+    events = (await rt_client.list(EVENT, ns)).items
+    assert any(e["reason"] == "RolloutFailed" and e["type"] == "Warning" for e in events)
+    # A blocked version is never retried while listed.
+    await env.target_group("web-b-v3", "v3")
+    await asyncio.sleep(2)
+    assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
+
+
+async def test_rollback_scale_out_and_steady_state(
+    env: Env, okra: OkraManager, metrics: Metrics, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    await env.target_group("web-a-v1", "v1")
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}]))
+    await wait_status(
+        rt_client, ns, lambda s: s.get("stableVersion") == "v1" and s.get("phase") == "Healthy"
+    )
+    await env.target_group("web-a-v2", "v2")
+    st = await wait_status(
+        rt_client, ns, lambda s: s.get("stableVersion") == "v2" and s.get("phase") == "Healthy"
+    )
+    assert await env.rule_weights() == {"web-a-v2": 100}
+
+    # A new target group of the serving version joins at once, no steps.
+    await env.target_group("web-b-v2", "v2")
+    st = await wait_status(
+        rt_client,
+        ns,
+        lambda s: len(s.get("targetGroups") or []) == 2 and s.get("phase") == "Healthy",
+    )
+    assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
+    assert st.get("canaryVersion") is None
+
+    # spec.version below the serving version: immediate rollback.
+    await rt_client.patch(CELL, "web", {"spec": {"version": "v1"}}, namespace=ns)
+    st = await wait_status(
+        rt_client,
+        ns,
+        lambda s: s.get("stableVersion") == "v1" and s.get("phase") == "Healthy",
+        within=30,
+    )
+    assert await env.rule_weights() == {"web-a-v1": 100}
+
+    # Steady state: no AWS writes while idle.
+    since = time.monotonic()
+    await asyncio.sleep(5)
+    writes = [a for a in env.proxy.actions(since) if not a.startswith("Describe")]
+    assert writes == []

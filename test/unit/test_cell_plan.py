@@ -1,0 +1,354 @@
+"""The Cell plan, driven through a small simulated world: AWS applies weights a
+tick later, analyses finish as scripted, pauses expire on demand."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
+from okra_controllers.cell.plan import Forward, Observed, Plan, plan
+from okra_controllers.cell.versions import group_target_groups
+
+T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+LABEL = "okra.mumo.co/version"
+LISTENER = "arn:aws:elasticloadbalancing:us-east-1:1:listener/app/web/1/2"
+
+
+def spec(steps: list[dict[str, Any]] | None = None, **kw: Any) -> CellSpec:
+    canary: dict[str, Any] = {"steps": steps or []}
+    if "background" in kw:
+        canary["analysis"] = kw.pop("background")
+    return CellSpec.model_validate({
+        "ingress": {"type": "AWSApplicationLoadBalancer", "awsApplicationLoadBalancer": {
+            "listenerARN": LISTENER, "targetGroupSelector": {"matchLabels": {"role": "web"}}}},
+        "updateStrategy": {"type": "Canary", "canary": canary}, **kw})
+
+
+ANALYSIS = {"analysis": {"templates": [{"templateName": "success-rate"}]}}
+DEMO_STEPS = [{"stepWeight": 20}, {"pause": {"duration": "5s"}}, ANALYSIS,
+              {"stepWeight": 40}, {"pause": {"duration": "5s"}}]
+
+
+@dataclass
+class World:
+    spec: CellSpec
+    tgs: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    forward: tuple[Forward, ...] | None = None
+    synced: bool = True
+    blocked: dict[str, str] = field(default_factory=dict)
+    runs: dict[str, str] = field(default_factory=dict)
+    pauses: dict[str, str] = field(default_factory=dict)
+    status: CellStatus = field(default_factory=CellStatus)
+    promote: str | None = None
+    abort: str | None = None
+    outcome: Callable[[str], str] = lambda name: "Successful"
+    history: list[Plan] = field(default_factory=list)
+    timed: set[str] = field(default_factory=set)
+    now: datetime.datetime = T0
+
+    def add_tg(self, name: str, version: str) -> None:
+        self.tgs.append((name, f"arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/{name}/1",
+                         {"role": "web", LABEL: version}))
+
+    def tick(self) -> Plan:
+        if not self.synced:
+            self.synced = True  # AWS shows last tick's write now
+        for name, phase in list(self.runs.items()):
+            if phase == "Running":
+                self.runs[name] = self.outcome(name)
+        for name in self.timed:  # timed pauses have expired by the next tick
+            self.pauses[name] = "Expired"
+        self.timed.clear()
+        p = plan(Observed(
+            cell_name="web", generation=1, spec=self.spec, status=self.status,
+            grouped=group_target_groups(self.tgs, [LABEL]), forward=self.forward,
+            synced=self.synced, blocked=dict(self.blocked), runs=dict(self.runs),
+            pauses=dict(self.pauses), promote=self.promote, abort=self.abort, now=self.now))
+        self.history.append(p)
+        if p.forward is not None and (self.forward is None or
+                                      sorted(p.forward) != sorted(self.forward)):
+            self.forward, self.synced = p.forward, False
+        for r in p.create_runs:
+            self.runs.setdefault(r.name, "Running")
+        for name in p.terminate_runs:
+            if self.runs.get(name) in ("Running", ""):
+                self.runs[name] = "Successful"  # a terminated run ends Successful
+        if p.create_pause:
+            self.pauses[p.create_pause.name] = "Started"
+            if p.create_pause.expire_time:
+                self.timed.add(p.create_pause.name)
+        if p.block:
+            self.blocked[p.block[0]] = p.block[1]
+        self.status = p.status
+        self.now += datetime.timedelta(seconds=1)
+        return p
+
+    def run(self, ticks: int = 40) -> None:
+        for _ in range(ticks):
+            self.tick()
+
+    def weights(self) -> dict[str, int]:
+        return {f.name: f.weight for f in self.forward or ()}
+
+
+def canary_weights(w: World) -> list[int]:
+    seen: list[int] = []
+    for p in w.history:
+        if p.status.canary_weight is not None and (not seen or seen[-1] != p.status.canary_weight):
+            seen.append(p.status.canary_weight)
+    return seen
+
+
+def test_first_rollout_goes_straight_to_100_split_evenly() -> None:
+    w = World(spec(DEMO_STEPS))
+    w.add_tg("web-a-v1", "v1")
+    w.add_tg("web-b-v1", "v1")
+    w.run(3)
+    assert w.weights() == {"web-a-v1": 50, "web-b-v1": 50}
+    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v1")
+    assert not w.runs and not w.pauses
+
+
+def test_canary_walks_every_step_kind_in_order() -> None:
+    w = World(spec(DEMO_STEPS))
+    for n in ("a", "b"):
+        w.add_tg(f"web-{n}-v1", "v1")
+    w.run(3)
+    for n in ("a", "b"):
+        w.add_tg(f"web-{n}-v2", "v2")
+    w.run(40)
+    assert canary_weights(w) == [20, 60, 100]
+    assert w.weights() == {"web-a-v2": 50, "web-b-v2": 50}
+    assert (w.status.phase, w.status.stable_version, w.status.canary_version) == \
+        ("Healthy", "v2", None)
+    assert len([r for r in w.runs if "step-2" in r]) == 1
+    assert len(w.pauses) == 2
+    reasons = [e.reason for p in w.history for e in p.events]
+    assert reasons.count("RolloutStarted") == 1
+    assert reasons.count("RolloutCompleted") == 1
+
+
+def test_a_step_waits_until_aws_shows_the_weights() -> None:
+    w = World(spec([{"setWeight": 30}, ANALYSIS]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    p = w.tick()
+    assert p.forward is not None
+    assert {f.name: f.weight for f in p.forward} == {"a-v1": 70, "a-v2": 30}
+    assert p.create_runs == []  # the analysis waits for the weights to be applied
+    w.synced = False
+    w.forward = p.forward
+    p2 = plan(Observed("web", 1, w.spec, p.status, group_target_groups(w.tgs, [LABEL]),
+                       p.forward, False, {}, {}, {}, None, None, T0))
+    assert p2.create_runs == []
+    p3 = plan(Observed("web", 1, w.spec, p.status, group_target_groups(w.tgs, [LABEL]),
+                       p.forward, True, {}, {}, {}, None, None, T0))
+    assert [r.name for r in p3.create_runs] == [f"web-v2-{p.status.rollout_id}-step-1"]
+
+
+def test_failed_analysis_rolls_back_and_blocks() -> None:
+    w = World(spec(DEMO_STEPS), outcome=lambda name: "Failed")
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(20)
+    assert w.weights() == {"a-v1": 100}
+    assert "v2" in w.blocked
+    assert "analysis" in w.blocked["v2"] and "Failed" in w.blocked["v2"]
+    assert w.status.phase == "Degraded"
+    assert "version v2 failed" in (w.status.message or "")
+    after_failure = [p for p in w.history if p.block]
+    assert len(after_failure) == 1
+    # No further steps for the blocked version.
+    assert not any(p.create_runs or p.create_pause for p in w.history[-10:])
+
+
+def test_pinned_version_rolls_back_at_once() -> None:
+    w = World(spec(DEMO_STEPS))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(40)
+    assert w.status.stable_version == "v2"
+    w.spec = spec(DEMO_STEPS, version="v1")
+    p = w.tick()
+    assert p.forward is not None
+    assert {f.name: f.weight for f in p.forward} == {"a-v1": 100}
+    assert not p.create_runs
+    assert p.create_pause is None
+
+
+def test_new_target_group_of_serving_version_is_added_without_steps() -> None:
+    w = World(spec(DEMO_STEPS))
+    w.add_tg("a-v1", "v1")
+    w.add_tg("b-v1", "v1")
+    w.run(3)
+    w.add_tg("c-v1", "v1")
+    p = w.tick()
+    assert p.forward is not None
+    assert {f.name: f.weight for f in p.forward} == {"a-v1": 33, "b-v1": 33, "c-v1": 34}
+    assert not p.create_runs
+
+
+def test_replicas_delay_the_rollout() -> None:
+    w = World(spec(DEMO_STEPS, replicas=2))
+    w.add_tg("a-v1", "v1")
+    w.add_tg("b-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(5)
+    assert w.status.canary_version is None
+    assert w.weights() == {"a-v1": 50, "b-v1": 50}
+    w.add_tg("b-v2", "v2")
+    w.tick()
+    assert w.status.canary_version == "v2"
+
+
+def test_inconclusive_pauses_until_promoted() -> None:
+    w = World(spec([{"stepWeight": 50}, ANALYSIS]), outcome=lambda name: "Inconclusive")
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(10)
+    assert w.status.phase == "Paused"
+    assert w.status.paused_reason == "Inconclusive"
+    assert w.weights() == {"a-v1": 50, "a-v2": 50}
+    w.promote = f"{w.status.rollout_id}/1"
+    w.run(5)
+    assert w.status.stable_version == "v2"
+    assert w.weights() == {"a-v2": 100}
+
+
+def test_abort_holds_on_stable_and_retry_starts_over() -> None:
+    w = World(spec([{"stepWeight": 50}, {"pause": {}}]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(5)
+    assert w.status.phase == "Paused"  # indefinite pause
+    first = w.status.rollout_id
+    w.abort = first
+    w.run(3)
+    assert w.weights() == {"a-v1": 100}
+    assert (w.status.phase, w.status.aborted) == ("Degraded", True)
+    w.abort = None  # okra retry
+    w.run(3)
+    assert w.status.rollout_id != first
+    assert w.weights() == {"a-v1": 50, "a-v2": 50}
+    w.promote = f"{w.status.rollout_id}/1"
+    w.run(4)
+    assert w.weights() == {"a-v2": 100}
+
+
+def test_promote_full_skips_remaining_steps() -> None:
+    w = World(spec([{"stepWeight": 10}, {"pause": {}}, {"stepWeight": 10}, {"pause": {}}]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(4)
+    w.promote = f"{w.status.rollout_id}/full"
+    w.run(3)
+    assert w.weights() == {"a-v2": 100}
+    assert canary_weights(w) == [10, 100]
+
+
+def test_background_analysis_failure_rolls_back() -> None:
+    bg = {"templates": [{"templateName": "error-rate"}], "startingStep": 1}
+    w = World(spec([{"stepWeight": 10}, {"pause": {}}], background=bg),
+              outcome=lambda name: "Failed" if name.endswith("-bg") else "Successful")
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(6)
+    assert w.weights() == {"a-v1": 100}
+    assert "background analysis" in w.blocked["v2"]
+
+
+def test_unparsable_versions_are_reported_and_ignored() -> None:
+    w = World(spec([]))
+    w.add_tg("a-v1", "v1")
+    w.tgs.append(("weird", "arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/weird/1",
+                  {"role": "web", LABEL: "banana"}))
+    p = w.tick()
+    assert any(e.reason == "UnparsableVersion" and "banana" in e.message for e in p.events)
+    assert p.forward is not None
+    assert [f.name for f in p.forward] == ["a-v1"]
+
+
+def test_no_target_groups_says_so() -> None:
+    p = World(spec(DEMO_STEPS)).tick()
+    assert p.forward is None
+    assert p.status.message == "no AWSTargetGroups match the target group selector"
+
+
+def test_older_versions_leave_the_rule_and_three_versions_keep_one_stable() -> None:
+    w = World(spec([{"stepWeight": 50}, {"pause": {}}]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(4)
+    w.add_tg("a-v3", "v3")  # a newer version arrives mid-rollout
+    w.run(4)
+    assert set(w.weights()) <= {"a-v1", "a-v3"}
+    assert w.status.canary_version == "v3"
+
+
+step_kinds = st.one_of(
+    st.builds(lambda n: {"setWeight": n}, st.integers(0, 100)),
+    st.builds(lambda n: {"stepWeight": n}, st.integers(0, 100)),
+    st.just({"pause": {"duration": "1s"}}),
+    st.just({"pause": {}}),
+    st.just(ANALYSIS),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=st.lists(step_kinds, max_size=8),
+       tgs=st.lists(st.tuples(st.sampled_from(["v1", "v2", "v3", "1.5.0", "bad"]),
+                              st.integers(0, 2)), min_size=1, max_size=8, unique=True),
+       outcomes=st.lists(st.sampled_from(["Successful", "Failed", "Inconclusive", "Error"]),
+                         min_size=1, max_size=5),
+       promote_at=st.integers(0, 30), pin=st.sampled_from([None, "v1", "v2"]))
+def test_weights_always_total_100_and_steps_run_in_order(
+        steps: list[dict[str, Any]], tgs: list[tuple[str, int]], outcomes: list[str],
+        promote_at: int, pin: str | None) -> None:
+    it = iter(outcomes * 100)
+    w = World(spec(steps), outcome=lambda name: next(it))
+    for version, n in tgs:
+        w.add_tg(f"tg-{version}-{n}", version)
+    arns_by_version: dict[str, set[str]] = {}
+    for _, arn, labels in w.tgs:
+        arns_by_version.setdefault(labels[LABEL], set()).add(arn)
+    for tick in range(40):
+        if tick == promote_at and w.status.rollout_id:
+            w.promote = f"{w.status.rollout_id}/{w.status.current_step_index}"
+        if tick == 25:
+            w.spec = spec(steps, version=pin)
+        before = (w.status.rollout_id, w.status.current_step_index)
+        p = w.tick()
+        if p.forward is not None:
+            assert sum(f.weight for f in p.forward) == 100
+            assert all(f.weight > 0 for f in p.forward)
+            for f in p.forward:
+                assert f.arn in arns_by_version.get(f.version, set())
+            assert len({f.version for f in p.forward}) <= 2
+        # A run or pause for step k is only asked for while the rollout stands at step k.
+        for r in p.create_runs:
+            if "-step-" in r.name:
+                assert r.name.endswith(f"-step-{p.status.current_step_index}")
+        if p.create_pause:
+            assert p.create_pause.name.endswith(f"-pause-{p.status.current_step_index}")
+        # Within one rollout, the step index never goes back.
+        if before[0] is not None and before[0] == p.status.rollout_id:
+            assert (p.status.current_step_index or 0) >= (before[1] or 0)
+        # A failure is immediate: stable gets 100 in the same plan.
+        if p.block:
+            assert p.forward is not None
+            assert {f.version for f in p.forward} == {p.status.stable_version}
