@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets lint manifests check-manifests test test-unit fmt lock clean bench-runtime
+.PHONY: help venv assets lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime demo
 
 help:
+	@echo "make demo    a real cluster canary on a local control plane + moto, live"
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
@@ -38,7 +39,13 @@ manifests: $(STAMP)
 check-manifests: $(STAMP)
 	$(BIN)/python -m okra_runtime.crdgen --check --out config/crd/bases $(CRD_MODELS)
 
-lint: $(STAMP) check-manifests
+rbac: $(STAMP)
+	$(BIN)/python -m okra_controllers.rbac --out config/rbac
+
+check-rbac: $(STAMP)
+	$(BIN)/python -m okra_controllers.rbac --check --out config/rbac
+
+lint: $(STAMP) check-manifests check-rbac
 	$(BIN)/ruff check src test examples bench
 	$(BIN)/ruff format --check src test examples bench
 	$(BIN)/mypy
@@ -56,12 +63,16 @@ test: lint
 test-unit: $(STAMP)
 	$(BIN)/pytest -m unit
 
+demo: $(STAMP)
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" $(BIN)/python -m okra_controllers.demo
+
 bench-runtime: $(STAMP)
 	bench/runtime/run.sh
 
 lock:
 	$(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet pip-tools
 	.venv-lock/bin/pip-compile --quiet --extra dev --strip-extras -o requirements-dev.lock pyproject.toml
+	.venv-lock/bin/pip-compile --quiet --strip-extras --no-emit-find-links --constraint requirements-dev.lock -o requirements.lock pyproject.toml
 	rm -rf .venv-lock
 
 clean:

@@ -56,7 +56,7 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     await rt_client.create(error_rate_template(ns, metrics.url))
     await env.target_group("web-a-v1", "v1")
     await env.target_group("web-b-v1", "v1")
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"setWeight": 10},
         {"pause": {"duration": "1s"}},
         {"stepWeight": 20},

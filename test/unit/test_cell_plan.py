@@ -20,19 +20,33 @@ LABEL = "okra.mumo.co/version"
 LISTENER = "arn:aws:elasticloadbalancing:us-east-1:1:listener/app/web/1/2"
 
 
-def spec(steps: list[dict[str, Any]] | None = None, **kw: Any) -> CellSpec:
+def spec(steps: list[Any] | None = None, **kw: Any) -> CellSpec:
     canary: dict[str, Any] = {"steps": steps or []}
     if "background" in kw:
         canary["analysis"] = kw.pop("background")
-    return CellSpec.model_validate({
-        "ingress": {"type": "AWSApplicationLoadBalancer", "awsApplicationLoadBalancer": {
-            "listenerARN": LISTENER, "targetGroupSelector": {"matchLabels": {"role": "web"}}}},
-        "updateStrategy": {"type": "Canary", "canary": canary}, **kw})
+    return CellSpec.model_validate(
+        {
+            "ingress": {
+                "type": "AWSApplicationLoadBalancer",
+                "awsApplicationLoadBalancer": {
+                    "listenerARN": LISTENER,
+                    "targetGroupSelector": {"matchLabels": {"role": "web"}},
+                },
+            },
+            "updateStrategy": {"type": "Canary", "canary": canary},
+            **kw,
+        }
+    )
 
 
 ANALYSIS = {"analysis": {"templates": [{"templateName": "success-rate"}]}}
-DEMO_STEPS = [{"stepWeight": 20}, {"pause": {"duration": "5s"}}, ANALYSIS,
-              {"stepWeight": 40}, {"pause": {"duration": "5s"}}]
+DEMO_STEPS = [
+    {"stepWeight": 20},
+    {"pause": {"duration": "5s"}},
+    ANALYSIS,
+    {"stepWeight": 40},
+    {"pause": {"duration": "5s"}},
+]
 
 
 @dataclass
@@ -53,8 +67,13 @@ class World:
     now: datetime.datetime = T0
 
     def add_tg(self, name: str, version: str) -> None:
-        self.tgs.append((name, f"arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/{name}/1",
-                         {"role": "web", LABEL: version}))
+        self.tgs.append(
+            (
+                name,
+                f"arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/{name}/1",
+                {"role": "web", LABEL: version},
+            )
+        )
 
     def tick(self) -> Plan:
         if not self.synced:
@@ -65,14 +84,27 @@ class World:
         for name in self.timed:  # timed pauses have expired by the next tick
             self.pauses[name] = "Expired"
         self.timed.clear()
-        p = plan(Observed(
-            cell_name="web", generation=1, spec=self.spec, status=self.status,
-            grouped=group_target_groups(self.tgs, [LABEL]), forward=self.forward,
-            synced=self.synced, blocked=dict(self.blocked), runs=dict(self.runs),
-            pauses=dict(self.pauses), promote=self.promote, abort=self.abort, now=self.now))
+        p = plan(
+            Observed(
+                cell_name="web",
+                generation=1,
+                spec=self.spec,
+                status=self.status,
+                grouped=group_target_groups(self.tgs, [LABEL]),
+                forward=self.forward,
+                synced=self.synced,
+                blocked=dict(self.blocked),
+                runs=dict(self.runs),
+                pauses=dict(self.pauses),
+                promote=self.promote,
+                abort=self.abort,
+                now=self.now,
+            )
+        )
         self.history.append(p)
-        if p.forward is not None and (self.forward is None or
-                                      sorted(p.forward) != sorted(self.forward)):
+        if p.forward is not None and (
+            self.forward is None or sorted(p.forward) != sorted(self.forward)
+        ):
             self.forward, self.synced = p.forward, False
         for r in p.create_runs:
             self.runs.setdefault(r.name, "Running")
@@ -112,7 +144,8 @@ def test_first_rollout_goes_straight_to_100_split_evenly() -> None:
     w.run(3)
     assert w.weights() == {"web-a-v1": 50, "web-b-v1": 50}
     assert (w.status.phase, w.status.stable_version) == ("Healthy", "v1")
-    assert not w.runs and not w.pauses
+    assert not w.runs
+    assert not w.pauses
 
 
 def test_canary_walks_every_step_kind_in_order() -> None:
@@ -125,8 +158,11 @@ def test_canary_walks_every_step_kind_in_order() -> None:
     w.run(40)
     assert canary_weights(w) == [20, 60, 100]
     assert w.weights() == {"web-a-v2": 50, "web-b-v2": 50}
-    assert (w.status.phase, w.status.stable_version, w.status.canary_version) == \
-        ("Healthy", "v2", None)
+    assert (w.status.phase, w.status.stable_version, w.status.canary_version) == (
+        "Healthy",
+        "v2",
+        None,
+    )
     assert len([r for r in w.runs if "step-2" in r]) == 1
     assert len(w.pauses) == 2
     reasons = [e.reason for p in w.history for e in p.events]
@@ -145,11 +181,41 @@ def test_a_step_waits_until_aws_shows_the_weights() -> None:
     assert p.create_runs == []  # the analysis waits for the weights to be applied
     w.synced = False
     w.forward = p.forward
-    p2 = plan(Observed("web", 1, w.spec, p.status, group_target_groups(w.tgs, [LABEL]),
-                       p.forward, False, {}, {}, {}, None, None, T0))
+    p2 = plan(
+        Observed(
+            "web",
+            1,
+            w.spec,
+            p.status,
+            group_target_groups(w.tgs, [LABEL]),
+            p.forward,
+            False,
+            {},
+            {},
+            {},
+            None,
+            None,
+            T0,
+        )
+    )
     assert p2.create_runs == []
-    p3 = plan(Observed("web", 1, w.spec, p.status, group_target_groups(w.tgs, [LABEL]),
-                       p.forward, True, {}, {}, {}, None, None, T0))
+    p3 = plan(
+        Observed(
+            "web",
+            1,
+            w.spec,
+            p.status,
+            group_target_groups(w.tgs, [LABEL]),
+            p.forward,
+            True,
+            {},
+            {},
+            {},
+            None,
+            None,
+            T0,
+        )
+    )
     assert [r.name for r in p3.create_runs] == [f"web-v2-{p.status.rollout_id}-step-1"]
 
 
@@ -161,7 +227,8 @@ def test_failed_analysis_rolls_back_and_blocks() -> None:
     w.run(20)
     assert w.weights() == {"a-v1": 100}
     assert "v2" in w.blocked
-    assert "analysis" in w.blocked["v2"] and "Failed" in w.blocked["v2"]
+    assert "analysis" in w.blocked["v2"]
+    assert "Failed" in w.blocked["v2"]
     assert w.status.phase == "Degraded"
     assert "version v2 failed" in (w.status.message or "")
     after_failure = [p for p in w.history if p.block]
@@ -261,8 +328,10 @@ def test_promote_full_skips_remaining_steps() -> None:
 
 def test_background_analysis_failure_rolls_back() -> None:
     bg = {"templates": [{"templateName": "error-rate"}], "startingStep": 1}
-    w = World(spec([{"stepWeight": 10}, {"pause": {}}], background=bg),
-              outcome=lambda name: "Failed" if name.endswith("-bg") else "Successful")
+    w = World(
+        spec([{"stepWeight": 10}, {"pause": {}}], background=bg),
+        outcome=lambda name: "Failed" if name.endswith("-bg") else "Successful",
+    )
     w.add_tg("a-v1", "v1")
     w.run(3)
     w.add_tg("a-v2", "v2")
@@ -274,8 +343,13 @@ def test_background_analysis_failure_rolls_back() -> None:
 def test_unparsable_versions_are_reported_and_ignored() -> None:
     w = World(spec([]))
     w.add_tg("a-v1", "v1")
-    w.tgs.append(("weird", "arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/weird/1",
-                  {"role": "web", LABEL: "banana"}))
+    w.tgs.append(
+        (
+            "weird",
+            "arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/weird/1",
+            {"role": "web", LABEL: "banana"},
+        )
+    )
     p = w.tick()
     assert any(e.reason == "UnparsableVersion" and "banana" in e.message for e in p.events)
     assert p.forward is not None
@@ -310,15 +384,27 @@ step_kinds = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(steps=st.lists(step_kinds, max_size=8),
-       tgs=st.lists(st.tuples(st.sampled_from(["v1", "v2", "v3", "1.5.0", "bad"]),
-                              st.integers(0, 2)), min_size=1, max_size=8, unique=True),
-       outcomes=st.lists(st.sampled_from(["Successful", "Failed", "Inconclusive", "Error"]),
-                         min_size=1, max_size=5),
-       promote_at=st.integers(0, 30), pin=st.sampled_from([None, "v1", "v2"]))
+@given(
+    steps=st.lists(step_kinds, max_size=8),
+    tgs=st.lists(
+        st.tuples(st.sampled_from(["v1", "v2", "v3", "1.5.0", "bad"]), st.integers(0, 2)),
+        min_size=1,
+        max_size=8,
+        unique=True,
+    ),
+    outcomes=st.lists(
+        st.sampled_from(["Successful", "Failed", "Inconclusive", "Error"]), min_size=1, max_size=5
+    ),
+    promote_at=st.integers(0, 30),
+    pin=st.sampled_from([None, "v1", "v2"]),
+)
 def test_weights_always_total_100_and_steps_run_in_order(
-        steps: list[dict[str, Any]], tgs: list[tuple[str, int]], outcomes: list[str],
-        promote_at: int, pin: str | None) -> None:
+    steps: list[dict[str, Any]],
+    tgs: list[tuple[str, int]],
+    outcomes: list[str],
+    promote_at: int,
+    pin: str | None,
+) -> None:
     it = iter(outcomes * 100)
     w = World(spec(steps), outcome=lambda name: next(it))
     for version, n in tgs:
@@ -352,3 +438,22 @@ def test_weights_always_total_100_and_steps_run_in_order(
         if p.block:
             assert p.forward is not None
             assert {f.version for f in p.forward} == {p.status.stable_version}
+
+
+def test_a_canary_found_blocked_is_reported_as_the_failure() -> None:
+    """The controller blocks first, then writes status; if that write is lost, the next
+    plan still reports the failure instead of a quiet return to healthy."""
+    w = World(spec([{"stepWeight": 50}, {"pause": {}}]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(3)
+    assert w.status.canary_version == "v2"
+    w.blocked["v2"] = "analysis web-v2-x-step-1 Failed"
+    p = w.tick()
+    assert p.status.phase == "Degraded"
+    assert p.status.message == (
+        "version v2 failed: analysis web-v2-x-step-1 Failed; all traffic back to v1"
+    )
+    assert any(e.reason == "RolloutFailed" for e in p.events)
+    assert w.weights() == {"a-v1": 100}

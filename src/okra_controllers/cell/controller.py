@@ -34,6 +34,7 @@ from okra_controllers.api.v1alpha1.cell import (
 )
 from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION, Condition
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Event, Forward, Observed, Plan, RunRequest, plan
 from okra_controllers.cell.versions import group_target_groups
@@ -56,6 +57,7 @@ ABORT = "okra.mumo.co/abort"
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
+MAX_FORWARD = 5
 log = structlog.get_logger("okra.cell")
 
 CANARY_WEIGHT = Gauge(
@@ -187,6 +189,7 @@ class CellReconciler:
         observed, config = self._observe(raw, cell, blocklist)
         p = plan(observed)
         await self._health_gate(p, observed)
+        self._check_limits(p, observed)
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
         return Result(requeue_after=RESYNC)
@@ -226,17 +229,32 @@ class CellReconciler:
         p.status.conditions = conds
         p.events.append(Event("Warning", "TargetGroupUnhealthy", message))
 
+    def _check_limits(self, p: Plan, o: Observed) -> None:
+        """An ALB forward action holds at most 5 target groups: say so instead of writing
+        a config AWS would refuse."""
+        if p.forward is None or len(p.forward) <= MAX_FORWARD:
+            return
+        names = ", ".join(f.name for f in p.forward)
+        message = (
+            f"cannot route to {len(p.forward)} target groups ({names}): an ALB forward "
+            f"action holds at most {MAX_FORWARD}; lower the number of target groups "
+            "per version"
+        )
+        p.forward = None
+        p.create_runs.clear()
+        p.create_pause = None
+        p.status = o.status.model_copy(deep=True)
+        p.status.observed_generation = o.generation
+        p.status.message = message
+        p.events = [Event("Warning", "TooManyTargetGroups", message)]
+
     async def _healthy(self, arn: str) -> bool:
         try:
-            async with self.aws.client("elbv2") as elb:
-                out = await elb.describe_target_health(TargetGroupArn=arn)
+            states = await target_health(self.aws, arn)
         except Exception as e:
             log.warning("target health unavailable", target_group=arn, error=str(e))
             return False
-        return any(
-            d.get("TargetHealth", {}).get("State") == "healthy"
-            for d in out.get("TargetHealthDescriptions", [])
-        )
+        return "healthy" in states.values()
 
     # -- act -------------------------------------------------------------------
 

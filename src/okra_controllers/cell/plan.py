@@ -323,9 +323,17 @@ def _switch(p: Plan, o: Observed, to: Version, why: str, first: bool) -> Plan:
 
 
 def _steady(p: Plan, o: Observed, stable: Version, why: str) -> Plan:
+    canary = p.status.canary_version
+    if canary and canary in o.blocked and canary != stable.text:
+        # The canary was blocked (by this controller in a pass whose status write was
+        # lost, or by hand): this is the failure, reported as such.
+        v = next((v for v in o.grouped.versions if v.text == canary), None)
+        if v is not None:
+            p.status.analysis_runs = p.status.analysis_runs or {}
+            return _fail(p, o, stable, v, o.blocked[canary])
     p.forward = forward_for([(o.grouped.by_version[stable.text], 100)])
     _weights_status(p)
-    if p.status.canary_version:
+    if canary:
         _end_rollout(p)
     p.status.stable_version = stable.text
     if not _applied(o, p.forward):

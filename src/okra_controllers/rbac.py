@@ -1,0 +1,280 @@
+"""The RBAC okra's controllers need, declared per controller, and the manifests rendered from it.
+
+Why: the ClusterRole the manager runs with must grant what the controllers do and nothing more.
+Each controller states here the API requests it makes (kubebuilder states them as
+`+kubebuilder:rbac` markers beside the reconciler); `config/rbac/role.yaml` and
+`config/rbac/leader_election_role.yaml` are generated from these declarations, and a check in CI
+fails when the committed files no longer match. No rule may use `*`.
+
+A controller that writes status declares `<plural>/status`; one that sets
+`blockOwnerDeletion` on the objects it owns declares `<plural>/finalizers` (needed where the
+OwnerReferencesPermissionEnforcement admission plugin is on, as on OpenShift). Events go through
+`events.k8s.io/v1` (see `okra_runtime.events`); the leader-election Lease lives in the manager's
+own namespace, so it is granted by a namespaced Role, not by the ClusterRole.
+
+Generating: ``python -m okra_controllers.rbac --out config/rbac`` writes both files; with
+``--check`` nothing is written and it exits 1 if either differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from okra_controllers.api.v1alpha1.common import GROUP
+
+__all__ = [
+    "CONTROLLER_RULES",
+    "LEADER_ELECTION_RULES",
+    "MANAGER_ROLE",
+    "PolicyRule",
+    "main",
+    "merge_rules",
+    "render_all",
+    "render_leader_election_role",
+    "render_role",
+]
+
+MANAGER_ROLE = "okra-manager-role"
+LEADER_ELECTION_ROLE = "okra-leader-election-role"
+NAMESPACE = "okra-system"
+ARGO_GROUP = "argoproj.io"
+"""Argo Rollouts' group: its AnalysisTemplates are read, never written (see analysis.templates)."""
+CORE = ""
+EVENTS_GROUP = "events.k8s.io"
+COORDINATION = "coordination.k8s.io"
+
+READ = ("get", "list", "watch")
+KEEP = (*READ, "create", "update", "patch")
+"""Create and keep up to date, never delete."""
+OWN = (*KEEP, "delete")
+"""What a controller does with objects it creates, keeps up to date and removes."""
+STATUS = ("update", "patch")
+
+_VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """One rbac.authorization.k8s.io/v1 PolicyRule (resource rules only)."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+
+def rule(group: str, *resources: str, verbs: Sequence[str]) -> PolicyRule:
+    return PolicyRule((group,), tuple(resources), tuple(verbs))
+
+
+def _primary(plural: str, *, verbs: Sequence[str] = READ, owner: bool = False) -> list[PolicyRule]:
+    """The rules of a controller's primary kind: read it, write its status, and, if it owns
+    other objects, set blockOwnerDeletion on them (`<plural>/finalizers`)."""
+    rules = [rule(GROUP, plural, verbs=verbs), rule(GROUP, f"{plural}/status", verbs=STATUS)]
+    if owner:
+        rules.append(rule(GROUP, f"{plural}/finalizers", verbs=("update",)))
+    return rules
+
+
+EVENTS = rule(EVENTS_GROUP, "events", verbs=("create", "patch"))
+"""Events are created, then patched as a series when they repeat (okra_runtime.events)."""
+
+CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
+    # Measures AnalysisRuns. Reads the owning Cell for `fieldRef` arguments and Secrets for
+    # `secretKeyRef` arguments and provider credentials (the Datadog Secret), one by name.
+    "analysisrun": (
+        *_primary("analysisruns"),
+        rule(GROUP, "cells", verbs=("get",)),
+        rule(CORE, "secrets", verbs=("get",)),
+        EVENTS,
+    ),
+    # Runs Checks on their schedule; Secrets as for analysis runs.
+    "check": (
+        *_primary("checks"),
+        rule(CORE, "secrets", verbs=("get",)),
+        EVENTS,
+    ),
+    # Walks a Cell's canary steps: watches its target groups, writes the ALB config (server-side
+    # apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates and terminates
+    # them, creates Pauses and blocks versions. What it owns goes with the Cell (ownerReferences,
+    # garbage collection): it deletes nothing itself.
+    "cell": (
+        *_primary("cells", owner=True),
+        rule(GROUP, "awstargetgroups", verbs=READ),
+        rule(GROUP, "awsapplicationloadbalancerconfigs", verbs=KEEP),
+        rule(GROUP, "analysisruns", verbs=KEEP),
+        rule(GROUP, "pauses", verbs=KEEP),
+        rule(GROUP, "versionblocklists", verbs=KEEP),
+        PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),
+        EVENTS,
+    ),
+    # Makes an ALB listener rule match its config; its finalizer (set with an update of the
+    # object) removes the rule on delete.
+    "albconfig": (
+        *_primary("awsapplicationloadbalancerconfigs", verbs=(*READ, "update", "patch")),
+        EVENTS,
+    ),
+    # Ends timed Pauses and reports cancelled ones (status only, no Events).
+    "pause": (*_primary("pauses"),),
+    # Discovers EKS clusters and writes Argo CD cluster Secrets owned by the ClusterSet.
+    "clusterset": (
+        *_primary("clustersets", owner=True),
+        rule(CORE, "secrets", verbs=(*READ, "create", "update", "delete")),
+        EVENTS,
+    ),
+    # Looks into each cluster (through its Argo CD cluster Secret) for TargetGroupBindings and
+    # registers their target groups as AWSTargetGroups, optionally with AWSTargetGroupBindings.
+    "targetgroupset": (
+        *_primary("awstargetgroupsets", owner=True),
+        rule(GROUP, "awstargetgroups", verbs=OWN),
+        rule(GROUP, "awstargetgroupbindings", verbs=OWN),
+        rule(CORE, "secrets", verbs=READ),
+        EVENTS,
+    ),
+    # Registers node or IP targets of many clusters (reached through their Argo CD cluster
+    # Secrets) into one target group; a finalizer deregisters them on delete.
+    "targetgroupbinding": (
+        *_primary("awstargetgroupbindings", verbs=(*READ, "update", "patch")),
+        rule(CORE, "secrets", verbs=READ),
+        EVENTS,
+    ),
+}
+"""The API requests of each controller, keyed by its name in `okra-manager --controllers`.
+Controllers not written yet are declared from the design, so installing okra once is enough."""
+
+LEADER_ELECTION_RULES: tuple[PolicyRule, ...] = (
+    rule(COORDINATION, "leases", verbs=("get", "create", "update")),
+)
+"""What `okra_runtime.leaderelection` does with its Lease, in the manager's namespace."""
+
+
+# -- merging and rendering -------------------------------------------------------------------
+
+
+def _verb_key(verb: str) -> tuple[int, str]:
+    return (_VERB_ORDER.index(verb) if verb in _VERB_ORDER else len(_VERB_ORDER), verb)
+
+
+def merge_rules(rules: Iterable[PolicyRule]) -> list[PolicyRule]:
+    """One rule per API group and set of verbs, listing every resource granted exactly those
+    verbs: the union of what the rules grant, in a stable order (group, then resources)."""
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for r in rules:
+        for token in (*r.api_groups, *r.resources, *r.verbs):
+            if "*" in token:
+                raise ValueError(f"wildcard in {r}: okra declares every resource and verb")
+        for group in r.api_groups:
+            for resource in r.resources:
+                verbs.setdefault((group, resource), set()).update(r.verbs)
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (group, resource), vs in verbs.items():
+        key = (group, tuple(sorted(vs, key=_verb_key)))
+        grouped.setdefault(key, []).append(resource)
+    merged = [
+        PolicyRule((group,), tuple(sorted(resources)), vs)
+        for (group, vs), resources in grouped.items()
+    ]
+    return sorted(merged, key=lambda r: (r.api_groups, r.resources))
+
+
+def _rule_dict(r: PolicyRule) -> dict[str, Any]:
+    return {"apiGroups": list(r.api_groups), "resources": list(r.resources), "verbs": list(r.verbs)}
+
+
+def _dump(obj: Mapping[str, Any]) -> str:
+    body = yaml.safe_dump(dict(obj), sort_keys=False, default_flow_style=False)
+    return f"# Generated from {__name__} by `python -m {__name__}`. DO NOT EDIT.\n---\n{body}"
+
+
+def render_role(
+    controllers: Mapping[str, Iterable[PolicyRule]] = CONTROLLER_RULES, name: str = MANAGER_ROLE
+) -> str:
+    """The ClusterRole granting every controller's rules, merged."""
+    rules = merge_rules(r for rs in controllers.values() for r in rs)
+    return _dump(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [_rule_dict(r) for r in rules],
+        }
+    )
+
+
+def render_leader_election_role(
+    rules: Iterable[PolicyRule] = LEADER_ELECTION_RULES,
+    name: str = LEADER_ELECTION_ROLE,
+    namespace: str = NAMESPACE,
+) -> str:
+    """The namespaced Role for the leader-election Lease (kustomize may move its namespace)."""
+    return _dump(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace},
+            "rules": [_rule_dict(r) for r in merge_rules(rules)],
+        }
+    )
+
+
+def render_all() -> dict[str, str]:
+    """File name (in config/rbac) -> content."""
+    return {
+        "role.yaml": render_role(),
+        "leader_election_role.yaml": render_leader_election_role(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m okra_controllers.rbac --out DIR [--check]`."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {__name__}",
+        description="Generate okra's RBAC roles from what its controllers declare.",
+    )
+    parser.add_argument("--out", required=True, type=Path, help="directory, e.g. config/rbac")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if DIR is out of date"
+    )
+    args = parser.parse_args(argv)
+    out_dir: Path = args.out
+    try:
+        rendered = render_all()
+    except ValueError as err:
+        print(f"rbac: {err}", file=sys.stderr)
+        return 1
+    if not args.check:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for file_name, text in rendered.items():
+            path = out_dir / file_name
+            path.write_text(text, encoding="utf-8")
+            print(path)
+        return 0
+    stale = []
+    for file_name, text in rendered.items():
+        path = out_dir / file_name
+        if not path.is_file():
+            stale.append(f"  missing: {path}")
+        elif path.read_text(encoding="utf-8") != text:
+            stale.append(f"  differs: {path}")
+    if stale:
+        print(
+            "rbac: roles are out of date with okra_controllers.rbac:\n"
+            + "\n".join(stale)
+            + "\nrun `make rbac` to regenerate them.",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    # Run the imported module's main so its __name__ (in the header) is the package path.
+    from okra_controllers.rbac import main as _main
+
+    raise SystemExit(_main())

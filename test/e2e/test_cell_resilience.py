@@ -1,0 +1,143 @@
+"""A Cell survives its manager being SIGKILLed mid-rollout, and bad input never
+stops the manager."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from okra_runtime import GVK, Client, InvalidError
+from support import eventually
+
+from .conftest import Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
+
+RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
+PAUSE = GVK("okra.mumo.co", "v1alpha1", "Pause")
+CANARY_VERSION = {"fieldRef": {"fieldPath": "status.canaryVersion"}}
+ANALYSIS = {
+    "analysis": {
+        "templates": [{"templateName": "error-rate"}],
+        "args": [{"name": "version", "valueFrom": CANARY_VERSION}],
+    }
+}
+
+
+async def until(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
+    async def ok() -> bool:
+        return bool(pred(await cell_status(c, ns)))
+
+    assert await eventually(ok, within=within), await cell_status(c, ns)
+    return await cell_status(c, ns)
+
+
+@pytest.mark.parametrize("kill_at", ["pause", "analysis"])
+async def test_kill_9_mid_rollout_resumes_at_the_same_step(
+    kill_at: str, env: Env, okra: OkraManager, metrics: Metrics, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    tmpl = error_rate_template(ns, metrics.url)
+    tmpl["spec"]["metrics"][0]["count"] = 4
+    await rt_client.create(tmpl)
+    await env.target_group("web-a-v1", "v1")
+    steps: list[dict[str, Any]] = [
+        {"stepWeight": 20},
+        {"pause": {"duration": "4s"}},
+        ANALYSIS,
+        {"stepWeight": 40},
+    ]
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps))
+    await until(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+
+    totals: list[int] = []
+
+    async def sample() -> None:
+        while True:
+            w = await env.rule_weights()
+            if w:
+                totals.append(sum(w.values()))
+            await asyncio.sleep(0.1)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        await env.target_group("web-a-v2", "v2")
+        index = 1 if kill_at == "pause" else 2
+        st = await until(rt_client, ns, lambda s: s.get("currentStepIndex") == index)
+        rollout = st["rolloutId"]
+        if kill_at == "analysis":
+
+            async def measuring() -> bool:
+                runs = (await rt_client.list(RUN, ns)).items
+                return any((r.get("status") or {}).get("metricResults") for r in runs)
+
+            assert await eventually(measuring, within=30)
+        okra.kill()
+        before = await env.rule_weights()
+        await asyncio.sleep(1.5)
+        assert await env.rule_weights() == before  # nothing moves while okra is down
+        okra.start()
+        st = await until(
+            rt_client,
+            ns,
+            lambda s: s.get("stableVersion") == "v2" and s.get("phase") == "Healthy",
+            within=90,
+        )
+    finally:
+        sampler.cancel()
+    assert await env.rule_weights() == {"web-a-v2": 100}
+    assert totals
+    assert set(totals) == {100}
+    pauses = (await rt_client.list(PAUSE, ns)).items
+    runs = (await rt_client.list(RUN, ns)).items
+    # Finished steps were not repeated: one Pause and one run, both of the first attempt.
+    assert [p["metadata"]["name"] for p in pauses] == [f"web-v2-{rollout}-pause-1"]
+    assert [r["metadata"]["name"] for r in runs] == [f"web-v2-{rollout}-step-2"]
+    result = runs[0]["status"]["metricResults"][0]
+    assert (runs[0]["status"]["phase"], result["count"]) == ("Successful", 4)
+
+
+async def test_bad_input_never_stops_the_manager(
+    env: Env, okra: OkraManager, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    # A Cell with no matching target groups says so.
+    lonely = cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}])
+    lonely["metadata"]["name"] = "lonely"
+    lonely["spec"]["ingress"]["awsApplicationLoadBalancer"]["targetGroupSelector"] = {
+        "matchLabels": {"role": "nothing"}
+    }
+    await rt_client.create(lonely)
+    # An unknown step kind is rejected by the schema.
+    bad = cell_obj(ns, env.alb.listener_arn, [{"experiment": {}}])
+    bad["metadata"]["name"] = "bad-step"
+    with pytest.raises(InvalidError) as err:
+        await rt_client.create(bad)
+    assert "exactly one of setWeight, stepWeight, pause, analysis" in err.value.message
+    # An unparsable version label is ignored and reported.
+    await env.target_group("web-a-v1", "v1")
+    await env.target_group("web-weird", "not-a-version")
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}]))
+    await until(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    # Six target groups of one version: more than one forward action can hold.
+    for i in range(6):
+        await env.target_group(f"web-{i}-v2", "v2")
+
+    async def lonely_says_so() -> bool:
+        st = (await rt_client.get(GVK("okra.mumo.co", "v1alpha1", "Cell"), "lonely", ns)).get(
+            "status"
+        ) or {}
+        return st.get("message") == "no AWSTargetGroups match the target group selector"
+
+    assert await eventually(lonely_says_so, within=30)
+    st = await until(
+        rt_client, ns, lambda s: "an ALB forward action holds at most 5" in (s.get("message") or "")
+    )
+    events = (await rt_client.list(GVK("events.k8s.io", "v1", "Event"), ns)).items
+    assert any(e["reason"] == "UnparsableVersion" and "not-a-version" in e["note"] for e in events)
+    # The manager is alive and still serving what AWS can hold: v2's first five groups
+    # (they joined one by one; the sixth is the one the rule cannot take).
+    assert okra.proc is not None
+    assert okra.proc.poll() is None
+    assert st["stableVersion"] == "v2"
+    assert await env.rule_weights() == {f"web-{i}-v2": 20 for i in range(5)}

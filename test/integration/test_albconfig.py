@@ -1,0 +1,455 @@
+"""AWSApplicationLoadBalancerConfig against a real kube-apiserver and a moto server: the
+controller creates, modifies, moves and deletes one listener rule, writes nothing when
+AWS already matches, and reports bad specs, foreign rules and AWS errors.
+
+AWS calls are counted through `AwsConfig.on_call` (a botocore `before-call` hook on the
+controller's clients); the tests' own seeding and inspection use an uncounted config.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from okra_controllers.albconfig import ALB_CONFIG, FINALIZER, register, setup
+from okra_controllers.aws import elbv2
+from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.emulator import MotoServer
+from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
+from okra_controllers.manager import Settings
+from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions, NotFoundError
+from okra_runtime.envtest import ControlPlane
+from support import eventually
+
+REPO = Path(__file__).resolve().parents[2]
+EVENT = GVK("events.k8s.io", "v1", "Event")
+WRITES = {"CreateRule", "ModifyRule", "DeleteRule", "SetRulePriorities", "AddTags", "RemoveTags"}
+
+
+class Calls:
+    """Every AWS operation the controller called, in order."""
+
+    def __init__(self) -> None:
+        self.ops: list[str] = []
+
+    def __call__(self, op: str) -> None:
+        self.ops.append(op.split(":", 1)[1])
+
+    def mark(self) -> int:
+        return len(self.ops)
+
+    def since(self, mark: int) -> list[str]:
+        return self.ops[mark:]
+
+    def writes(self, mark: int = 0) -> list[str]:
+        return [op for op in self.since(mark) if op in WRITES]
+
+
+@dataclasses.dataclass
+class Env:
+    """One test's world: a listener with target groups, and a way to run the controller."""
+
+    client: Client
+    namespace: str
+    moto: MotoServer
+    calls: Calls
+    alb: LoadBalancer
+    tgs: list[str]
+    start: Callable[..., Awaitable[None]]
+
+    @property
+    def aws(self) -> AwsConfig:
+        return self.moto.config
+
+    async def rules(self) -> list[dict[str, Any]]:
+        return await elbv2.describe_rules(self.aws, self.alb.listener_arn)
+
+    async def rule_at(self, priority: int) -> dict[str, Any] | None:
+        return next((r for r in await self.rules() if r["Priority"] == str(priority)), None)
+
+    async def default_rule(self) -> dict[str, Any]:
+        return next(r for r in await self.rules() if r["IsDefault"])
+
+    async def get(self, name: str) -> dict[str, Any]:
+        return await self.client.get(ALB_CONFIG, name, self.namespace)
+
+    async def status(self, name: str) -> dict[str, Any]:
+        return (await self.get(name)).get("status") or {}
+
+    async def synced(self, name: str) -> dict[str, Any]:
+        return next(
+            (c for c in (await self.status(name)).get("conditions") or [] if c["type"] == "Synced"),
+            {},
+        )
+
+    async def events(self, name: str, reason: str) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in (await self.client.list(EVENT, self.namespace)).items
+            if e["regarding"]["name"] == name and e["reason"] == reason
+        ]
+
+    async def wait_synced(self, name: str, generation: int | None = None) -> dict[str, Any]:
+        async def done() -> bool:
+            st = await self.status(name)
+            cond = await self.synced(name)
+            return cond.get("status") == "True" and (
+                generation is None or st.get("observedGeneration") == generation
+            )
+
+        assert await eventually(done, within=30), await self.status(name)
+        return await self.status(name)
+
+    async def wait_reason(self, name: str, reason: str) -> dict[str, Any]:
+        async def done() -> bool:
+            cond = await self.synced(name)
+            return cond.get("status") == "False" and cond.get("reason") == reason
+
+        assert await eventually(done, within=30), await self.status(name)
+        return await self.synced(name)
+
+
+def config(
+    env: Env,
+    name: str,
+    weights: list[int],
+    rule: dict[str, Any] | None = None,
+    tgs: list[str] | None = None,
+) -> dict[str, Any]:
+    arns = tgs or env.tgs
+    return {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "AWSApplicationLoadBalancerConfig",
+        "metadata": {"name": name, "namespace": env.namespace},
+        "spec": {
+            "listenerARN": env.alb.listener_arn,
+            "listenerRule": rule
+            if rule is not None
+            else {"priority": 10, "hosts": ["web.example.com"], "pathPatterns": ["/*"]},
+            "forwardTargetGroups": [
+                {"name": f"tg{i}", "arn": arn, "weight": w}
+                for i, (arn, w) in enumerate(zip(arns, weights, strict=False))
+            ],
+        },
+    }
+
+
+def weights_of(rule: dict[str, Any] | None) -> dict[str, int]:
+    assert rule is not None
+    return dict(elbv2.forward_weights(rule["Actions"][0]))
+
+
+@pytest.fixture
+async def env(
+    rt_client: Client, namespace: str, control_plane: ControlPlane, moto: MotoServer
+) -> AsyncIterator[Env]:
+    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+    seed = Seeder(moto.config)
+    network: Network = await seed.network()
+    suffix = uuid.uuid4().hex[:8]
+    alb = await seed.alb(f"web-{suffix}", network)
+    tgs = [await seed.target_group(f"tg{i}-{suffix}", network) for i in range(6)]
+    calls = Calls()
+    counted = dataclasses.replace(moto.config, on_call=calls)
+    running: list[tuple[Manager, asyncio.Task[None]]] = []
+
+    async def start(resync: float | None = None) -> None:
+        """Run the controller in-process: through `setup` (as okra-manager does), or
+        `register` when a test needs a short resync."""
+        mgr = Manager(
+            rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
+        )
+        if resync is None:
+            setup(mgr, Settings(namespace, namespace, counted, concurrency=2))
+        else:
+            register(mgr, counted, resync=resync)
+        running.append((mgr, asyncio.create_task(mgr.start())))
+
+    yield Env(rt_client, namespace, moto, calls, alb, tgs, start)
+    for mgr, task in running:
+        mgr.stop()
+        await asyncio.wait_for(task, 30)
+
+
+async def test_creates_the_rule_and_reads_the_weights_back(env: Env) -> None:
+    await env.start()
+    default_before = await env.default_rule()
+    await env.client.create(config(env, "web", [80, 20]))
+
+    st = await env.wait_synced("web")
+    rule = await env.rule_at(10)
+    assert rule is not None
+    assert weights_of(rule) == {env.tgs[0]: 80, env.tgs[1]: 20}
+    assert st["ruleARN"] == rule["RuleArn"]
+    assert st["observedGeneration"] == 1
+    assert st["lastAppliedTime"]
+    assert st["applied"] == {
+        "listenerARN": env.alb.listener_arn,
+        "listenerRule": {"priority": 10, "hosts": ["web.example.com"], "pathPatterns": ["/*"]},
+        "forwardTargetGroups": [
+            {"name": "tg0", "arn": env.tgs[0], "weight": 80},
+            {"name": "tg1", "arn": env.tgs[1], "weight": 20},
+        ],
+    }
+    assert (await env.synced("web"))["reason"] == "Synced"
+    tags = await elbv2.rule_tags(env.aws, rule["RuleArn"])
+    assert tags == {elbv2.OWNER_TAG: f"{env.namespace}/web"}
+    assert FINALIZER in (await env.get("web"))["metadata"]["finalizers"]
+    assert env.calls.writes() == ["CreateRule"]
+    assert await eventually(lambda: _has(env.events("web", "RuleCreated")))
+    assert await env.default_rule() == default_before
+
+
+async def test_a_weight_change_is_one_modify_rule(env: Env) -> None:
+    await env.start()
+    await env.client.create(config(env, "web", [80, 20]))
+    arn = (await env.wait_synced("web"))["ruleARN"]
+    mark = env.calls.mark()
+
+    await env.client.patch(
+        ALB_CONFIG, "web", {"spec": config(env, "web", [40, 60])["spec"]}, namespace=env.namespace
+    )
+
+    st = await env.wait_synced("web", generation=2)
+    assert [t["weight"] for t in st["applied"]["forwardTargetGroups"]] == [40, 60]
+    assert env.calls.writes(mark) == ["ModifyRule"]
+    rule = await env.rule_at(10)
+    assert rule is not None
+    assert rule["RuleArn"] == arn
+    assert weights_of(rule) == {env.tgs[0]: 40, env.tgs[1]: 60}
+    assert await eventually(lambda: _has(env.events("web", "RuleModified")))
+
+
+async def test_reordering_the_target_groups_writes_nothing(env: Env) -> None:
+    await env.start()
+    spec = config(env, "web", [70, 20, 10], tgs=env.tgs[:3])
+    await env.client.create(spec)
+    await env.wait_synced("web")
+    mark = env.calls.mark()
+
+    reordered = list(reversed(spec["spec"]["forwardTargetGroups"]))
+    rule = {"priority": 10, "pathPatterns": ["/*"], "hosts": ["WEB.example.com"]}
+    await env.client.patch(
+        ALB_CONFIG,
+        "web",
+        {"spec": {"forwardTargetGroups": reordered, "listenerRule": rule}},
+        namespace=env.namespace,
+    )
+
+    await env.wait_synced("web", generation=2)
+    ops = env.calls.since(mark)
+    assert ops, "the spec change was not reconciled"
+    assert set(ops) == {"DescribeRules"}  # one read per reconcile, no write
+    assert weights_of(await env.rule_at(10)) == {
+        env.tgs[0]: 70,
+        env.tgs[1]: 20,
+        env.tgs[2]: 10,
+    }
+
+
+async def test_idle_resync_reads_once_and_writes_nothing(env: Env) -> None:
+    await env.start(resync=0.2)
+    await env.client.create(config(env, "web", [50, 50]))
+    await env.wait_synced("web")
+    await asyncio.sleep(0.5)  # let the status write reach the cache
+    version = (await env.get("web"))["metadata"]["resourceVersion"]
+    mark = env.calls.mark()
+
+    async def resynced_three_times() -> bool:
+        return len(env.calls.since(mark)) >= 3
+
+    assert await eventually(resynced_three_times, within=30)
+    assert set(env.calls.since(mark)) == {"DescribeRules"}
+    assert (await env.get("web"))["metadata"]["resourceVersion"] == version  # no status write
+
+
+async def test_the_api_server_rejects_what_the_schema_can_say(env: Env) -> None:
+    too_many = config(env, "six", [10] * 6)
+    assert len(too_many["spec"]["forwardTargetGroups"]) == 6
+    with pytest.raises(InvalidError) as e6:
+        await env.client.create(too_many)
+    assert any(c["field"] == "spec.forwardTargetGroups" for c in e6.value.causes)
+    with pytest.raises(InvalidError) as e1000:
+        await env.client.create(config(env, "heavy", [1000, 0]))
+    assert any(c["field"] == "spec.forwardTargetGroups[0].weight" for c in e1000.value.causes)
+
+
+@pytest.mark.parametrize(
+    ("spec_change", "message"),
+    [
+        pytest.param(
+            {"listenerRule": {"priority": 10}},
+            "spec.listenerRule: no condition; a rule other than the listener's default needs",
+            id="no condition",
+        ),
+        pytest.param(
+            {"weights": [0, 0]},
+            "spec.forwardTargetGroups: every weight is 0",
+            id="zero total weight",
+        ),
+        pytest.param(
+            {"duplicate": True},
+            "spec.forwardTargetGroups[1].arn: the same target group as spec.forwardTargetGroups[0]",
+            id="duplicate arn",
+        ),
+        pytest.param(
+            {"listenerRule": {"priority": 10, "methods": ["get"]}},
+            "spec.listenerRule.methods[0]: 'get'; ALB compares methods case-sensitively",
+            id="lower-case method",
+        ),
+    ],
+)
+async def test_an_invalid_spec_is_reported_without_any_aws_call(
+    env: Env, spec_change: dict[str, Any], message: str
+) -> None:
+    await env.start()
+    obj = config(env, "bad", spec_change.get("weights", [60, 40]), spec_change.get("listenerRule"))
+    if spec_change.get("duplicate"):
+        obj["spec"]["forwardTargetGroups"][1]["arn"] = env.tgs[0]
+    await env.client.create(obj)
+
+    cond = await env.wait_reason("bad", "InvalidSpec")
+    assert message in cond["message"]
+    assert await eventually(lambda: _has(env.events("bad", "InvalidSpec")))
+    warning = (await env.events("bad", "InvalidSpec"))[0]
+    assert warning["type"] == "Warning"
+    assert message in warning["note"]
+    assert env.calls.ops == []
+    assert await env.rule_at(10) is None
+
+
+async def test_a_foreign_rule_at_the_priority_is_a_conflict(env: Env) -> None:
+    async with env.aws.client("elbv2") as elb:
+        foreign = (
+            await elb.create_rule(
+                ListenerArn=env.alb.listener_arn,
+                Priority=10,
+                Conditions=[{"Field": "path-pattern", "PathPatternConfig": {"Values": ["/api"]}}],
+                Actions=[{"Type": "forward", "TargetGroupArn": env.tgs[5]}],
+                Tags=[{"Key": elbv2.OWNER_TAG, "Value": f"{env.namespace}/someone-else"}],
+            )
+        )["Rules"][0]
+    await env.start()
+    await env.client.create(config(env, "web", [80, 20]))
+
+    cond = await env.wait_reason("web", "Conflict")
+    assert foreign["RuleArn"] in cond["message"]
+    assert f"tagged {elbv2.OWNER_TAG}={env.namespace}/someone-else" in cond["message"]
+    assert "choose another spec.listenerRule.priority" in cond["message"]
+    assert await eventually(lambda: _has(env.events("web", "Conflict")))
+    assert env.calls.writes() == []
+    after = await env.rule_at(10)
+    assert after is not None
+    assert after["RuleArn"] == foreign["RuleArn"]
+    assert after["Actions"] == foreign["Actions"]
+
+
+async def test_a_rule_with_the_same_conditions_is_adopted(env: Env) -> None:
+    async with env.aws.client("elbv2") as elb:
+        existing = (
+            await elb.create_rule(
+                ListenerArn=env.alb.listener_arn,
+                Priority=10,
+                Conditions=[
+                    {"Field": "path-pattern", "Values": ["/*"]},
+                    {"Field": "host-header", "HostHeaderConfig": {"Values": ["web.example.com"]}},
+                ],
+                Actions=[{"Type": "forward", "TargetGroupArn": env.tgs[0]}],
+            )
+        )["Rules"][0]
+    await env.start()
+    await env.client.create(config(env, "web", [30, 70]))
+
+    st = await env.wait_synced("web")
+    assert st["ruleARN"] == existing["RuleArn"]
+    assert weights_of(await env.rule_at(10)) == {env.tgs[0]: 30, env.tgs[1]: 70}
+    assert env.calls.writes() == ["ModifyRule"]
+
+
+async def test_a_new_priority_moves_the_rule(env: Env) -> None:
+    await env.start()
+    await env.client.create(config(env, "web", [80, 20]))
+    arn = (await env.wait_synced("web"))["ruleARN"]
+    mark = env.calls.mark()
+
+    rule = {"priority": 20, "hosts": ["web.example.com"], "pathPatterns": ["/*"]}
+    await env.client.patch(
+        ALB_CONFIG, "web", {"spec": {"listenerRule": rule}}, namespace=env.namespace
+    )
+
+    st = await env.wait_synced("web", generation=2)
+    assert st["ruleARN"] == arn
+    assert st["applied"]["listenerRule"]["priority"] == 20
+    assert env.calls.writes(mark) == ["SetRulePriorities"]
+    assert await env.rule_at(10) is None
+    moved = await env.rule_at(20)
+    assert moved is not None
+    assert moved["RuleArn"] == arn
+
+
+async def test_deleting_the_config_deletes_only_its_rule(env: Env) -> None:
+    async with env.aws.client("elbv2") as elb:
+        other = (
+            await elb.create_rule(
+                ListenerArn=env.alb.listener_arn,
+                Priority=5,
+                Conditions=[{"Field": "path-pattern", "PathPatternConfig": {"Values": ["/x"]}}],
+                Actions=[{"Type": "forward", "TargetGroupArn": env.tgs[5]}],
+            )
+        )["Rules"][0]
+    await env.start()
+    default_before = await env.default_rule()
+    await env.client.create(config(env, "web", [80, 20]))
+    arn = (await env.wait_synced("web"))["ruleARN"]
+    mark = env.calls.mark()
+
+    await env.client.delete(ALB_CONFIG, "web", env.namespace)
+
+    async def gone() -> bool:
+        try:
+            await env.get("web")
+        except NotFoundError:
+            return True
+        return False
+
+    assert await eventually(gone, within=30)
+    assert env.calls.writes(mark) == ["DeleteRule"]
+    arns = {r["RuleArn"] for r in await env.rules()}
+    assert arn not in arns
+    assert other["RuleArn"] in arns
+    assert await env.default_rule() == default_before
+
+
+async def test_an_aws_error_is_reported_and_the_config_can_still_be_deleted(env: Env) -> None:
+    await env.start()
+    missing = env.alb.listener_arn[:-16] + "0000000000000000"
+    obj = config(env, "lost", [80, 20])
+    obj["spec"]["listenerARN"] = missing
+    await env.client.create(obj)
+
+    cond = await env.wait_reason("lost", "AWSError")
+    assert "DescribeRules: ListenerNotFound" in cond["message"]
+    assert await eventually(lambda: _has(env.events("lost", "AWSError")))
+    assert env.calls.writes() == []
+
+    await env.client.delete(ALB_CONFIG, "lost", env.namespace)
+
+    async def gone() -> bool:
+        try:
+            await env.get("lost")
+        except NotFoundError:
+            return True
+        return False
+
+    assert await eventually(gone, within=30)
+    assert env.calls.writes() == []
+
+
+async def _has(events: Awaitable[list[dict[str, Any]]]) -> bool:
+    return bool(await events)
