@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime demo
+.PHONY: help venv assets lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
@@ -17,6 +17,7 @@ help:
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make lock    re-resolve requirements-dev.lock from pyproject.toml"
 	@echo "make bench-runtime  okra_runtime vs kopf vs controller-runtime, 10k objects"
+	@echo "make bench-cell     new target group -> first ModifyRule; idle Cell's AWS calls"
 
 $(STAMP): pyproject.toml requirements-dev.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "okra needs Python 3.11+")'
@@ -68,6 +69,9 @@ demo: $(STAMP)
 
 bench-runtime: $(STAMP)
 	bench/runtime/run.sh
+
+bench-cell: $(STAMP)
+	bench/cell/run.sh
 
 lock:
 	$(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet pip-tools

@@ -89,7 +89,7 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
         seen.append(canary_total(await env.rule_weights(), "v2"))
     assert seen == [30, 60]
     st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Paused")
-    assert "until promoted" in st["message"] or "paused at step 5" in st["message"]
+    assert "paused at step 6 until promoted" in st["message"]
     await rt_client.patch(
         CELL,
         "web",

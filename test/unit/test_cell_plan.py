@@ -457,3 +457,17 @@ def test_a_canary_found_blocked_is_reported_as_the_failure() -> None:
     )
     assert any(e.reason == "RolloutFailed" for e in p.events)
     assert w.weights() == {"a-v1": 100}
+
+
+def test_failure_stays_degraded_after_the_rollback_is_applied() -> None:
+    w = World(spec([{"stepWeight": 50}, ANALYSIS]), outcome=lambda name: "Failed")
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(10)
+    assert w.weights() == {"a-v1": 100}
+    assert w.synced
+    assert w.status.phase == "Degraded"
+    assert "version v2 failed" in (w.status.message or "")
+    phases = [p.status.phase for p in w.history[-5:]]
+    assert set(phases) == {"Degraded"}

@@ -336,10 +336,11 @@ def _steady(p: Plan, o: Observed, stable: Version, why: str) -> Plan:
     if canary:
         _end_rollout(p)
     p.status.stable_version = stable.text
-    if not _applied(o, p.forward):
-        _set_phase(p, o, "Progressing", f"applying weights for {stable.text}")
-    elif p.status.phase == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
+    if p.status.phase == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
+        # A failure stays visible until a new rollout starts or the version is retried.
         _set_phase(p, o, "Degraded", p.status.message or "a version failed and is blocked")
+    elif not _applied(o, p.forward):
+        _set_phase(p, o, "Progressing", f"applying weights for {stable.text}")
     else:
         _set_phase(p, o, "Healthy", f"{stable.text} serves 100%" + (f"; {why}" if why else ""))
     return p
@@ -451,15 +452,19 @@ def _canary(
                 expire = _expiry(step, o.now)
                 p.create_pause = PauseRequest(name, expire)
                 paused = paused or (
-                    f"paused at step {i} until {expire.isoformat()}"
+                    f"paused at step {i + 1} until {expire.isoformat()}"
                     if expire
-                    else f"paused at step {i} until promoted"
+                    else f"paused at step {i + 1} until promoted"
                 )
                 break
             if pause_phase in DONE_PAUSE or o.promote == f"{rid}/{i}":
                 i += 1
                 continue
-            paused = paused or f"paused at step {i}"
+            paused = paused or (
+                f"paused at step {i + 1} for {step.pause.duration}"
+                if step.pause.duration not in (None, "")
+                else f"paused at step {i + 1} until promoted"
+            )
             break
         if step.analysis is not None:
             name = runs.setdefault(
@@ -474,7 +479,7 @@ def _canary(
                 return _fail(p, o, stable, canary, f"analysis {name} {phase}")
             if phase == "Inconclusive":
                 paused = (
-                    f"analysis {name} at step {i} is inconclusive: okra promote to "
+                    f"analysis {name} at step {i + 1} is inconclusive: okra promote to "
                     "continue, okra abort to roll back"
                 )
             break

@@ -1,0 +1,105 @@
+"""okra: the operator CLI.
+
+    okra get cell web --watch        the rollout, live
+    okra promote web                 end the current pause
+    okra abort web / okra retry web
+    okra set version web v1.4.2
+    okra run analysis --template success-rate --wait
+
+It talks to the API server directly (okra_runtime's Client; no kubectl). The
+commands only read objects and write small merge patches: the Cell controller
+does the rest, so everything the CLI does is visible in the objects and
+survives the CLI exiting. Expected failures (a missing Cell, an API error,
+no rollout to promote) print one `error:` line with the server's message and
+exit 1; a traceback means a bug.
+
+Modules: `parser` (the command line), `get` (views, --watch), `render` (pure
+text rendering), `view` (which objects a Cell's view shows), `actions` (pure:
+what promote/abort/retry/set write), `commands` (those writes), `analysis`
+(run analysis), `kube` (connection, namespace, errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from collections.abc import Sequence
+
+from okra_controllers.cli.kube import CliError, Context, connect, default_namespace, explain
+from okra_controllers.cli.parser import build_parser
+from okra_runtime.logging import configure_logging
+
+DEMO_MODULE = "okra_controllers.demo"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "demo", False):
+        return demo(args.demo_args)
+    if getattr(args, "handler", None) is None:
+        usage: argparse.ArgumentParser = getattr(args, "usage", parser)
+        usage.print_help(sys.stderr)
+        return 2
+    configure_logging("console", "debug" if args.verbose else "critical")
+    if args.kubeconfig is not None and not os.path.isfile(os.path.expanduser(args.kubeconfig)):
+        print(f"error: kubeconfig {args.kubeconfig} does not exist", file=sys.stderr)
+        return 1
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`okra get cell web --watch | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+async def _run(args: argparse.Namespace) -> int:
+    namespace = args.namespace or default_namespace(args.kubeconfig, args.context)
+    try:
+        client = await connect(args.kubeconfig, args.context)
+        try:
+            code: int = await args.handler(Context(client, namespace), args)
+            return code
+        finally:
+            await client.close()
+    except Exception as e:
+        message = explain(e)
+        if message is None:
+            raise
+        sys.stdout.flush()
+        print(f"error: {message}", file=sys.stderr)
+        return e.code if isinstance(e, CliError) else 1
+
+
+def demo(argv: Sequence[str]) -> int:
+    """`okra demo`: runs `okra_controllers.demo.main()` when that module exists."""
+    if importlib.util.find_spec(DEMO_MODULE) is None:
+        print(
+            f"error: okra demo is not available: this build has no {DEMO_MODULE} module",
+            file=sys.stderr,
+        )
+        return 1
+    module = importlib.import_module(DEMO_MODULE)
+    entry = getattr(module, "main", None)
+    if entry is None:
+        print(f"error: {DEMO_MODULE} has no main()", file=sys.stderr)
+        return 1
+    sys.argv = ["okra demo", *argv]
+    try:
+        result = entry()
+        if inspect.isawaitable(result):
+            result = asyncio.run(result)  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+__all__ = ["main"]

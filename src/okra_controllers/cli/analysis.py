@@ -1,0 +1,117 @@
+"""`okra run analysis`: an AnalysisRun from templates, optionally followed to
+its verdict. okra's AnalysisRun controller measures it; this command only
+creates it and, with `--wait`, watches it (an informer on that one run),
+printing each measurement as it completes. Exit 0 when Successful, 1 for any
+other verdict (Failed, Error, Inconclusive), 130 when interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+
+from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
+from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
+from okra_controllers.cli.actions import parse_arguments
+from okra_controllers.cli.kube import CliError, Context, on_interrupt, synced
+from okra_controllers.cli.view import Obj
+from okra_runtime.informer import FuncHandler, Informer, InformerOptions
+
+TERMINAL = ("Successful", "Failed", "Error", "Inconclusive")
+WAITING = ("", "Pending", "Running")
+CREATED_BY = {"app.kubernetes.io/created-by": "okra-cli"}
+
+
+def _dns(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:40] or "analysis"
+
+
+async def cmd_run_analysis(ctx: Context, args: argparse.Namespace) -> int:
+    refs = [TemplateRef(t, args.cluster_template) for t in args.template]
+    try:
+        obj = await build_run(
+            ctx.client,
+            namespace=ctx.namespace,
+            name=args.name or f"{_dns(args.template[0])}-",
+            templates=refs,
+            args=parse_arguments(args.arg or ()),
+            labels=CREATED_BY,
+            generate_name=args.name is None,
+        )
+    except TemplateError as e:
+        raise CliError(str(e)) from None
+    created = await ctx.client.create(obj)
+    name = created["metadata"]["name"]
+    ctx.say(f"analysisrun {name} created in namespace {ctx.namespace}")
+    if not args.wait:
+        return 0
+    return await wait_run(ctx, name)
+
+
+def new_lines(run: Obj, seen: set[tuple[str, str, str]]) -> list[str]:
+    """Lines for measurements completed since `seen` (updated in place)."""
+    status = AnalysisRunStatus.model_validate(run.get("status") or {})
+    out = []
+    for result in status.metric_results or []:
+        for m in result.measurements:
+            if m.phase in WAITING:
+                continue
+            key = (result.name, str(m.started_at), str(m.finished_at))
+            if key in seen:
+                continue
+            seen.add(key)
+            when = f"{m.finished_at:%H:%M:%S} " if m.finished_at else ""
+            value = m.value if m.value not in (None, "") else "-"
+            why = f": {m.message}" if m.message else ""
+            out.append(f"{when}{result.name}: {value} ({m.phase}){why}")
+    return out
+
+
+async def wait_run(ctx: Context, name: str) -> int:
+    changed, stop = asyncio.Event(), asyncio.Event()
+    informer = Informer(
+        ctx.client,
+        ANALYSIS_RUN,
+        InformerOptions(namespace=ctx.namespace, field_selector=f"metadata.name={name}"),
+    )
+    informer.add_handler(
+        FuncHandler(
+            add=lambda _: changed.set(),
+            update=lambda _a, _b: changed.set(),
+            delete=lambda _: changed.set(),
+        )
+    )
+
+    def interrupt() -> None:
+        stop.set()
+        changed.set()
+
+    task = asyncio.create_task(informer.run())
+    seen: set[tuple[str, str, str]] = set()
+    phase = ""
+    try:
+        with on_interrupt(interrupt):
+            await synced([informer], stop)
+            while True:
+                if stop.is_set():
+                    ctx.say(f"interrupted; analysisrun {name} keeps running")
+                    return 130
+                changed.clear()
+                run = informer.store.get(name, ctx.namespace)
+                if run is None:
+                    raise CliError(f"analysisrun {name} was deleted")
+                for line in new_lines(run, seen):
+                    ctx.say(line)
+                status = run.get("status") or {}
+                if status.get("phase", "") != phase:
+                    phase = status.get("phase", "")
+                    if phase in TERMINAL:
+                        message = f": {status['message']}" if status.get("message") else ""
+                        ctx.say(f"analysisrun {name}: {phase}{message}")
+                        return 0 if phase == "Successful" else 1
+                    ctx.say(f"analysisrun {name}: {phase or 'Pending'}")
+                await changed.wait()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

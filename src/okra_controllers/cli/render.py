@@ -1,0 +1,629 @@
+"""Plain-text views of Cells and target groups, as pure functions.
+
+Everything here takes API objects (raw dicts, as the server returns them) and
+the current time, and returns text: no I/O, so each view is unit-tested with
+hand-written objects. Colour (ANSI) is opt-in; the CLI turns it on only when
+stdout is a terminal.
+
+Step numbers are shown from 1 (`step 2/4` is the second step), as the Cell's
+own status messages count them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from okra_controllers.analysis.duration import parse_duration
+from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus, Measurement
+from okra_controllers.api.v1alpha1.cell import (
+    DEFAULT_VERSION_LABEL,
+    CanaryStep,
+    Cell,
+    CellStatus,
+)
+from okra_controllers.cell.plan import weight_before
+from okra_controllers.cell.versions import Grouped, group_target_groups
+from okra_controllers.cli.view import Obj, cell_selector, created, parse_time, selects
+
+DONE, CURRENT, PENDING = "✓", "▶", "·"
+MAX_RUNS = 5
+MAX_MEASUREMENTS = 3
+
+_STYLES = {
+    "Healthy": "32",
+    "Successful": "32",
+    "True": "32",
+    "Progressing": "36",
+    "Running": "36",
+    "Paused": "33",
+    "Inconclusive": "33",
+    "Pending": "2",
+    "Degraded": "31",
+    "Failed": "31",
+    "Error": "31",
+    "False": "31",
+    DONE: "32",
+    CURRENT: "1;36",
+    PENDING: "2",
+}
+
+
+@dataclass(frozen=True)
+class Paint:
+    """ANSI styling, or none."""
+
+    on: bool = False
+
+    def __call__(self, text: str, style: str) -> str:
+        return f"\x1b[{style}m{text}\x1b[0m" if self.on and style and text else text
+
+    def auto(self, text: str) -> str:
+        """Styled by meaning: phases, condition statuses, step marks."""
+        return self(text, _STYLES.get(text, ""))
+
+    def bold(self, text: str) -> str:
+        return self(text, "1")
+
+
+# A table cell: plain text, or (text, style); style "" styles by meaning (`Paint.auto`).
+Col = str | tuple[str, str]
+
+
+def table(
+    rows: Sequence[Sequence[Col]],
+    paint: Paint,
+    *,
+    indent: str = "  ",
+    right: frozenset[int] = frozenset(),
+) -> list[str]:
+    """Aligned columns; widths from the plain text, so colour never skews them."""
+    plain = [[c if isinstance(c, str) else c[0] for c in row] for row in rows]
+    widths: dict[int, int] = {}
+    for texts in plain:
+        for i, text in enumerate(texts):
+            widths[i] = max(widths.get(i, 0), len(text))
+    out = []
+    for row, texts in zip(rows, plain, strict=True):
+        parts = []
+        for i, (c, text) in enumerate(zip(row, texts, strict=True)):
+            pad = " " * (widths[i] - len(text))
+            styled = text if isinstance(c, str) else paint(text, c[1]) if c[1] else paint.auto(text)
+            if i == len(row) - 1 and i not in right:
+                parts.append(styled)
+            else:
+                parts.append(pad + styled if i in right else styled + pad)
+        out.append((indent + "  ".join(parts)).rstrip())
+    return out
+
+
+def age(then: datetime.datetime | None, now: datetime.datetime) -> str:
+    """How long ago, the way kubectl prints ages (`45s`, `3m12s`, `2h`, `4d`)."""
+    if then is None:
+        return "-"
+    return duration((now - then).total_seconds())
+
+
+def duration(seconds: float) -> str:
+    s = max(0, int(seconds))
+    m, h, d = s // 60, s // 3600, s // 86400
+    if s < 120:
+        return f"{s}s"
+    if m < 10:
+        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
+    if h < 3:
+        return f"{m}m"
+    if h < 8:
+        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
+    if h < 48:
+        return f"{h}h"
+    if d < 8:
+        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
+    if d < 730:
+        return f"{d}d"
+    return f"{d // 365}y"
+
+
+def describe_step(step: CanaryStep) -> str:
+    """`setWeight 20`, `stepWeight 10`, `pause 5m`, `analysis success-rate`."""
+    if step.set_weight is not None:
+        return f"setWeight {step.set_weight}"
+    if step.step_weight is not None:
+        return f"stepWeight {step.step_weight}"
+    if step.pause is not None:
+        d = step.pause.duration
+        if d is None or d == "":
+            return "pause (until promoted)"
+        return f"pause {d}s" if isinstance(d, int) or d.isdigit() else f"pause {d}"
+    if step.analysis is not None:
+        names = [
+            t.template_name + (" (cluster)" if t.cluster_scope else "")
+            for t in step.analysis.templates
+        ]
+        return "analysis " + ", ".join(names)
+    return "(unknown step)"
+
+
+def pause_seconds(step: CanaryStep) -> float | None:
+    d = step.pause.duration if step.pause else None
+    if d is None or d == "":
+        return None
+    if isinstance(d, int) or d.isdigit():
+        return float(d)
+    try:
+        return parse_duration(d)
+    except ValueError:
+        return None
+
+
+def step_label(index: int | None, total: int) -> str:
+    """`2/4` for index 1 of 4 steps; `done` past the last; `-` without a rollout."""
+    if index is None:
+        return "-"
+    return f"{index + 1}/{total}" if index < total else "done"
+
+
+def _meta(obj: Obj | None) -> Obj:
+    return (obj or {}).get("metadata") or {}
+
+
+def _run_phase(run: Obj | None) -> str:
+    return ((run or {}).get("status") or {}).get("phase") or "Pending"
+
+
+# -- the Cell view -------------------------------------------------------------
+
+
+def render_cell(
+    cell: Obj,
+    target_groups: Sequence[Obj],
+    config: Obj | None,
+    runs: Sequence[Obj],
+    blocklist: Obj | None,
+    now: datetime.datetime,
+    *,
+    color: bool = False,
+) -> str:
+    """The readable view of one Cell (`okra get cell NAME`)."""
+    paint = Paint(color)
+    model = Cell.model_validate(cell)
+    st = model.status or CellStatus()
+    runs_by_name = {_meta(r).get("name", ""): r for r in runs}
+    weights = _weights(model, config)
+    grouped = group_target_groups(
+        (
+            (
+                _meta(t).get("name", ""),
+                (t.get("spec") or {}).get("arn", ""),
+                _meta(t).get("labels") or {},
+            )
+            for t in target_groups
+        ),
+        model.spec.labels_for_version(),
+    )
+    version_of = {tg.arn: v for v, tgs in grouped.by_version.items() for tg in tgs}
+
+    def weight_of(version: str | None) -> int:
+        return sum(w for arn, w in weights.items() if version_of.get(arn) == version)
+
+    lines = _header(cell, model, st, paint, now, weight_of)
+    lines.append("")
+    lines += _target_groups(model, st, grouped, weights, config, paint, now)
+    lines.append("")
+    lines += _steps(model, st, runs_by_name, config, paint, now)
+    lines.append("")
+    lines += _runs(runs, st, paint, now)
+    lines.append("")
+    lines += _blocked(blocklist, paint, now)
+    lines.append("")
+    lines += _conditions(st, paint, now)
+    return "\n".join(lines) + "\n"
+
+
+def _weights(model: Cell, config: Obj | None) -> dict[str, int]:
+    """arn -> weight: the config's desired weights, else the Cell's last report."""
+    if config is not None:
+        return {
+            str(f.get("arn")): int(f.get("weight") or 0)
+            for f in (config.get("spec") or {}).get("forwardTargetGroups") or []
+        }
+    st = model.status or CellStatus()
+    return {t.arn: t.weight for t in st.target_groups or []}
+
+
+def _header(
+    raw: Obj,
+    model: Cell,
+    st: CellStatus,
+    paint: Paint,
+    now: datetime.datetime,
+    weight_of: Callable[[str | None], int],
+) -> list[str]:
+    meta = model.metadata
+    lines = [
+        f"{paint.bold('Cell:')}     {paint.bold(meta.name)}   (namespace {meta.namespace}, "
+        f"age {age(created(raw), now)})",
+    ]
+    phase = st.phase or "Pending"
+    message = st.message or ("not reconciled yet" if not st.phase else "")
+    lines.append(f"Phase:    {paint.auto(phase)}" + (f"  {message}" if message else ""))
+    gen = meta.generation
+    if st.observed_generation is not None and gen is not None and st.observed_generation < gen:
+        lines.append(
+            f"          (status is for generation {st.observed_generation}; "
+            f"the spec is at {gen} and not yet reconciled)"
+        )
+    stable = st.stable_version
+    lines.append(f"Stable:   {stable}  {weight_of(stable)}%" if stable else "Stable:   none yet")
+    if st.canary_version:
+        extra = [f"rollout {st.rollout_id}"] if st.rollout_id else []
+        if st.step_started_at:
+            extra.append(f"step started {age(st.step_started_at, now)} ago")
+        note = f"  ({', '.join(extra)})" if extra else ""
+        lines.append(f"Canary:   {st.canary_version}  {weight_of(st.canary_version)}%{note}")
+        if st.aborted:
+            lines.append(
+                f"          {paint('ABORTED', '1;31')}: all traffic on {stable}; "
+                f"okra retry {meta.name} resumes"
+            )
+    else:
+        lines.append("Canary:   none")
+    if model.spec.version:
+        lines.append(f"Pinned:   spec.version {model.spec.version}")
+    return lines
+
+
+def _sync_state(config: Obj | None, now: datetime.datetime) -> tuple[bool, str]:
+    """Whether AWS shows the config's weights, and a phrase saying so."""
+    if config is None:
+        return False, "no AWSApplicationLoadBalancerConfig yet"
+    name = _meta(config).get("name")
+    st = config.get("status") or {}
+    cond = next((c for c in st.get("conditions") or [] if c.get("type") == "Synced"), None)
+    gen, observed = _meta(config).get("generation"), st.get("observedGeneration")
+    where = f"AWSApplicationLoadBalancerConfig {name}"
+    if cond is None:
+        return False, f"{where}: not applied to AWS yet"
+    if cond.get("status") == "True" and observed == gen:
+        when = parse_time(st.get("lastAppliedTime"))
+        ago = f", applied {age(when, now)} ago" if when else ""
+        return True, f"{where}: Synced (AWS shows these weights{ago})"
+    if cond.get("status") == "True":
+        return False, f"{where}: applying generation {gen} (AWS shows generation {observed})"
+    why = ": ".join(x for x in (cond.get("reason"), cond.get("message")) if x)
+    return False, f"{where}: not synced" + (f" ({why})" if why else "")
+
+
+def _target_groups(
+    model: Cell,
+    st: CellStatus,
+    grouped: Grouped,
+    weights: dict[str, int],
+    config: Obj | None,
+    paint: Paint,
+    now: datetime.datetime,
+) -> list[str]:
+    synced, state = _sync_state(config, now)
+    lines = [f"{paint.bold('Target groups')}  {paint(state, '' if synced else '33')}"]
+    applied = {
+        str(f.get("arn")): int(f.get("weight") or 0)
+        for f in (((config or {}).get("status") or {}).get("applied") or {}).get(
+            "forwardTargetGroups"
+        )
+        or []
+    }
+    has_applied = bool(((config or {}).get("status") or {}).get("applied"))
+
+    def aws(arn: str) -> Col:
+        if config is None:
+            return "-"
+        if synced:
+            return (DONE, "")
+        if has_applied:
+            return (str(applied.get(arn, 0)), "33")
+        return ("…", "33")
+
+    def weight(arn: str) -> str:
+        return str(weights[arn]) if arn in weights else "-"
+
+    rows: list[list[Col]] = [
+        [("VERSION", "2"), ("NAME", "2"), ("WEIGHT", "2"), ("AWS", "2"), ("ARN", "2")]
+    ]
+    seen: set[str] = set()
+    for v in grouped.versions:
+        role = (
+            " (stable)"
+            if v.text == st.stable_version
+            else " (canary)"
+            if v.text == st.canary_version
+            else ""
+        )
+        for n, tg in enumerate(grouped.by_version[v.text]):
+            seen.add(tg.arn)
+            rows.append(
+                [v.text + role if n == 0 else "", tg.name, weight(tg.arn), aws(tg.arn), tg.arn]
+            )
+    version_labels = model.spec.labels_for_version()
+    for name, value in grouped.unparsable:
+        rows.append([(f"{value} (not a version)", "31"), name, "-", "", ""])
+    for name in grouped.unlabelled:
+        rows.append([(f"(no {version_labels[0]} label)", "31"), name, "-", "", ""])
+    for f in ((config or {}).get("spec") or {}).get("forwardTargetGroups") or []:
+        arn = str(f.get("arn"))
+        if arn not in seen:
+            rows.append(
+                [("(no AWSTargetGroup)", "33"), str(f.get("name")), weight(arn), aws(arn), arn]
+            )
+    if len(rows) == 1:
+        sel = ", ".join(f"{k}={v}" for k, v in sorted(_selector(model).items())) or "(empty)"
+        lines.append(f"  none match the selector {sel}")
+        return lines
+    return lines + table(rows, paint, right=frozenset({2}))
+
+
+def _selector(model: Cell) -> dict[str, str]:
+    ingress = model.spec.ingress
+    lb = ingress.aws_application_load_balancer or ingress.aws_network_load_balancer
+    return dict(lb.target_group_selector.match_labels) if lb else {}
+
+
+def _steps(
+    model: Cell,
+    st: CellStatus,
+    runs: dict[str, Obj],
+    config: Obj | None,
+    paint: Paint,
+    now: datetime.datetime,
+) -> list[str]:
+    canary = model.spec.update_strategy.canary
+    steps = list(canary.steps) if canary else []
+    background = canary.analysis if canary else None
+    in_progress = bool(st.canary_version and st.rollout_id)
+    name = model.metadata.name
+    if not steps and background is None:
+        return [f"{paint.bold('Steps:')}    none (a new version gets all traffic at once)"]
+    i = (st.current_step_index or 0) if in_progress else None
+    if i is None:
+        head = f"{paint.bold('Steps:')}    no rollout in progress ({len(steps)} steps per rollout)"
+    elif i >= len(steps):
+        head = (
+            f"{paint.bold('Steps:')}    {len(steps)}/{len(steps)} done, "
+            f"shifting all traffic to {st.canary_version}"
+        )
+    else:
+        head = f"{paint.bold('Steps:')}    {step_label(i, len(steps))}"
+    lines = [head]
+    rows: list[list[Col]] = []
+    for n, step in enumerate(steps):
+        mark = PENDING if i is None or n > i else DONE if n < i else CURRENT
+        text = describe_step(step)
+        if step.set_weight is not None or step.step_weight is not None:
+            text += f" → canary {weight_before(steps, n + 1)}%"
+        note: Col = ""
+        if mark == CURRENT:
+            note = _current_note(step, n, st, runs, config, name, now)
+        rows.append([(mark, ""), f"{n + 1}.", text, note])
+    lines += table(rows, paint)
+    if background is not None:
+        templates = ", ".join(t.template_name for t in background.templates)
+        start = (background.starting_step or 0) + 1
+        text = f"  background analysis {templates}, from step {start}"
+        run_name = (st.analysis_runs or {}).get("background") if in_progress else None
+        if run_name:
+            phase = _run_phase(runs.get(run_name))
+            text += f": {run_name} {paint.auto(phase)}"
+        lines.append(text)
+    return lines
+
+
+def _current_note(
+    step: CanaryStep,
+    index: int,
+    st: CellStatus,
+    runs: dict[str, Obj],
+    config: Obj | None,
+    name: str,
+    now: datetime.datetime,
+) -> Col:
+    if st.aborted:
+        return ("aborted", "31")
+    if st.paused_reason == "Inconclusive":
+        return (
+            f"inconclusive: okra promote {name} continues, okra abort {name} rolls back",
+            "33",
+        )
+    if step.set_weight is not None or step.step_weight is not None:
+        synced, _ = _sync_state(config, now)
+        return "AWS shows the weights" if synced else ("waiting for AWS to apply the weights", "33")
+    if step.pause is not None:
+        seconds = pause_seconds(step)
+        if seconds is None:
+            return (f"paused until promoted (okra promote {name})", "33")
+        if st.step_started_at is None:
+            return ("paused", "33")
+        left = (st.step_started_at - now).total_seconds() + seconds
+        return (f"paused, {duration(left)} left", "33") if left > 0 else "pause over, continuing"
+    if step.analysis is not None:
+        run_name = (st.analysis_runs or {}).get(f"step-{index}")
+        if not run_name:
+            return "starting analysis"
+        phase = _run_phase(runs.get(run_name))
+        return (f"{run_name}: {phase}", _STYLES.get(phase, ""))
+    return ""
+
+
+def _run_role(run: Obj, st: CellStatus) -> str:
+    name = _meta(run).get("name")
+    for key, value in (st.analysis_runs or {}).items():
+        if value == name:
+            return "background" if key == "background" else _step_key(key)
+    labels = _meta(run).get("labels") or {}
+    if labels.get("okra.mumo.co/background") == "true":
+        return "background"
+    suffix = str(name).rsplit("-", 2)
+    if len(suffix) == 3 and suffix[1] == "step" and suffix[2].isdigit():
+        return _step_key(f"step-{suffix[2]}")
+    return "-"
+
+
+def _step_key(key: str) -> str:
+    _, _, n = key.partition("-")
+    return f"step {int(n) + 1}" if n.isdigit() else key
+
+
+def _measurement(m: Measurement) -> str:
+    value = m.value if m.value not in (None, "") else "-"
+    if len(value) > 40:
+        value = value[:39] + "…"
+    return f"{value} ({m.phase})"
+
+
+def _runs(runs: Sequence[Obj], st: CellStatus, paint: Paint, now: datetime.datetime) -> list[str]:
+    if not runs:
+        return [f"{paint.bold('Analysis runs:')} none"]
+    lines = [paint.bold("Analysis runs")]
+    shown = list(runs[:MAX_RUNS])
+    rows: list[list[Col]] = [
+        [("NAME", "2"), ("FOR", "2"), ("PHASE", "2"), ("AGE", "2"), ("MESSAGE", "2")]
+    ]
+    statuses = []
+    for r in shown:
+        try:
+            status = AnalysisRunStatus.model_validate(r.get("status") or {})
+        except ValueError:
+            status = AnalysisRunStatus()
+        statuses.append(status)
+        rows.append(
+            [
+                _meta(r).get("name", ""),
+                _run_role(r, st),
+                (status.phase or "Pending", ""),
+                age(created(r), now),
+                status.message or "",
+            ]
+        )
+    head, *body = table(rows, paint)
+    lines.append(head)
+    for row_line, status in zip(body, statuses, strict=True):
+        lines.append(row_line)
+        metric_rows: list[list[Col]] = []
+        for result in status.metric_results or []:
+            latest = result.measurements[-MAX_MEASUREMENTS:]
+            measured = (
+                ", ".join(_measurement(m) for m in latest) if latest else "no measurement yet"
+            )
+            if len(result.measurements) > len(latest) or result.count > len(latest):
+                measured = f"… {measured}"
+            dry = " (dry run)" if result.dry_run else ""
+            metric_rows.append([f"{result.name}{dry}", (result.phase or "Pending", ""), measured])
+        lines += table(metric_rows, paint, indent="      ")
+    if len(runs) > len(shown):
+        lines.append(f"  … and {len(runs) - len(shown)} older run(s)")
+    return lines
+
+
+def _blocked(blocklist: Obj | None, paint: Paint, now: datetime.datetime) -> list[str]:
+    items = ((blocklist or {}).get("spec") or {}).get("items") or []
+    if not items:
+        return [f"{paint.bold('Blocked versions:')} none"]
+    name = _meta(blocklist).get("name")
+    lines = [f"{paint.bold('Blocked versions')}  (VersionBlocklist {name})"]
+    rows: list[list[Col]] = []
+    for item in items:
+        when = parse_time(item.get("time"))
+        rows.append(
+            [
+                (str(item.get("version")), "31"),
+                f"{age(when, now)} ago" if when else "",
+                str(item.get("cause") or ""),
+            ]
+        )
+    return lines + table(rows, paint)
+
+
+def _conditions(st: CellStatus, paint: Paint, now: datetime.datetime) -> list[str]:
+    if not st.conditions:
+        return [f"{paint.bold('Conditions:')} none"]
+    rows: list[list[Col]] = [
+        [("TYPE", "2"), ("STATUS", "2"), ("REASON", "2"), ("AGE", "2"), ("MESSAGE", "2")]
+    ]
+    for c in st.conditions:
+        rows.append([c.type, c.status, c.reason, age(c.last_transition_time, now), c.message])
+    return [paint.bold("Conditions"), *table(rows, paint)]
+
+
+# -- tables --------------------------------------------------------------------
+
+
+def render_cells(cells: Sequence[Obj], now: datetime.datetime, *, color: bool = False) -> str:
+    """`okra get cells`: one line per Cell."""
+    paint = Paint(color)
+    rows: list[list[Col]] = [["NAME", "PHASE", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]]
+    for c in sorted(cells, key=lambda c: str(_meta(c).get("name"))):
+        st = c.get("status") or {}
+        canary = ((c.get("spec") or {}).get("updateStrategy") or {}).get("canary") or {}
+        total = len(canary.get("steps") or [])
+        index = st.get("currentStepIndex") if st.get("canaryVersion") else None
+        weight = st.get("canaryWeight")
+        rows.append(
+            [
+                str(_meta(c).get("name")),
+                (st.get("phase") or "Pending", ""),
+                st.get("stableVersion") or "-",
+                st.get("canaryVersion") or "-",
+                "-" if weight is None or not st.get("canaryVersion") else str(weight),
+                step_label(index, total) if total else "-",
+                age(created(c), now),
+            ]
+        )
+    if len(rows) == 1:
+        return "No cells found.\n"
+    return "\n".join(table(rows, paint, indent="")) + "\n"
+
+
+def target_group_rows(
+    target_groups: Sequence[Obj], cells: Sequence[Obj], configs: Sequence[Obj]
+) -> list[tuple[str, str, str, str, str]]:
+    """(name, version, cell, weight, arn) per target group. The version is read with
+    the labels of the first Cell selecting it (default label otherwise), the weight
+    from that Cell's load balancer config (`-` when not in it)."""
+    config_by_name = {_meta(c).get("name"): c for c in configs}
+    out = []
+    for tg in sorted(target_groups, key=lambda t: str(_meta(t).get("name"))):
+        arn = str((tg.get("spec") or {}).get("arn") or "")
+        labels = _meta(tg).get("labels") or {}
+        owner = next((c for c in cells if selects(cell_selector(c), tg)), None)
+        version_labels = [DEFAULT_VERSION_LABEL]
+        if owner is not None:
+            with contextlib.suppress(ValueError):
+                version_labels = Cell.model_validate(owner).spec.labels_for_version()
+        version = next((labels[k] for k in version_labels if k in labels), "-")
+        weight = "-"
+        cell_name = "-"
+        if owner is not None:
+            cell_name = str(_meta(owner).get("name"))
+            config = config_by_name.get(cell_name) or {}
+            for f in (config.get("spec") or {}).get("forwardTargetGroups") or []:
+                if f.get("arn") == arn:
+                    weight = str(f.get("weight"))
+        out.append((str(_meta(tg).get("name")), version, cell_name, weight, arn))
+    return out
+
+
+def render_target_groups(
+    target_groups: Sequence[Obj],
+    cells: Sequence[Obj],
+    configs: Sequence[Obj],
+    *,
+    show_cell: bool = True,
+    color: bool = False,
+) -> str:
+    """`okra get targetgroups`: name, version, (cell,) weight in the config, ARN."""
+    rows: list[list[Col]] = [["NAME", "VERSION", *(["CELL"] if show_cell else []), "WEIGHT", "ARN"]]
+    for name, version, cell, weight, arn in target_group_rows(target_groups, cells, configs):
+        rows.append([name, version, *([cell] if show_cell else []), weight, arn])
+    if len(rows) == 1:
+        return "No target groups found.\n"
+    return "\n".join(table(rows, Paint(color), indent="")) + "\n"

@@ -1,0 +1,653 @@
+"""The `okra` CLI as a process against a real kube-apiserver.
+
+No controller runs here: each test writes a Cell mid-rollout directly (spec,
+then status through the status subresource), with its AWSTargetGroups, load
+balancer config, Pause, AnalysisRuns and VersionBlocklist, runs
+`python -m okra_controllers.cli`, and checks what it printed and what it
+changed in the API server (annotations, the Pause, the blocklist, spec.version).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.cell.controller import BLOCKLIST, CELL
+from okra_controllers.cell.pause_controller import PAUSE
+from okra_runtime import GVK, Client
+from okra_runtime.envtest import ADMIN, UNPRIVILEGED, ControlPlane
+from support import eventually
+
+REPO = Path(__file__).resolve().parents[2]
+API = "okra.mumo.co/v1alpha1"
+ARN = "arn:aws:elasticloadbalancing:us-east-1:123456789012"
+LISTENER = f"{ARN}:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2"
+RID = "5e7a1b2c"
+TEMPLATE = GVK("okra.mumo.co", "v1alpha1", "AnalysisTemplate")
+STEPS: list[dict[str, Any]] = [
+    {"stepWeight": 20},
+    {"analysis": {"templates": [{"templateName": "success-rate"}]}},
+    {"pause": {}},
+    {"setWeight": 100},
+]
+
+
+@pytest.fixture(scope="session")
+def okra_crds(control_plane: ControlPlane) -> list[str]:
+    return control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+
+
+def now(ago: float = 0) -> str:
+    t = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=ago)
+    return t.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def cond(type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": now(30),
+    }
+
+
+def paused_status() -> dict[str, Any]:
+    message = "canary v2 at 20%: paused at step 2"
+    return {
+        "observedGeneration": 1,
+        "phase": "Paused",
+        "message": message,
+        "stableVersion": "v1",
+        "canaryVersion": "v2",
+        "canaryWeight": 20,
+        "currentStepIndex": 2,
+        "rolloutId": RID,
+        "stepStartedAt": now(20),
+        "pausedReason": "Pause",
+        "analysisRuns": {"step-1": f"web-v2-{RID}-step-1"},
+        "conditions": [
+            cond("Progressing", "True", "Paused", message),
+            cond("Paused", "True", "Pause", "marker-frame-one"),
+        ],
+    }
+
+
+async def okra(
+    cp: ControlPlane, namespace: str, *args: str, user: str = ADMIN
+) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *command(cp, namespace, *args, user=user),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def command(cp: ControlPlane, namespace: str, *args: str, user: str = ADMIN) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "okra_controllers.cli",
+        "--kubeconfig",
+        str(cp.kubeconfig(user)),
+        "-n",
+        namespace,
+        *args,
+    ]
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def owner(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    m = cell["metadata"]
+    return [
+        {"apiVersion": API, "kind": "Cell", "name": m["name"], "uid": m["uid"], "controller": True}
+    ]
+
+
+async def create_with_status(c: Client, obj: dict[str, Any], status: dict[str, Any]) -> Any:
+    created = await c.create(obj)
+    created["status"] = status
+    return await c.update_status(created)
+
+
+async def make_cell(
+    c: Client, ns: str, status: dict[str, Any] | None = None, name: str = "web"
+) -> dict[str, Any]:
+    cell = await c.create(
+        {
+            "apiVersion": API,
+            "kind": "Cell",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "ingress": {
+                    "type": "AWSApplicationLoadBalancer",
+                    "awsApplicationLoadBalancer": {
+                        "listenerARN": LISTENER,
+                        "targetGroupSelector": {"matchLabels": {"app": name}},
+                    },
+                },
+                "updateStrategy": {"type": "Canary", "canary": {"steps": STEPS}},
+            },
+        }
+    )
+    if status is not None:
+        cell["status"] = status
+        cell = await c.update_status(cell)
+    return cell
+
+
+async def rollout_world(c: Client, ns: str) -> dict[str, Any]:
+    """A Cell paused at step 3/4 (an indefinite pause) of the rollout v1 -> v2, after a
+    successful analysis at step 2; v3 failed earlier and is blocked."""
+    cell = await make_cell(c, ns, paused_status())
+    weights = {"web-a-v1": 40, "web-b-v1": 40, "web-a-v2": 20}
+    for name in weights:
+        await c.create(
+            {
+                "apiVersion": API,
+                "kind": "AWSTargetGroup",
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "labels": {"app": "web", "okra.mumo.co/version": name.rsplit("-", 1)[1]},
+                },
+                "spec": {"arn": f"{ARN}:targetgroup/{name}/0123456789abcdef"},
+            }
+        )
+    forward = [
+        {"name": n, "arn": f"{ARN}:targetgroup/{n}/0123456789abcdef", "weight": w}
+        for n, w in weights.items()
+    ]
+    config = await c.create(
+        {
+            "apiVersion": API,
+            "kind": "AWSApplicationLoadBalancerConfig",
+            "metadata": {"name": "web", "namespace": ns, "ownerReferences": owner(cell)},
+            "spec": {"listenerARN": LISTENER, "forwardTargetGroups": forward},
+        }
+    )
+    config["status"] = {
+        "observedGeneration": config["metadata"]["generation"],
+        "lastAppliedTime": now(10),
+        "applied": {"listenerARN": LISTENER, "forwardTargetGroups": forward},
+        "conditions": [cond("Synced", "True", "Synced", "rule forwards as specified")],
+    }
+    await c.update_status(config)
+    pause = await c.create(
+        {
+            "apiVersion": API,
+            "kind": "Pause",
+            "metadata": {
+                "name": f"web-v2-{RID}-pause-2",
+                "namespace": ns,
+                "ownerReferences": owner(cell),
+            },
+            "spec": {},
+        }
+    )
+    pause["status"] = {"phase": "Started", "lastTransitionTime": now(20)}
+    await c.update_status(pause)
+    await create_with_status(
+        c,
+        {
+            "apiVersion": API,
+            "kind": "AnalysisRun",
+            "metadata": {
+                "name": f"web-v2-{RID}-step-1",
+                "namespace": ns,
+                "labels": {"okra.mumo.co/cell": "web", "okra.mumo.co/rollout": RID},
+                "ownerReferences": owner(cell),
+            },
+            "spec": {
+                "metrics": [
+                    {"name": "success-rate", "provider": {"web": {"url": "http://127.0.0.1:9/"}}}
+                ]
+            },
+        },
+        {
+            "phase": "Successful",
+            "metricResults": [
+                {
+                    "name": "success-rate",
+                    "phase": "Successful",
+                    "count": 2,
+                    "successful": 2,
+                    "measurements": [
+                        {
+                            "phase": "Successful",
+                            "value": "0.981",
+                            "startedAt": now(60),
+                            "finishedAt": now(60),
+                        },
+                        {
+                            "phase": "Successful",
+                            "value": "0.993",
+                            "startedAt": now(50),
+                            "finishedAt": now(50),
+                        },
+                    ],
+                }
+            ],
+        },
+    )
+    await c.create(
+        {
+            "apiVersion": API,
+            "kind": "VersionBlocklist",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {
+                "items": [
+                    {"version": "v0.9", "cause": "old failure", "time": now(86400)},
+                    {"version": "v3", "cause": "analysis web-v3-x-step-1 Failed", "time": now(600)},
+                ]
+            },
+        }
+    )
+    return cell
+
+
+@pytest.fixture
+async def world(rt_client: Client, namespace: str, okra_crds: list[str]) -> dict[str, Any]:
+    return await rollout_world(rt_client, namespace)
+
+
+# -- get ---------------------------------------------------------------------
+
+
+async def test_get_cell_shows_the_rollout(
+    control_plane: ControlPlane, namespace: str, world: dict[str, Any]
+) -> None:
+    code, out, err = await okra(control_plane, namespace, "get", "cell", "web")
+    assert (code, err) == (0, "")
+    assert f"Cell:     web   (namespace {namespace}" in out
+    assert "Phase:    Paused  canary v2 at 20%: paused at step 2" in out
+    assert "Stable:   v1  80%" in out
+    assert f"Canary:   v2  20%  (rollout {RID}" in out
+    assert "AWSApplicationLoadBalancerConfig web: Synced (AWS shows these weights" in out
+    tg_rows = {
+        line.split()[-4]: line.split() for line in out.splitlines() if "targetgroup/" in line
+    }
+    assert tg_rows["web-a-v1"][:5] == ["v1", "(stable)", "web-a-v1", "40", "✓"]
+    assert tg_rows["web-b-v1"][:3] == ["web-b-v1", "40", "✓"]
+    assert tg_rows["web-a-v2"][:5] == ["v2", "(canary)", "web-a-v2", "20", "✓"]
+    assert "Steps:    3/4" in out
+    marks = [line.split()[:2] for line in out.splitlines() if line[2:3] in ("✓", "▶", "·")]
+    assert marks == [["✓", "1."], ["✓", "2."], ["▶", "3."], ["·", "4."]]
+    assert "paused until promoted (okra promote web)" in out
+    assert f"web-v2-{RID}-step-1  step 2  Successful" in out
+    assert "success-rate  Successful  0.981 (Successful), 0.993 (Successful)" in out
+    assert "Blocked versions  (VersionBlocklist web)" in out
+    assert "analysis web-v3-x-step-1 Failed" in out
+    assert "Paused       True    Pause" in out
+
+
+async def test_get_cell_as_json_carries_every_object(
+    control_plane: ControlPlane, namespace: str, world: dict[str, Any]
+) -> None:
+    code, out, _ = await okra(control_plane, namespace, "get", "cell", "web", "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["cell"]["status"]["rolloutId"] == RID
+    assert "managedFields" not in doc["cell"]["metadata"]
+    assert [t["metadata"]["name"] for t in doc["targetGroups"]] == [
+        "web-a-v1",
+        "web-a-v2",
+        "web-b-v1",
+    ]
+    assert doc["loadBalancerConfig"]["metadata"]["name"] == "web"
+    assert [r["metadata"]["name"] for r in doc["analysisRuns"]] == [f"web-v2-{RID}-step-1"]
+    assert [i["version"] for i in doc["versionBlocklist"]["spec"]["items"]] == ["v0.9", "v3"]
+
+
+async def test_get_cells_and_target_groups(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
+) -> None:
+    await make_cell(rt_client, namespace, {"phase": "Healthy", "stableVersion": "v7"}, "api")
+    code, out, _ = await okra(control_plane, namespace, "get", "cells")
+    assert code == 0
+    rows = [line.split() for line in out.splitlines()]
+    assert rows[0] == ["NAME", "PHASE", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]
+    assert rows[1][:6] == ["api", "Healthy", "v7", "-", "-", "-"]
+    assert rows[2][:6] == ["web", "Paused", "v1", "v2", "20", "3/4"]
+
+    code, out, _ = await okra(control_plane, namespace, "get", "targetgroups", "--cell", "web")
+    assert code == 0
+    rows = [line.split() for line in out.splitlines()]
+    assert rows[0] == ["NAME", "VERSION", "WEIGHT", "ARN"]
+    assert [r[:3] for r in rows[1:]] == [
+        ["web-a-v1", "v1", "40"],
+        ["web-a-v2", "v2", "20"],
+        ["web-b-v1", "v1", "40"],
+    ]
+    assert rows[1][3] == f"{ARN}:targetgroup/web-a-v1/0123456789abcdef"
+
+
+async def test_missing_cell_is_one_clear_line(
+    control_plane: ControlPlane, namespace: str, okra_crds: list[str]
+) -> None:
+    for args in (("get", "cell", "nope"), ("promote", "nope"), ("abort", "nope")):
+        code, out, err = await okra(control_plane, namespace, *args)
+        assert code == 1
+        assert err == f"error: cell nope not found in namespace {namespace}\n"
+        assert out == ""
+
+
+async def test_api_errors_carry_the_servers_message(
+    control_plane: ControlPlane, namespace: str, world: dict[str, Any]
+) -> None:
+    code, out, err = await okra(control_plane, namespace, "get", "cells", user=UNPRIVILEGED)
+    assert (code, out) == (1, "")
+    assert err == (
+        'error: cells.okra.mumo.co is forbidden: User "alice" cannot list resource '
+        f'"cells" in API group "okra.mumo.co" in the namespace "{namespace}" (403 Forbidden)\n'
+    )
+    code, _, err = await okra(
+        control_plane, namespace, "run", "analysis", "--template", "nope", "--name", "r"
+    )
+    assert code == 1
+    assert err.startswith("error: AnalysisTemplate 'nope' not found in namespace")
+    assert "Traceback" not in err
+
+
+# -- promote / abort / retry / set version -------------------------------------
+
+
+async def test_promote_at_a_pause_cancels_it_and_annotates(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
+) -> None:
+    code, out, err = await okra(control_plane, namespace, "promote", "web")
+    assert (code, err) == (0, "")
+    pause = await rt_client.get(PAUSE, f"web-v2-{RID}-pause-2", namespace)
+    assert pause["spec"]["cancelled"] is True
+    cell = await rt_client.get(CELL, "web", namespace)
+    assert cell["metadata"]["annotations"]["okra.mumo.co/promote"] == f"{RID}/2"
+    assert f"pause web-v2-{RID}-pause-2: cancelled" in out
+    assert "ending the pause at step 3/4" in out
+
+    code, out, err = await okra(control_plane, namespace, "promote", "web", "--full")
+    assert code == 0
+    cell = await rt_client.get(CELL, "web", namespace)
+    assert cell["metadata"]["annotations"]["okra.mumo.co/promote"] == f"{RID}/full"
+
+
+async def test_promote_and_abort_need_a_rollout(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> None:
+    await make_cell(rt_client, namespace, {"phase": "Healthy", "message": "v1 serves 100%"})
+    for verb in ("promote", "abort"):
+        code, out, err = await okra(control_plane, namespace, verb, "web")
+        assert (code, out) == (1, "")
+        assert err == (
+            "error: cell web has no rollout in progress (phase Healthy: v1 serves 100%)\n"
+        )
+    cell = await rt_client.get(CELL, "web", namespace)
+    assert not cell["metadata"].get("annotations")
+
+
+async def test_abort_then_retry(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
+) -> None:
+    code, out, _ = await okra(control_plane, namespace, "abort", "web")
+    assert code == 0
+    assert "aborting rollout" in out
+    cell = await rt_client.get(CELL, "web", namespace)
+    assert cell["metadata"]["annotations"]["okra.mumo.co/abort"] == RID
+
+    code, out, err = await okra(control_plane, namespace, "retry", "web")
+    assert (code, err) == (0, "")
+    cell = await rt_client.get(CELL, "web", namespace)
+    assert "okra.mumo.co/abort" not in (cell["metadata"].get("annotations") or {})
+    blocklist = await rt_client.get(BLOCKLIST, "web", namespace)
+    assert [i["version"] for i in blocklist["spec"]["items"]] == ["v0.9"]  # older than v1
+    assert out.splitlines() == [
+        f"cell web: removed okra.mumo.co/abort={RID}; the rollout starts over",
+        "versionblocklist web: removed v3 (blocked for: analysis web-v3-x-step-1 Failed)",
+    ]
+
+    code, out, _ = await okra(control_plane, namespace, "retry", "web", "0.9.0")
+    assert code == 0
+    assert out == "versionblocklist web: removed v0.9 (blocked for: old failure)\n"
+    blocklist = await rt_client.get(BLOCKLIST, "web", namespace)
+    assert blocklist["spec"]["items"] == []
+
+    code, out, _ = await okra(control_plane, namespace, "retry", "web")
+    assert code == 0
+    assert out.startswith("cell web: nothing to retry")
+
+
+async def test_set_version_and_clear(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
+) -> None:
+    code, out, err = await okra(control_plane, namespace, "set", "version", "web", "v1")
+    assert (code, err) == (0, "")
+    assert out == "cell web: spec.version set to v1\n"
+    assert (await rt_client.get(CELL, "web", namespace))["spec"]["version"] == "v1"
+
+    code, out, err = await okra(control_plane, namespace, "set", "version", "web", "v3")
+    assert code == 0
+    assert "warning: v3 is in VersionBlocklist web" in err
+    assert "warning: no AWSTargetGroup of version v3" in err
+
+    code, out, _ = await okra(control_plane, namespace, "set", "version", "web", "--clear")
+    assert code == 0
+    assert out.startswith("cell web: spec.version cleared (was v3)")
+    assert "version" not in (await rt_client.get(CELL, "web", namespace))["spec"]
+
+    code, _, err = await okra(control_plane, namespace, "set", "version", "web", "latest")
+    assert code == 1
+    assert "'latest' is not a version" in err
+
+
+# -- watch -------------------------------------------------------------------
+
+
+async def read_until(stream: asyncio.StreamReader, buf: bytearray, marker: bytes) -> None:
+    while marker not in buf:
+        chunk = await asyncio.wait_for(stream.read(65536), 30)
+        assert chunk, f"stream ended before {marker!r}; got {bytes(buf).decode()}"
+        buf.extend(chunk)
+
+
+async def test_watch_prints_a_frame_per_change_and_stops_on_sigint(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
+) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *command(control_plane, namespace, "get", "cell", "web", "--watch"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert proc.stdout is not None
+    buf = bytearray()
+    try:
+        await read_until(proc.stdout, buf, b"marker-frame-one")
+        cell = await rt_client.get(CELL, "web", namespace)
+        cell["status"] = {
+            **cell["status"],
+            "phase": "Progressing",
+            "message": "canary v2 at 60% (step 4/4)",
+            "currentStepIndex": 3,
+            "pausedReason": None,
+            "conditions": [cond("Progressing", "True", "Progressing", "marker-frame-two")],
+        }
+        del cell["status"]["pausedReason"]
+        await rt_client.update_status(cell)
+        await read_until(proc.stdout, buf, b"marker-frame-two")
+        proc.send_signal(signal.SIGINT)
+        rest, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err
+    frames = (bytes(buf) + rest).decode().split("\n---\n")
+    assert len(frames) == 2, frames
+    assert "Phase:    Paused" in frames[0]
+    assert "▶  3.  pause (until promoted)" in frames[0]
+    assert "Phase:    Progressing  canary v2 at 60% (step 4/4)" in frames[1]
+    assert "▶  4.  setWeight 100" in frames[1]
+    assert "\x1b[" not in frames[0] + frames[1]  # no colour or screen clearing on a pipe
+
+
+# -- run analysis ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("verdict", "exit_code"), [("Successful", 0), ("Failed", 1)])
+async def test_run_analysis_waits_for_the_verdict(
+    control_plane: ControlPlane,
+    rt_client: Client,
+    namespace: str,
+    okra_crds: list[str],
+    verdict: str,
+    exit_code: int,
+) -> None:
+    await rt_client.create(
+        {
+            "apiVersion": API,
+            "kind": "AnalysisTemplate",
+            "metadata": {"name": "success-rate", "namespace": namespace},
+            "spec": {
+                "args": [{"name": "service"}],
+                "metrics": [
+                    {
+                        "name": "rate",
+                        "provider": {"web": {"url": "http://127.0.0.1:9/{{args.service}}"}},
+                    }
+                ],
+            },
+        }
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *command(
+            control_plane,
+            namespace,
+            "run",
+            "analysis",
+            "--template",
+            "success-rate",
+            "--arg",
+            "service=web",
+            "--name",
+            "adhoc",
+            "--wait",
+        ),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert proc.stdout is not None
+    buf = bytearray()
+    try:
+        await read_until(proc.stdout, buf, b"analysisrun adhoc created")
+
+        async def exists() -> bool:
+            try:
+                await rt_client.get(ANALYSIS_RUN, "adhoc", namespace)
+            except Exception:
+                return False
+            return True
+
+        assert await eventually(exists)
+        run = await rt_client.get(ANALYSIS_RUN, "adhoc", namespace)
+        assert run["spec"]["args"] == [{"name": "service", "value": "web"}]
+        run["status"] = {
+            "phase": "Running",
+            "metricResults": [
+                {
+                    "name": "rate",
+                    "phase": "Running",
+                    "count": 1,
+                    "measurements": [
+                        {
+                            "phase": "Successful",
+                            "value": "0.99",
+                            "startedAt": now(2),
+                            "finishedAt": now(1),
+                        },
+                    ],
+                }
+            ],
+        }
+        run = await rt_client.update_status(run)
+        await read_until(proc.stdout, buf, b"rate: 0.99 (Successful)")
+        second = "0.42" if verdict == "Failed" else "0.97"
+        run["status"] = {
+            "phase": verdict,
+            "message": "done",
+            "metricResults": [
+                {
+                    "name": "rate",
+                    "phase": verdict,
+                    "count": 2,
+                    "measurements": [
+                        run["status"]["metricResults"][0]["measurements"][0],
+                        {
+                            "phase": verdict,
+                            "value": second,
+                            "startedAt": now(1),
+                            "finishedAt": now(0),
+                        },
+                    ],
+                }
+            ],
+        }
+        await rt_client.update_status(run)
+        rest, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    out = (bytes(buf) + rest).decode()
+    assert proc.returncode == exit_code, err.decode()
+    assert out.count("rate: 0.99 (Successful)") == 1  # each measurement printed once
+    assert f"rate: {second} ({verdict})" in out
+    assert out.rstrip().endswith(f"analysisrun adhoc: {verdict}: done")
+
+
+async def test_namespace_defaults_to_the_contexts(
+    control_plane: ControlPlane,
+    rt_client: Client,
+    namespace: str,
+    world: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    import yaml
+
+    kubeconfig = yaml.safe_load(control_plane.kubeconfig().read_text())
+    kubeconfig["contexts"][0]["context"]["namespace"] = namespace
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "okra_controllers.cli",
+        "--kubeconfig",
+        str(path),
+        "get",
+        "cells",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0
+    assert out.decode().splitlines()[1].split()[:2] == ["web", "Paused"]
