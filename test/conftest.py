@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return  # workers stop their own servers; the controller checks after them
-    left = leftover_servers(RUN_ENV, os.environ[RUN_ENV])
+    left = leftover_servers(RUN_ENV, os.environ[RUN_ENV], ("okra_controllers.manager",))
     if left:
         session.config.pluginmanager.get_plugin("terminalreporter").write_line(  # type: ignore[union-attr]
             f"FAILED: server processes left running after the suite: {left}", red=True

@@ -141,3 +141,36 @@ async def test_bad_input_never_stops_the_manager(
     assert okra.proc.poll() is None
     assert st["stableVersion"] == "v2"
     assert await env.rule_weights() == {f"web-{i}-v2": 20 for i in range(5)}
+
+
+async def test_health_gate_holds_weight_until_a_target_is_healthy(
+    env: Env, okra: OkraManager, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    await env.target_group("web-a-v1", "v1")
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}]))
+    await until(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    arn = await env.target_group("web-a-v2", "v2", healthy=False)  # no targets yet
+    st = await until(
+        rt_client,
+        ns,
+        lambda s: "waiting for a healthy target in web-a-v2" in (s.get("message") or ""),
+    )
+    assert any(
+        c["type"] == "TargetGroupsHealthy" and c["status"] == "False" for c in st["conditions"]
+    )
+    await asyncio.sleep(1.0)
+    assert await env.rule_weights() == {"web-a-v1": 100}
+    ids = await env.aws.instances(1, env.network)
+    await env.aws.register_targets(arn, ids)
+    # The Cell re-checks on its next reconcile: nudge it the way any change would.
+    await rt_client.patch(
+        GVK("okra.mumo.co", "v1alpha1", "Cell"),
+        "web",
+        {"metadata": {"annotations": {"nudge": "1"}}},
+        namespace=ns,
+    )
+    await until(
+        rt_client, ns, lambda s: s.get("stableVersion") == "v2" and s.get("phase") == "Healthy"
+    )
+    assert await env.rule_weights() == {"web-a-v2": 100}

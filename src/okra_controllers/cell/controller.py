@@ -58,6 +58,7 @@ FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
 MAX_FORWARD = 5
+HEALTH_RECHECK = 5.0  # seconds between health checks of a target group waiting for traffic
 log = structlog.get_logger("okra.cell")
 
 CANARY_WEIGHT = Gauge(
@@ -188,24 +189,24 @@ class CellReconciler:
             blocklist = None
         observed, config = self._observe(raw, cell, blocklist)
         p = plan(observed)
-        await self._health_gate(p, observed)
+        held = await self._health_gate(p, observed)
         self._check_limits(p, observed)
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
-        return Result(requeue_after=RESYNC)
+        return Result(requeue_after=HEALTH_RECHECK if held else RESYNC)
 
-    async def _health_gate(self, p: Plan, o: Observed) -> None:
+    async def _health_gate(self, p: Plan, o: Observed) -> bool:
         """Hold weights back from a target group that never had weight until it has a
         healthy target (one DescribeTargetHealth per such group)."""
         if p.forward is None:
-            return
+            return False
         weighted = {f.arn for f in o.forward or () if f.weight > 0}
         new = sorted({f.arn for f in p.forward} - weighted)
         if not new:
-            return
+            return False
         unhealthy = [arn for arn in new if not await self._healthy(arn)]
         if not unhealthy:
-            return
+            return False
         names = [f.name for f in p.forward if f.arn in unhealthy]
         message = f"waiting for a healthy target in {', '.join(names)} before sending it traffic"
         p.forward = None
@@ -228,6 +229,7 @@ class CellReconciler:
         )
         p.status.conditions = conds
         p.events.append(Event("Warning", "TargetGroupUnhealthy", message))
+        return True
 
     def _check_limits(self, p: Plan, o: Observed) -> None:
         """An ALB forward action holds at most 5 target groups: say so instead of writing

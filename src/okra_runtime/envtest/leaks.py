@@ -18,13 +18,13 @@ SERVER_NAMES = (
 )
 
 
-def _is_server(cmdline: list[str]) -> bool:
-    return any(Path(arg).name in SERVER_NAMES for arg in cmdline[:2])
+def _is_server(cmdline: list[str], extra: tuple[str, ...] = ()) -> bool:
+    return any(Path(arg).name in SERVER_NAMES or arg in extra for arg in cmdline[:3])
 
 
-def leftover_servers(env_name: str, value: str) -> list[str]:
+def leftover_servers(env_name: str, value: str, extra: tuple[str, ...] = ()) -> list[str]:
     """`pid:name` of every live server process whose environment has
-    `env_name=value`."""
+    `env_name=value`; `extra` adds program names (e.g. a `python -m` module) to look for."""
     marker = f"{env_name}={value}".encode()
     found = []
     for proc in Path("/proc").iterdir():
@@ -40,6 +40,6 @@ def leftover_servers(env_name: str, value: str) -> list[str]:
             state = (proc / "stat").read_text().split(") ")[-1][:1]
         except OSError:
             continue
-        if marker in env and state != "Z" and _is_server(cmdline):
+        if marker in env and state != "Z" and _is_server(cmdline, extra):
             found.append(f"{proc.name}:{Path(cmdline[0]).name} {' '.join(cmdline[1:2])}")
     return found
