@@ -21,7 +21,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import IO
@@ -29,6 +28,7 @@ from typing import IO
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.aws.emulator import CountingProxy, MotoServer
 from okra_controllers.aws.seed import Seeder
+from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
 from okra_runtime.crdgen import write_crds
 from okra_runtime.envtest import ControlPlane
@@ -43,26 +43,10 @@ async def scenario(
     proxy = CountingProxy(aws.endpoint_url)
     await proxy.start()
     manager = await asyncio.create_subprocess_exec(
-        *[
-            sys.executable,
-            "-m",
-            "okra_controllers.manager",
-            "--kubeconfig",
-            str(cp.kubeconfig()),
-            "--namespace",
-            NS,
-            "--okra-namespace",
-            NS,
-            "--aws-endpoint-url",
-            proxy.endpoint_url,
-            "--metrics-bind-address",
-            "0",
-            "--health-probe-bind-address",
-            "0",
-        ],
+        *local_command(cp.kubeconfig(), NS, aws_endpoint_url=proxy.endpoint_url),
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"},
+        env={**os.environ, **EMULATOR_ENV},
     )
     seed = Seeder(aws.config)
     try:

@@ -27,6 +27,7 @@ from aiohttp import web
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.aws.emulator import MotoServer
 from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
+from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
 from okra_runtime.crdgen import write_crds
 from okra_runtime.envtest import ControlPlane
@@ -245,34 +246,16 @@ def main() -> None:
         log = cp.dir / "okra-manager.log"
         with open(log, "wb") as out:
             manager = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "okra_controllers.manager",
-                    "--kubeconfig",
-                    str(cp.kubeconfig()),
-                    "--namespace",
+                local_command(
+                    cp.kubeconfig(),
                     NS,
-                    "--okra-namespace",
-                    NS,
-                    "--aws-endpoint-url",
-                    aws.endpoint_url,
-                    "--aws-region",
-                    aws.region,
-                    "--metrics-bind-address",
-                    "0",
-                    "--health-probe-bind-address",
-                    "0",
-                    "--log-format",
-                    "console",
-                ],
+                    aws_endpoint_url=aws.endpoint_url,
+                    aws_region=aws.region,
+                    log_format="console",
+                ),
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={
-                    **os.environ,
-                    "AWS_ACCESS_KEY_ID": "testing",
-                    "AWS_SECRET_ACCESS_KEY": "testing",
-                },
+                env={**os.environ, **EMULATOR_ENV},
             )
         say(f"okra-manager running (log: {log})")
         say(f"watch it yourself: okra --kubeconfig {cp.kubeconfig()} -n {NS} get cell web --watch")

@@ -29,6 +29,7 @@ from okra_controllers.cell.controller import (
     cells_for_target_group,
 )
 from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
+from okra_controllers.clusterset.controller import setup_clustersets
 from okra_runtime import (
     Client,
     GenerationChanged,
@@ -126,6 +127,7 @@ CONTROLLERS: dict[str, Setup] = {
     "analysisrun": setup_analysisruns,
     "check": setup_checks,
     "cell": setup_cells,
+    "clusterset": setup_clustersets,
     "pause": setup_pauses,
 }
 
@@ -246,6 +248,48 @@ async def run(a: argparse.Namespace) -> int:
             log.error("leadership lost; exiting", error=str(e))
             return 1
     return 0
+
+
+def local_command(
+    kubeconfig: str | os.PathLike[str],
+    namespace: str,
+    *,
+    aws_endpoint_url: str | None = None,
+    aws_region: str = "us-east-1",
+    log_format: str = "json",
+    controllers: str | None = None,
+) -> list[str]:
+    """The command line of an okra-manager for one namespace on a local control plane
+    (tests, the demo, benchmarks): no probe or metrics ports, okra's namespace = the
+    watched one."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "okra_controllers.manager",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--namespace",
+        namespace,
+        "--okra-namespace",
+        namespace,
+        "--aws-region",
+        aws_region,
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+        "--log-format",
+        log_format,
+    ]
+    if aws_endpoint_url:
+        cmd += ["--aws-endpoint-url", aws_endpoint_url]
+    if controllers:
+        cmd += ["--controllers", controllers]
+    return cmd
+
+
+EMULATOR_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+"""Credentials for an AWS emulator (moto, LocalStack), which accepts any."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:

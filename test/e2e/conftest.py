@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from aiohttp import web
 
 from okra_controllers.aws.emulator import CountingProxy, MotoServer
 from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
+from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
 from okra_runtime.envtest import ControlPlane
 
@@ -131,34 +131,14 @@ class OkraManager:
     def start(self) -> None:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "okra_controllers.manager",
-                    "--kubeconfig",
-                    str(self.cp.kubeconfig()),
-                    "--namespace",
+                local_command(
+                    self.cp.kubeconfig(),
                     self.env.namespace,
-                    "--okra-namespace",
-                    self.env.namespace,
-                    "--aws-endpoint-url",
-                    self.env.proxy.endpoint_url,
-                    "--aws-region",
-                    "us-east-1",
-                    "--metrics-bind-address",
-                    "0",
-                    "--health-probe-bind-address",
-                    "0",
-                    "--log-format",
-                    "json",
-                ],
+                    aws_endpoint_url=self.env.proxy.endpoint_url,
+                ),
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={
-                    **os.environ,
-                    "AWS_ACCESS_KEY_ID": "testing",
-                    "AWS_SECRET_ACCESS_KEY": "testing",
-                },
+                env={**os.environ, **EMULATOR_ENV},
             )
 
     def kill(self) -> None:

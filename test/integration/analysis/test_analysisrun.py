@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from okra_controllers.analysis.run_controller import ANALYSIS_RUN, AnalysisRunRe
 from okra_controllers.analysis.templates import TemplateRef, build_run
 from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.manager import local_command
 from okra_runtime import GVK, Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.envtest import ControlPlane
 from support import eventually
@@ -423,23 +423,7 @@ async def test_manager_killed_mid_run_resumes_without_repeating(
 
     def manager() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "okra_controllers.manager",
-                "--kubeconfig",
-                str(control_plane.kubeconfig()),
-                "--namespace",
-                namespace,
-                "--okra-namespace",
-                namespace,
-                "--controllers",
-                "analysisrun",
-                "--metrics-bind-address",
-                "0",
-                "--health-probe-bind-address",
-                "0",
-            ],
+            local_command(control_plane.kubeconfig(), namespace, controllers="analysisrun"),
             stdout=open(tmp_path / "manager.log", "ab"),
             stderr=subprocess.STDOUT,
             env={**os.environ},
