@@ -29,7 +29,6 @@ from okra_controllers.cell.controller import (
     cells_for_target_group,
 )
 from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
-from okra_controllers.clusterset.controller import setup_clustersets
 from okra_runtime import (
     Client,
     GenerationChanged,
@@ -127,7 +126,6 @@ CONTROLLERS: dict[str, Setup] = {
     "analysisrun": setup_analysisruns,
     "check": setup_checks,
     "cell": setup_cells,
-    "clusterset": setup_clustersets,
     "pause": setup_pauses,
 }
 
