@@ -29,6 +29,8 @@ from okra_controllers.cell.controller import (
     cells_for_target_group,
 )
 from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
+from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.targetgroupset.controller import setup_targetgroupsets
 from okra_runtime import (
     Client,
     GenerationChanged,
@@ -126,6 +128,8 @@ CONTROLLERS: dict[str, Setup] = {
     "analysisrun": setup_analysisruns,
     "check": setup_checks,
     "cell": setup_cells,
+    "clusterset": setup_clustersets,
+    "targetgroupset": setup_targetgroupsets,
     "pause": setup_pauses,
 }
 

@@ -1,4 +1,4 @@
-"""`okra get cell NAME [--watch]`, `okra get cells`, `okra get targetgroups`.
+"""`okra get cell NAME [--watch]`, `okra get cells`, `okra get targetgroups`, `okra get clusters`.
 
 `--watch` keeps an informer per kind shown (the Cell, the namespace's
 AWSTargetGroups and AnalysisRuns, the Cell's load balancer config and
@@ -23,7 +23,14 @@ import yaml
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN
 from okra_controllers.cell.controller import ALB_CONFIG, BLOCKLIST, CELL, TARGET_GROUP
 from okra_controllers.cli.kube import Context, get_or_none, on_interrupt, synced
-from okra_controllers.cli.render import render_cell, render_cells, render_target_groups
+from okra_controllers.cli.render import (
+    ARGOCD_SECRET_TYPE,
+    cluster_rows,
+    render_cell,
+    render_cells,
+    render_clusters,
+    render_target_groups,
+)
 from okra_controllers.cli.view import (
     CellView,
     Obj,
@@ -34,6 +41,7 @@ from okra_controllers.cli.view import (
     selects,
     strip,
 )
+from okra_runtime.gvk import GVK
 from okra_runtime.informer import FuncHandler, Informer, InformerOptions
 
 DEBOUNCE = 0.05
@@ -102,6 +110,24 @@ async def cmd_get_target_groups(ctx: Context, args: argparse.Namespace) -> int:
         ctx.out.write(
             render_target_groups(tgs, cells, configs, show_cell=not args.cell, color=ctx.color)
         )
+    return 0
+
+
+SECRET = GVK("", "v1", "Secret")
+
+
+async def cmd_get_clusters(ctx: Context, args: argparse.Namespace) -> int:
+    """Argo CD cluster Secrets. `-o` prints the same fields as the table, not the Secrets:
+    their `config` holds credentials and CA data, which this command never prints."""
+    secrets = (
+        await ctx.client.list(SECRET, ctx.namespace, label_selector=f"{ARGOCD_SECRET_TYPE}=cluster")
+    ).items
+    if args.output:
+        ctx.out.write(dump(cluster_rows(secrets), args.output))
+    elif not secrets:
+        ctx.err.write(f"No Argo CD cluster Secrets found in namespace {ctx.namespace}.\n")
+    else:
+        ctx.out.write(render_clusters(secrets, color=ctx.color))
     return 0
 
 

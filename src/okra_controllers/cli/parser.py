@@ -7,7 +7,12 @@ import argparse
 
 from okra_controllers.cli.analysis import cmd_run_analysis
 from okra_controllers.cli.commands import cmd_abort, cmd_promote, cmd_retry, cmd_set_version
-from okra_controllers.cli.get import cmd_get_cell, cmd_get_cells, cmd_get_target_groups
+from okra_controllers.cli.get import (
+    cmd_get_cell,
+    cmd_get_cells,
+    cmd_get_clusters,
+    cmd_get_target_groups,
+)
 
 DESCRIPTION = """\
 Operate okra: inspect Cells and their target groups, move a rollout along
@@ -16,6 +21,7 @@ Operate okra: inspect Cells and their target groups, move a rollout along
 examples:
   okra get cells
   okra get cell web --watch
+  okra get clusters -n argocd
   okra promote web            # end the current pause / accept an inconclusive analysis
   okra promote web --full     # skip every remaining step
   okra abort web              # all traffic back to stable, hold
@@ -72,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     ) -> argparse.ArgumentParser:
         return group.add_parser(name, help=help_, description=help_, parents=[common], **kw)  # type: ignore[arg-type]
 
-    get = commands.add_parser("get", help="show Cells and target groups")
+    get = commands.add_parser("get", help="show Cells, target groups and clusters")
     what = get.add_subparsers(title="what", metavar="KIND")
     p = command(what, "cell", "a Cell's rollout: versions, weights, steps, analyses, blocklist")
     p.add_argument("name", metavar="NAME")
@@ -91,6 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cell", metavar="NAME", help="only the target groups this Cell selects")
     _output(p)
     p.set_defaults(handler=cmd_get_target_groups)
+    p = command(
+        what,
+        "clusters",
+        "Argo CD cluster Secrets: cluster, server, labels, owning ClusterSet",
+        aliases=["cluster"],
+    )
+    _output(p)
+    p.set_defaults(handler=cmd_get_clusters)
     get.set_defaults(usage=get)
 
     p = command(

@@ -1,4 +1,4 @@
-"""Plain-text views of Cells and target groups, as pure functions.
+"""Plain-text views of Cells, target groups and clusters, as pure functions.
 
 Everything here takes API objects (raw dicts, as the server returns them) and
 the current time, and returns text: no I/O, so each view is unit-tested with
@@ -11,6 +11,7 @@ own status messages count them.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 from collections.abc import Callable, Sequence
@@ -627,3 +628,68 @@ def render_target_groups(
     if len(rows) == 1:
         return "No target groups found.\n"
     return "\n".join(table(rows, Paint(color), indent="")) + "\n"
+
+
+ARGOCD_SECRET_TYPE = "argocd.argoproj.io/secret-type"
+
+
+def cluster_rows(secrets: Sequence[Obj]) -> list[dict[str, object]]:
+    """What `okra get clusters` shows of each Argo CD cluster Secret: its name, the cluster's
+    name and server (decoded from data or stringData), its labels without Argo CD's type
+    label, and the ClusterSet that owns it. Never the `config` (it holds credentials)."""
+    out: list[dict[str, object]] = []
+    for s in sorted(secrets, key=lambda s: str(_meta(s).get("name"))):
+        meta = _meta(s)
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != ARGOCD_SECRET_TYPE}
+        owner = next(
+            (
+                r.get("name")
+                for r in meta.get("ownerReferences") or []
+                if r.get("kind") == "ClusterSet" and r.get("controller")
+            ),
+            None,
+        )
+        out.append(
+            {
+                "name": meta.get("name"),
+                "cluster": _secret_field(s, "name"),
+                "server": _secret_field(s, "server"),
+                "labels": labels,
+                "clusterSet": owner,
+            }
+        )
+    return out
+
+
+def _secret_field(secret: Obj, key: str) -> str | None:
+    plain = (secret.get("stringData") or {}).get(key)
+    if plain is not None:
+        return str(plain)
+    encoded = (secret.get("data") or {}).get(key)
+    if encoded is None:
+        return None
+    try:
+        return base64.b64decode(encoded).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def render_clusters(secrets: Sequence[Obj], *, color: bool = False) -> str:
+    """`okra get clusters`: one line per Argo CD cluster Secret."""
+    paint = Paint(color)
+    rows: list[list[Col]] = [["NAME", "CLUSTER", "SERVER", "CLUSTERSET", "LABELS"]]
+    for r in cluster_rows(secrets):
+        labels = r["labels"]
+        assert isinstance(labels, dict)
+        rows.append(
+            [
+                str(r["name"]),
+                str(r["cluster"] or "-"),
+                str(r["server"] or "-"),
+                str(r["clusterSet"] or "-"),
+                ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "-",
+            ]
+        )
+    if len(rows) == 1:
+        return "No clusters found.\n"
+    return "\n".join(table(rows, paint, indent="")) + "\n"

@@ -2,8 +2,10 @@
 
 from okra_controllers.api.v1alpha1.analysis import ANALYSIS_MODELS
 from okra_controllers.api.v1alpha1.cell import CELL_MODELS
+from okra_controllers.api.v1alpha1.clusterset import CLUSTERSET_MODELS
+from okra_controllers.api.v1alpha1.targetgroupset import TARGETGROUPSET_MODELS
 
-CRD_MODELS = (*ANALYSIS_MODELS, *CELL_MODELS)
+CRD_MODELS = (*ANALYSIS_MODELS, *CELL_MODELS, *CLUSTERSET_MODELS, *TARGETGROUPSET_MODELS)
 """Every kind okra serves; `make manifests` writes their CRDs to config/crd/bases."""
 
 __all__ = ["CRD_MODELS"]

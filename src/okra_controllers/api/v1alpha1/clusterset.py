@@ -1,0 +1,83 @@
+"""ClusterSet: EKS clusters discovered by tag, written as Argo CD cluster Secrets.
+
+Field names follow the original okra's ClusterSet (`generators[].awseks.clusterSelector
+.matchTags`, `template.metadata.labels` with `{{.awseks.cluster.name}}` and
+`{{.awseks.cluster.tags.KEY}}`), so its manifests apply unchanged. The Secrets are written
+in the ClusterSet's namespace: put the ClusterSet where Argo CD looks for cluster Secrets.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_runtime.crdgen import CRDInfo, PrinterColumn
+
+
+class EKSClusterSelector(ApiModel):
+    match_tags: dict[str, str] = Field(default_factory=dict)
+    """Every pair must be among the cluster's tags; empty selects every ACTIVE cluster."""
+
+
+class AWSEKSGenerator(ApiModel):
+    cluster_selector: EKSClusterSelector = Field(default_factory=EKSClusterSelector)
+    role_arn: str | None = Field(default=None, alias="roleARN", pattern=r"^arn:[a-z0-9-]+:iam::")
+    """Written as `awsAuthConfig.roleARN`: the role Argo CD assumes to reach the clusters."""
+
+
+class ClusterSetGenerator(ApiModel):
+    awseks: AWSEKSGenerator
+
+
+class SecretTemplateMeta(ApiModel):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class SecretTemplate(ApiModel):
+    metadata: SecretTemplateMeta = Field(default_factory=SecretTemplateMeta)
+
+
+class ClusterSetSpec(ApiModel):
+    generators: list[ClusterSetGenerator] = Field(min_length=1, max_length=16)
+    template: SecretTemplate = Field(default_factory=SecretTemplate)
+
+
+class ClusterSetStatus(ApiModel):
+    observed_generation: int | None = None
+    clusters: list[str] | None = None
+    """Names of the ACTIVE EKS clusters the generators selected."""
+    secrets_written: list[str] | None = None
+    """Names of the Argo CD cluster Secrets that are in sync with those clusters."""
+    not_owned: list[str] | None = None
+    """Secrets with this ClusterSet's label (or a name it wants) that it does not own: okra
+    leaves them alone and lists them here so nobody mistakes them for okra's."""
+    errors: list[str] | None = None
+    """What kept a cluster or Secret from being synced, each saying what to fix."""
+    conditions: list[Condition] | None = None
+
+
+class ClusterSet(ApiModel):
+    """EKS clusters selected by tags; one Argo CD cluster Secret per cluster."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="ClusterSet",
+        plural="clustersets",
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+            PrinterColumn("Clusters", "string", ".status.clusters", priority=1),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "ClusterSet"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ClusterSetSpec
+    status: ClusterSetStatus | None = None
+
+
+CLUSTERSET_MODELS: tuple[type[ApiModel], ...] = (ClusterSet,)

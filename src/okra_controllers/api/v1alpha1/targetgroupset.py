@@ -1,0 +1,105 @@
+"""AWSTargetGroupSet: AWSTargetGroups generated from the TargetGroupBindings of many clusters.
+
+Field names follow the original okra: `generators` (`argocdClusters` selects Argo CD cluster
+Secrets by label, `awseks` selects EKS clusters by tag), `bindingSelector` (which
+TargetGroupBindings in each cluster count), and `template` (the metadata of every generated
+AWSTargetGroup; `{{.cluster.name}}`, `{{.awseks.cluster.name}}` and
+`{{.awseks.cluster.tags.KEY}}` are substituted, which is how a cluster's version tag becomes the
+target group's version label).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from okra_controllers.api.v1alpha1.cell import LabelSelector
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_runtime.crdgen import CRDInfo, PrinterColumn
+
+
+class ArgoCDClustersGenerator(ApiModel):
+    selector: LabelSelector = Field(default_factory=LabelSelector)
+    """Argo CD cluster Secrets (in the set's namespace) whose labels match."""
+
+
+class EKSClusterSelector(ApiModel):
+    match_tags: dict[str, str] = Field(default_factory=dict)
+
+
+class AWSEKSGenerator(ApiModel):
+    cluster_selector: EKSClusterSelector = Field(default_factory=EKSClusterSelector)
+
+
+class TargetGroupSetGenerator(ApiModel):
+    """Exactly one generator kind."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "(has(self.argocdClusters) ? 1 : 0) + (has(self.awseks) ? 1 : 0) == 1",
+                    "message": "a generator has exactly one of argocdClusters, awseks",
+                }
+            ]
+        }
+    }
+    argocd_clusters: ArgoCDClustersGenerator | None = Field(default=None, alias="argocdClusters")
+    awseks: AWSEKSGenerator | None = None
+
+
+class TemplateMetadata(ApiModel):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class TargetGroupTemplate(ApiModel):
+    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
+
+
+class AWSTargetGroupSetSpec(ApiModel):
+    generators: list[TargetGroupSetGenerator] = Field(min_length=1, max_length=16)
+    binding_selector: LabelSelector = Field(default_factory=LabelSelector)
+    """TargetGroupBindings (elbv2.k8s.aws/v1beta1, any namespace) whose labels match."""
+    template: TargetGroupTemplate = Field(default_factory=TargetGroupTemplate)
+    binding_template: TargetGroupTemplate | None = None
+    """When given, an AWSTargetGroupBinding is generated beside each AWSTargetGroup."""
+
+
+class ClusterStatus(ApiModel):
+    name: str
+    reachable: bool
+    message: str = ""
+    target_groups: int = 0
+
+
+class AWSTargetGroupSetStatus(ApiModel):
+    observed_generation: int | None = None
+    clusters: list[ClusterStatus] | None = None
+    conditions: list[Condition] | None = None
+
+
+class AWSTargetGroupSet(ApiModel):
+    """Registers the target groups of every selected cluster's TargetGroupBindings."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="AWSTargetGroupSet",
+        plural="awstargetgroupsets",
+        short_names=("awstgs",),
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+            PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Ready")].reason'),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "AWSTargetGroupSet"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AWSTargetGroupSetSpec
+    status: AWSTargetGroupSetStatus | None = None
+
+
+TARGETGROUPSET_MODELS: tuple[type[ApiModel], ...] = (AWSTargetGroupSet,)

@@ -1,0 +1,1 @@
+"""Reaching workload clusters: Argo CD cluster Secrets parsed and turned into cached clients."""

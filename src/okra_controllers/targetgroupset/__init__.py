@@ -1,0 +1,1 @@
+"""The AWSTargetGroupSet controller: TargetGroupBindings of many clusters → AWSTargetGroups."""

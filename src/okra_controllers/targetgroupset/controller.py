@@ -1,0 +1,448 @@
+"""The AWSTargetGroupSet controller, in observe → plan → act → report.
+
+observe: the set; the Argo CD cluster Secrets its `argocdClusters` generators select (cache, the
+set's namespace); for each cluster, concurrently and each with its own timeout, the
+TargetGroupBindings matching `bindingSelector` in all namespaces, through a cached connection
+(`ClusterConnections`, rebuilt when the Secret changes); the AWSTargetGroups this set generated
+(owner index). plan: `plan.plan` (pure). act: server-side apply of new or changed groups, delete
+of pruned ones (uid precondition). report: per-cluster status, a `Ready` condition, Events when a
+cluster becomes unreachable or reachable again and when groups are registered or pruned.
+
+Nothing is kept in memory but connections: a restarted manager re-reads every cluster. The set
+is reconciled every 30 s (TargetGroupBindings live in other clusters, which okra does not watch)
+and at once when one of its Secrets or generated groups changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import datetime
+import functools
+import hashlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from pydantic import ValidationError
+
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.v1alpha1.targetgroupset import (
+    AWSTargetGroupSet,
+    AWSTargetGroupSetStatus,
+    ClusterStatus,
+)
+from okra_controllers.aws.config import AwsConfig
+from okra_controllers.clusters.connect import (
+    SECRET_TYPE_LABEL,
+    ArgoCluster,
+    AwsAuth,
+    ClusterConnections,
+    ClusterSecretError,
+    parse_cluster_secret,
+)
+from okra_controllers.clusterset.controller import AwsReadError, observe_eks
+from okra_controllers.targetgroupset.plan import (
+    BINDING_ANNOTATION,
+    CLUSTER_ANNOTATION,
+    HASH_ANNOTATION,
+    SET_LABEL,
+    Binding,
+    Existing,
+    ObservedCluster,
+    plan,
+)
+from okra_runtime.cache import OWNER_INDEX, Store
+from okra_runtime.client import Client
+from okra_runtime.errors import ApiError, ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.labels import selector_from_dict
+from okra_runtime.manager import Manager
+from okra_runtime.reconcile import Request, Result
+
+if TYPE_CHECKING:
+    from okra_controllers.manager import Settings
+
+TARGET_GROUP_SET = GVK(GROUP, VERSION, "AWSTargetGroupSet")
+TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
+TARGET_GROUP_BINDING = GVK("elbv2.k8s.aws", "v1beta1", "TargetGroupBinding")
+SECRET = GVK("", "v1", "Secret")
+FIELD_MANAGER = "okra-targetgroupset-controller"
+RESYNC = 30.0
+CLUSTER_TIMEOUT = 10.0
+"""Seconds one cluster may take to answer before it is reported unreachable."""
+log = structlog.get_logger("okra.targetgroupset")
+
+__all__ = [
+    "TARGET_GROUP_BINDING",
+    "TARGET_GROUP_SET",
+    "TargetGroupSetReconciler",
+    "register",
+    "sets_for_secret",
+    "setup_targetgroupsets",
+]
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+def _cluster_selectors(raw_set: dict[str, Any]) -> list[dict[str, str]]:
+    gens = (raw_set.get("spec") or {}).get("generators") or []
+    return [
+        ((g.get("argocdClusters") or {}).get("selector") or {}).get("matchLabels") or {}
+        for g in gens
+        if "argocdClusters" in g
+    ]
+
+
+class TargetGroupSetReconciler:
+    def __init__(
+        self,
+        mgr: Manager,
+        events: EventRecorder,
+        connections: ClusterConnections,
+        aws: AwsConfig | None = None,
+        clock: Callable[[], datetime.datetime] = utcnow,
+        resync: float = RESYNC,
+    ) -> None:
+        self.client = mgr.client
+        self.resync = resync
+        self.sets: Store = mgr.informer_for(TARGET_GROUP_SET).store
+        self.groups: Store = mgr.informer_for(TARGET_GROUP).store
+        self.secrets: Store = mgr.informer_for(SECRET).store
+        self.events = events
+        self.connections = connections
+        self.aws = aws or connections.aws
+        self.clock = clock
+
+    # -- observe ---------------------------------------------------------------
+
+    def _cluster_secrets(self, ns: str, raw_set: dict[str, Any]) -> list[dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for match in _cluster_selectors(raw_set):
+            sel = selector_from_dict({"matchLabels": {**match, SECRET_TYPE_LABEL: "cluster"}})
+            for s in self.secrets.list(ns, sel):
+                found[s["metadata"].get("uid") or s["metadata"]["name"]] = s
+        return list(found.values())
+
+    async def _observe_secret(
+        self, secret: dict[str, Any], binding_selector: str
+    ) -> ObservedCluster:
+        ref = secret["metadata"]["name"]
+        try:
+            cluster = parse_cluster_secret(secret)
+        except ClusterSecretError as e:
+            return ObservedCluster(ref, None, str(e))
+        variables = {
+            "cluster": {"name": cluster.name, "server": cluster.server, "labels": cluster.labels}
+        }
+        return await self._read(
+            cluster.name,
+            cluster.server,
+            variables,
+            lambda: self.connections.client_for(secret),
+            binding_selector,
+        )
+
+    async def _read(
+        self,
+        name: str,
+        server: str,
+        variables: dict[str, Any],
+        connect: Callable[[], Awaitable[Client]],
+        binding_selector: str,
+    ) -> ObservedCluster:
+        """The cluster's TargetGroupBindings, or why they could not be read."""
+        try:
+            client = await connect()
+            items = await asyncio.wait_for(
+                client.list(TARGET_GROUP_BINDING, label_selector=binding_selector or None),
+                CLUSTER_TIMEOUT,
+            )
+        except TimeoutError:
+            return ObservedCluster(name, None, f"no answer from {server} in {CLUSTER_TIMEOUT:g}s")
+        except Exception as e:  # one cluster's failure must not stop the others
+            return ObservedCluster(name, None, _describe(server, e))
+        bindings = tuple(
+            Binding(
+                b["metadata"].get("namespace") or "",
+                b["metadata"]["name"],
+                str((b.get("spec") or {}).get("targetGroupARN") or ""),
+            )
+            for b in items.items
+        )
+        return ObservedCluster(name, bindings, vars=variables)
+
+    async def _observe_eks(
+        self,
+        ns: str,
+        tgs: AWSTargetGroupSet,
+        binding_selector: str,
+        taken: set[str],
+        existing_clusters: set[str],
+    ) -> list[ObservedCluster]:
+        """Clusters of the `awseks` generators: EKS clusters whose tags match, reached through
+        the Argo CD Secret naming them in `awsAuthConfig.clusterName` if there is one (its
+        credentials win), else directly (DescribeCluster's endpoint and CA, an EKS token)."""
+        gens = [g.awseks for g in tgs.spec.generators if g.awseks is not None]
+        if not gens:
+            return []
+        try:
+            found = await observe_eks(self.aws)
+        except AwsReadError as e:
+            # Nothing is known: keep every group of a cluster not seen through a Secret.
+            return [ObservedCluster(c, None, str(e)) for c in sorted(existing_clusters - taken)]
+        by_eks_name: dict[str, dict[str, Any]] = {}
+        for s in self.secrets.list(ns, f"{SECRET_TYPE_LABEL}=cluster"):
+            try:
+                parsed = parse_cluster_secret(s)
+            except ClusterSecretError:
+                continue
+            if parsed.aws_auth is not None:
+                by_eks_name.setdefault(parsed.aws_auth.cluster_name, s)
+        out = [
+            ObservedCluster(name, None, "EKS DescribeCluster failed")
+            for name in found.unknown
+            if name not in taken
+        ]
+        reads: list[Awaitable[ObservedCluster]] = []
+        for c in sorted(found.clusters, key=lambda c: c.name):
+            if c.name in taken or not any(
+                all(c.tags.get(k) == v for k, v in g.cluster_selector.match_tags.items())
+                for g in gens
+            ):
+                continue
+            if c.status in ("DELETING", "FAILED"):
+                continue  # gone: its groups are pruned
+            if c.status != "ACTIVE" or not c.endpoint:
+                out.append(ObservedCluster(c.name, None, f"EKS cluster is {c.status}"))
+                continue
+            variables: dict[str, Any] = {
+                "cluster": {"name": c.name, "server": c.endpoint},
+                "awseks": {"cluster": {"name": c.name, "tags": dict(c.tags)}},
+            }
+            secret = by_eks_name.get(c.name)
+            if secret is not None:
+                parsed = parse_cluster_secret(secret)
+                server = parsed.server
+                variables["cluster"] = {"name": c.name, "server": server, "labels": parsed.labels}
+                connect: Callable[[], Awaitable[Client]] = functools.partial(
+                    self.connections.client_for, secret
+                )
+            else:
+                server = c.endpoint
+                try:
+                    ca = base64.b64decode(c.ca_data, validate=True) if c.ca_data else None
+                except binascii.Error:
+                    out.append(ObservedCluster(c.name, None, "EKS CA data is not base64"))
+                    continue
+                direct = ArgoCluster(
+                    name=c.name, server=c.endpoint, ca_data=ca, aws_auth=AwsAuth(c.name)
+                )
+                version = hashlib.sha256(f"{c.endpoint}\n{c.ca_data}".encode()).hexdigest()
+                connect = functools.partial(
+                    self.connections.client_for_cluster, f"eks:{c.name}", version, direct
+                )
+            reads.append(self._read(c.name, server, variables, connect, binding_selector))
+        return out + list(await asyncio.gather(*reads))
+
+    # -- reconcile -------------------------------------------------------------
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.sets.get(req.name, req.namespace)
+        if raw is None:
+            return None
+        try:
+            tgs = AWSTargetGroupSet.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            self.events.event(
+                raw, "Warning", "InvalidSpec", f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
+            )
+            return None
+        ns, uid = req.namespace, tgs.metadata.uid or ""
+        secrets = self._cluster_secrets(ns, raw)
+        selector = str(selector_from_dict(tgs.spec.binding_selector.model_dump(by_alias=True)))
+        observed = list(await asyncio.gather(*(self._observe_secret(s, selector) for s in secrets)))
+        existing = [
+            Existing(
+                g["metadata"]["name"],
+                (g["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, ""),
+                (g["metadata"].get("annotations") or {}).get(HASH_ANNOTATION, ""),
+            )
+            for g in self.groups.by_index(OWNER_INDEX, uid)
+            if (g["metadata"].get("labels") or {}).get(SET_LABEL) == req.name
+        ]
+        taken = {c.name for c in observed}
+        observed += await self._observe_eks(ns, tgs, selector, taken, {e.cluster for e in existing})
+        p = plan(req.name, uid, ns, tgs.spec, observed, existing)
+        live = {s["metadata"].get("uid") for s in self.secrets.list()}
+        await self.connections.retain(lambda key: key.startswith("eks:") or key in live)
+
+        # act
+        errors: list[str] = []
+        for obj in p.apply:
+            name = obj["metadata"]["name"]
+            try:
+                await self.client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+            except ApiError as e:
+                errors.append(f"apply {name}: {e}")
+                continue
+            if not any(e.name == name for e in existing):
+                ann = obj["metadata"]["annotations"]
+                self.events.event(
+                    raw,
+                    "Normal",
+                    "TargetGroupRegistered",
+                    f"AWSTargetGroup {name} for {ann[BINDING_ANNOTATION]}"
+                    f" in cluster {ann[CLUSTER_ANNOTATION]}",
+                )
+        for name in p.delete:
+            current = self.groups.get(name, ns)
+            try:
+                await self.client.delete(
+                    TARGET_GROUP,
+                    name,
+                    ns,
+                    uid=(current or {}).get("metadata", {}).get("uid"),
+                    missing_ok=True,
+                )
+            except ApiError as e:
+                errors.append(f"delete {name}: {e}")
+                continue
+            self.events.event(
+                raw, "Normal", "TargetGroupPruned", f"AWSTargetGroup {name}: its binding is gone"
+            )
+
+        # report
+        await self._report(raw, tgs, p.clusters, errors)
+        return Result(requeue_after=self.resync)
+
+    async def _report(
+        self,
+        raw: dict[str, Any],
+        tgs: AWSTargetGroupSet,
+        clusters: Any,
+        errors: list[str],
+    ) -> None:
+        old = tgs.status or AWSTargetGroupSetStatus()
+        was_reachable = {c.name: c.reachable for c in old.clusters or []}
+        new_clusters = [
+            ClusterStatus(
+                name=c.name, reachable=c.reachable, message=c.message, target_groups=c.target_groups
+            )
+            for c in clusters
+        ]
+        for c in new_clusters:
+            before = was_reachable.get(c.name)
+            if not c.reachable and before is not False:
+                self.events.event(
+                    raw, "Warning", "ClusterUnreachable", f"cluster {c.name}: {c.message}"
+                )
+            elif c.reachable and before is False:
+                self.events.event(raw, "Normal", "ClusterReachable", f"cluster {c.name} is back")
+        down = [c for c in new_clusters if not c.reachable]
+        broken = [c for c in new_clusters if c.reachable and c.message.startswith("template:")]
+        if errors:
+            status, reason, message = "False", "WriteFailed", "; ".join(errors)[:2000]
+        elif down:
+            status, reason = "False", "ClusterUnreachable"
+            message = "; ".join(f"{c.name}: {c.message}" for c in down)[:2000]
+        elif broken:
+            status, reason = "False", "TemplateError"
+            message = "; ".join(f"{c.name}: {c.message}" for c in broken)[:2000]
+        elif not new_clusters:
+            status, reason, message = "False", "NoClusters", "no Argo CD cluster Secret matches"
+        else:
+            status, reason = "True", "Synced"
+            message = f"{sum(c.target_groups for c in new_clusters)} target group(s) from " + (
+                f"{len(new_clusters)} cluster(s)"
+            )
+        gen = tgs.metadata.generation
+        prev = next((c for c in old.conditions or [] if c.type == "Ready"), None)
+        since = (
+            prev.last_transition_time
+            if prev is not None and prev.status == status
+            else self.clock()
+        )
+        cond = Condition(
+            type="Ready",
+            status=status,  # type: ignore[arg-type]
+            reason=reason,
+            message=message,
+            last_transition_time=since,
+            observed_generation=gen,
+        )
+        new = AWSTargetGroupSetStatus(
+            observed_generation=gen, clusters=new_clusters, conditions=[cond]
+        )
+        if new == old:
+            return
+        if errors and (prev is None or prev.reason != "WriteFailed"):
+            self.events.event(raw, "Warning", "WriteFailed", message)
+        raw["status"] = new.model_dump(by_alias=True, exclude_none=True, mode="json")
+        with contextlib.suppress(ConflictError, NotFoundError):  # the resync reports again
+            await self.client.update_status(raw)
+
+
+def _describe(server: str, e: BaseException) -> str:
+    """What went wrong reaching a cluster, without anything secret (the server URL and the
+    error's type and message only: ApiError messages are the server's, no request headers)."""
+    text = str(e) or type(e).__name__
+    return f"cannot reach {server}: {text}"[:500]
+
+
+def sets_for_secret(sets: Store) -> Callable[[dict[str, Any]], list[Request]]:
+    """Map an Argo CD cluster Secret to the sets in its namespace whose generators select it
+    (every set with an `awseks` generator: it may reach its EKS clusters through any Secret)."""
+
+    def mapper(secret: dict[str, Any]) -> list[Request]:
+        labels = secret["metadata"].get("labels") or {}
+        if labels.get(SECRET_TYPE_LABEL) != "cluster":
+            return []
+        ns = secret["metadata"].get("namespace") or ""
+        return [
+            Request(s["metadata"]["name"], ns)
+            for s in sets.list(ns)
+            if any("awseks" in g for g in (s.get("spec") or {}).get("generators") or [])
+            or any(all(labels.get(k) == v for k, v in m.items()) for m in _cluster_selectors(s))
+        ]
+
+    return mapper
+
+
+def register(
+    mgr: Manager, aws: AwsConfig, *, concurrency: int = 1, resync: float = RESYNC
+) -> tuple[TargetGroupSetReconciler, ClusterConnections]:
+    """Wire the controller into `mgr`; the connections are closed when the manager stops."""
+    connections = ClusterConnections(aws)
+    rec = TargetGroupSetReconciler(
+        mgr, mgr.event_recorder("targetgroupset-controller"), connections, resync=resync
+    )
+    sets = mgr.informer_for(TARGET_GROUP_SET).store
+    (
+        mgr.builder("targetgroupset")
+        .for_(TARGET_GROUP_SET)
+        .owns(TARGET_GROUP)
+        .watches(SECRET, sets_for_secret(sets))
+        .with_options(max_concurrent_reconciles=concurrency)
+        .complete(rec)
+    )
+
+    async def close_connections() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await connections.close()
+
+    mgr.add_runnable("targetgroupset-connections", close_connections, needs_leader=False)
+    return rec, connections
+
+
+def setup_targetgroupsets(mgr: Manager, settings: Settings) -> None:
+    """The manager's entry (`CONTROLLERS["targetgroupset"]`)."""
+    register(mgr, settings.aws, concurrency=settings.concurrency)
