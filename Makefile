@@ -53,8 +53,8 @@ lint: $(STAMP) check-manifests check-rbac
 	$(BIN)/lint-imports
 
 fmt: $(STAMP)
-	$(BIN)/ruff format src test examples
-	$(BIN)/ruff check --fix src test examples
+	$(BIN)/ruff format src test examples bench
+	$(BIN)/ruff check --fix src test examples bench
 
 test: lint
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \

@@ -30,6 +30,7 @@ from okra_controllers.cell.controller import (
 )
 from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
 from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.targetgroupbinding.controller import setup_targetgroupbindings
 from okra_controllers.targetgroupset.controller import setup_targetgroupsets
 from okra_runtime import (
     Client,
@@ -130,6 +131,7 @@ CONTROLLERS: dict[str, Setup] = {
     "cell": setup_cells,
     "clusterset": setup_clustersets,
     "targetgroupset": setup_targetgroupsets,
+    "targetgroupbinding": setup_targetgroupbindings,
     "pause": setup_pauses,
 }
 

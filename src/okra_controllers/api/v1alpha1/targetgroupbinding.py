@@ -1,0 +1,171 @@
+"""AWSTargetGroupBinding: the targets of one AWS target group, gathered across clusters.
+
+Field names follow the original okra (seed `000`): `targetGroupARN` names an existing group; when
+it is empty, `targetGroup` describes the group to create (its ARN is then recorded in
+`status.targetGroupARN`). Each entry of `targets` is one of:
+
+- `ids`: IP addresses or instance IDs, registered as given;
+- `clusterName` (an Argo CD cluster, by the `name` in its Secret) with `nodeName` or
+  `nodeSelector`: the instances behind those Nodes (`spec.providerID`);
+- `clusterSelector` (Argo CD cluster Secrets by label) with `nodeSelector`: the same, across
+  every selected cluster.
+
+`nodeSelector` is accepted in the three spellings the original documents use: a label selector
+(`{matchLabels: {...}}`), `{labels: {...}}`, and a plain map of labels (`{type: node}`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from okra_controllers.api.v1alpha1.cell import LabelSelector
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_runtime.crdgen import CRDInfo, PrinterColumn
+
+
+class NodeSelector(ApiModel):
+    """Nodes whose labels include all of these. `{type: node}` means `{matchLabels: {type:
+    node}}`; `labels` is another name for `matchLabels`."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {"x-kubernetes-preserve-unknown-fields": True}
+    }
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_labels(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        known = {"matchLabels", "match_labels", "labels"}
+        plain = {k: v for k, v in data.items() if k not in known}
+        if not plain:
+            return data
+        bad = [k for k, v in plain.items() if not isinstance(v, str)]
+        if bad:
+            raise ValueError(
+                f"nodeSelector: {', '.join(sorted(bad))} must be label values (strings); "
+                "write {matchLabels: {KEY: VALUE}} or {KEY: VALUE}"
+            )
+        rest = {k: v for k, v in data.items() if k in known}
+        match = dict(rest.pop("matchLabels", None) or rest.pop("match_labels", None) or {})
+        return {**rest, "matchLabels": {**plain, **match}}
+
+    def selector(self) -> dict[str, str]:
+        """The labels a Node must carry (every spelling merged)."""
+        return {**self.labels, **self.match_labels}
+
+
+class TargetGroupSpec(ApiModel):
+    """The target group to create when `targetGroupARN` is empty (reused if one of this name
+    exists already)."""
+
+    name: str = Field(
+        min_length=1, max_length=32, pattern=r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$"
+    )
+    protocol: str = "HTTP"
+    port: int | None = Field(default=None, ge=1, le=65535)
+    """Defaults to the first target's port."""
+    vpc_id: str = Field(alias="vpcID", min_length=1)
+    target_type: str = "instance"
+
+
+class TargetSpec(ApiModel):
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.ids) != (has(self.clusterName) || has(self.clusterSelector))",
+                    "message": "a target has either ids, or clusterName / clusterSelector",
+                },
+                {
+                    "rule": "!(has(self.clusterName) && has(self.clusterSelector))",
+                    "message": "a target has at most one of clusterName, clusterSelector",
+                },
+                {
+                    "rule": "!has(self.nodeName) || has(self.clusterName)",
+                    "message": "nodeName needs clusterName",
+                },
+            ]
+        }
+    }
+    name: str = Field(min_length=1)
+    ids: list[str] | None = None
+    """IP addresses or instance IDs."""
+    cluster_name: str | None = None
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    cluster_selector: LabelSelector | None = None
+    port: int = Field(ge=1, le=65535)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TargetSpec:
+        has_cluster = self.cluster_name is not None or self.cluster_selector is not None
+        if (self.ids is not None) == has_cluster:
+            raise ValueError(
+                f"target {self.name}: give either ids, or clusterName / clusterSelector"
+            )
+        if self.cluster_name is not None and self.cluster_selector is not None:
+            raise ValueError(f"target {self.name}: give clusterName or clusterSelector, not both")
+        if self.node_name is not None and self.cluster_name is None:
+            raise ValueError(f"target {self.name}: nodeName needs clusterName")
+        return self
+
+
+class AWSTargetGroupBindingSpec(ApiModel):
+    target_group_arn: str | None = Field(default=None, alias="targetGroupARN")
+    target_group: TargetGroupSpec | None = None
+    targets: list[TargetSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _group(self) -> AWSTargetGroupBindingSpec:
+        if not self.target_group_arn and self.target_group is None:
+            raise ValueError("give targetGroupARN, or targetGroup to have the group created")
+        names = [t.name for t in self.targets]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"targets: names must be unique ({', '.join(dup)} repeated)")
+        return self
+
+
+class TargetStatus(ApiModel):
+    name: str
+    port: int
+    clusters: list[str] | None = None
+    ids: list[str] = Field(default_factory=list)
+
+
+class AWSTargetGroupBindingStatus(ApiModel):
+    observed_generation: int | None = None
+    target_group_arn: str | None = Field(default=None, alias="targetGroupARN")
+    targets: list[TargetStatus] | None = None
+    conditions: list[Condition] | None = None
+
+
+class AWSTargetGroupBinding(ApiModel):
+    """Registers IPs, instances, and the nodes of many clusters into one AWS target group."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="AWSTargetGroupBinding",
+        plural="awstargetgroupbindings",
+        short_names=("awstgb",),
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("ARN", "string", ".status.targetGroupARN", priority=1),
+            PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+            PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Synced")].reason'),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "AWSTargetGroupBinding"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AWSTargetGroupBindingSpec
+    status: AWSTargetGroupBindingStatus | None = None
+
+
+TARGETGROUPBINDING_MODELS: tuple[type[ApiModel], ...] = (AWSTargetGroupBinding,)

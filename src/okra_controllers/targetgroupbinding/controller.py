@@ -1,0 +1,513 @@
+"""The AWSTargetGroupBinding controller, in observe → plan → act → report.
+
+observe: the binding; the Argo CD cluster Secrets of its namespace that its entries name
+(`clusterName`, matched against the `name` in the Secret, else the Secret's own name) or select
+(`clusterSelector`); the Nodes of each of those clusters, concurrently and each with its own
+timeout, through a cached connection (`ClusterConnections`); one DescribeTargetHealth for what
+the group holds. plan: `plan.plan` (pure). act: CreateTargetGroup when the binding has no ARN
+(an existing group of that name is reused), then at most one RegisterTargets and one
+DeregisterTargets, none when the group already holds exactly what is wanted. report: the ARN
+and per-entry targets in status, a `Synced` condition, Events.
+
+Deletion: the finalizer `okra.mumo.co/targetgroupbinding` holds the binding until the targets
+its status lists are deregistered (one DeregisterTargets). The target group itself is kept, even
+one okra created: a group may be in a listener's forward action, and deleting it is not okra's
+call.
+
+Nothing is kept in memory but connections. The binding is reconciled every 30 s (Nodes live in
+other clusters, which okra does not watch) and at once when it or a cluster Secret of its
+namespace changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
+
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.v1alpha1.targetgroupbinding import (
+    AWSTargetGroupBinding,
+    AWSTargetGroupBindingStatus,
+    TargetGroupSpec,
+)
+from okra_controllers.aws.config import AwsConfig
+from okra_controllers.clusters.connect import (
+    SECRET_TYPE_LABEL,
+    ClusterConnections,
+    ClusterSecretError,
+    parse_cluster_secret,
+)
+from okra_controllers.targetgroupbinding.plan import Node, ObservedCluster, Plan, Target, plan
+from okra_runtime.errors import ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.labels import selector_from_dict
+from okra_runtime.manager import Manager
+from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
+from okra_runtime.reconcile import Request, Result
+
+if TYPE_CHECKING:
+    from okra_controllers.manager import Settings
+
+TARGET_GROUP_BINDING = GVK(GROUP, VERSION, "AWSTargetGroupBinding")
+SECRET = GVK("", "v1", "Secret")
+NODE = GVK("", "v1", "Node")
+FINALIZER = "okra.mumo.co/targetgroupbinding"
+RESYNC = 30.0
+CLUSTER_TIMEOUT = 10.0
+"""Seconds one cluster may take to list its Nodes before it is reported unreachable."""
+MAX_IDS_IN_EVENT = 20
+log = structlog.get_logger("okra.targetgroupbinding")
+
+__all__ = [
+    "FINALIZER",
+    "TARGET_GROUP_BINDING",
+    "TargetGroupBindingReconciler",
+    "bindings_for_secret",
+    "register",
+    "setup_targetgroupbindings",
+]
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+class AwsError(RuntimeError):
+    """An AWS call failed; the message names the call and AWS's error code."""
+
+
+def _aws_error(call: str, e: Exception) -> AwsError:
+    if isinstance(e, ClientError):
+        err = e.response.get("Error", {})
+        return AwsError(f"{call}: {err.get('Code', 'error')}: {err.get('Message', '')}".strip())
+    return AwsError(f"{call}: {e}")
+
+
+def _code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", ""))
+
+
+def _node(raw: dict[str, Any]) -> Node:
+    meta = raw.get("metadata") or {}
+    return Node(
+        name=str(meta.get("name", "")),
+        labels=dict(meta.get("labels") or {}),
+        provider_id=(raw.get("spec") or {}).get("providerID"),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+def _show(ids: list[str]) -> str:
+    more = len(ids) - MAX_IDS_IN_EVENT
+    return ", ".join(ids[:MAX_IDS_IN_EVENT]) + (f" and {more} more" if more > 0 else "")
+
+
+def _targets(ts: tuple[Target, ...]) -> list[dict[str, Any]]:
+    return [{"Id": i, "Port": p} for i, p in ts]
+
+
+class TargetGroupBindingReconciler:
+    def __init__(
+        self,
+        mgr: Manager,
+        events: EventRecorder,
+        connections: ClusterConnections,
+        aws: AwsConfig | None = None,
+        clock: Callable[[], datetime.datetime] = utcnow,
+        resync: float = RESYNC,
+    ) -> None:
+        self.client = mgr.client
+        self.bindings = mgr.informer_for(TARGET_GROUP_BINDING).store
+        self.secrets = mgr.informer_for(SECRET).store
+        self.events = events
+        self.connections = connections
+        self.aws = aws or connections.aws
+        self.clock = clock
+        self.resync = resync
+
+    # -- observe ---------------------------------------------------------------
+
+    def _clusters(
+        self, ns: str, tgb: AWSTargetGroupBinding
+    ) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]], dict[str, ObservedCluster]]:
+        """Entry → cluster names; cluster name → its Secret; clusters known to be unreadable
+        (no Secret names them, or their Secret is unusable)."""
+        secrets = self.secrets.list(ns, f"{SECRET_TYPE_LABEL}=cluster")
+        by_name: dict[str, dict[str, Any]] = {}
+        bad: dict[str, str] = {}
+        for s in sorted(secrets, key=lambda s: s["metadata"]["name"]):
+            try:
+                by_name.setdefault(parse_cluster_secret(s).name, s)
+            except ClusterSecretError as e:
+                bad[s["metadata"]["name"]] = str(e)
+        clusters_of: dict[str, list[str]] = {}
+        used: dict[str, dict[str, Any]] = {}
+        failed: dict[str, ObservedCluster] = {}
+        for t in tgb.spec.targets:
+            if t.cluster_name is not None:
+                name = t.cluster_name
+                secret = by_name.get(name) or next(
+                    (s for s in by_name.values() if s["metadata"]["name"] == name), None
+                )
+                clusters_of[t.name] = [name]
+                if secret is not None:
+                    used[name] = secret
+                else:
+                    why = bad.get(name) or (
+                        f"no Argo CD cluster Secret in namespace {ns} names cluster {name}"
+                    )
+                    failed[name] = ObservedCluster(name, None, why)
+            elif t.cluster_selector is not None:
+                sel = selector_from_dict(t.cluster_selector.model_dump(by_alias=True))
+                names = []
+                for name, s in by_name.items():
+                    if sel.matches(s["metadata"].get("labels")):
+                        names.append(name)
+                        used[name] = s
+                for sname, why in bad.items():
+                    s = next(x for x in secrets if x["metadata"]["name"] == sname)
+                    if sel.matches(s["metadata"].get("labels")):
+                        names.append(sname)
+                        failed[sname] = ObservedCluster(sname, None, why)
+                clusters_of[t.name] = names
+        return clusters_of, used, failed
+
+    async def _nodes(self, name: str, secret: dict[str, Any]) -> ObservedCluster:
+        server = ""
+        try:
+            server = parse_cluster_secret(secret).server
+            client = await self.connections.client_for(secret)
+            items = await asyncio.wait_for(client.list(NODE), CLUSTER_TIMEOUT)
+        except TimeoutError:
+            return ObservedCluster(name, None, f"no answer from {server} in {CLUSTER_TIMEOUT:g}s")
+        except Exception as e:  # one cluster's failure must not stop the others
+            text = str(e) or type(e).__name__
+            return ObservedCluster(name, None, f"cannot reach {server}: {text}"[:500])
+        return ObservedCluster(name, tuple(_node(n) for n in items.items))
+
+    async def _ensure_group(
+        self, elb: Any, spec: TargetGroupSpec, default_port: int
+    ) -> tuple[str, bool]:
+        """The ARN of the group named `spec.name`, created if missing; True if created."""
+        try:
+            out = await elb.describe_target_groups(Names=[spec.name])
+            return str(out["TargetGroups"][0]["TargetGroupArn"]), False
+        except ClientError as e:
+            if _code(e) != "TargetGroupNotFound":
+                raise _aws_error("DescribeTargetGroups", e) from None
+        try:
+            out = await elb.create_target_group(
+                Name=spec.name,
+                Protocol=spec.protocol,
+                Port=spec.port or default_port,
+                VpcId=spec.vpc_id,
+                TargetType=spec.target_type,
+            )
+        except (ClientError, BotoCoreError) as e:
+            raise _aws_error("CreateTargetGroup", e) from None
+        return str(out["TargetGroups"][0]["TargetGroupArn"]), True
+
+    async def _registered(self, elb: Any, arn: str) -> set[Target] | None:
+        """The group's targets (draining ones are gone already); None if the group is gone."""
+        try:
+            out = await elb.describe_target_health(TargetGroupArn=arn)
+        except ClientError as e:
+            if _code(e) == "TargetGroupNotFound":
+                return None
+            raise _aws_error("DescribeTargetHealth", e) from None
+        except BotoCoreError as e:
+            raise _aws_error("DescribeTargetHealth", e) from None
+        return {
+            (str(d["Target"]["Id"]), int(d["Target"].get("Port") or 0))
+            for d in out.get("TargetHealthDescriptions", [])
+            if (d.get("TargetHealth") or {}).get("State") != "draining"
+        }
+
+    # -- reconcile -------------------------------------------------------------
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.bindings.get(req.name, req.namespace)
+        if raw is None:
+            await self._forget_gone_secrets()
+            return None
+        if raw["metadata"].get("deletionTimestamp"):
+            return await self._finalize(raw)
+        try:
+            tgb = AWSTargetGroupBinding.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(map(str, err["loc"]))
+            await self._invalid(raw, f"{loc}: {err['msg']}" if loc else str(err["msg"]))
+            return None
+        finalizers = raw["metadata"].get("finalizers") or []
+        if FINALIZER not in finalizers:
+            raw["metadata"]["finalizers"] = [*finalizers, FINALIZER]
+            try:
+                raw = await self.client.update(raw)
+            except ConflictError:
+                return Result(requeue=True)
+            except NotFoundError:
+                return None
+        ns = req.namespace
+        old = tgb.status or AWSTargetGroupBindingStatus()
+
+        clusters_of, used, failed = self._clusters(ns, tgb)
+        reads = await asyncio.gather(*(self._nodes(n, s) for n, s in sorted(used.items())))
+        observed = {**failed, **{c.name: c for c in reads}}
+        await self._forget_gone_secrets()
+
+        arn = tgb.spec.target_group_arn or ""
+        created = False
+        p: Plan | None = None
+        error = ""
+        try:
+            async with self.aws.client("elbv2") as elb:
+                if not arn and tgb.spec.target_group is not None:
+                    default_port = tgb.spec.targets[0].port if tgb.spec.targets else 80
+                    arn = old.target_group_arn or ""
+                    registered = await self._registered(elb, arn) if arn else None
+                    if registered is None:
+                        arn, created = await self._ensure_group(
+                            elb, tgb.spec.target_group, default_port
+                        )
+                        registered = await self._registered(elb, arn)
+                else:
+                    registered = await self._registered(elb, arn)
+                if registered is None:
+                    raise AwsError(f"target group {arn} does not exist")
+                p = plan(tgb.spec.targets, clusters_of, observed, registered, old.targets or [])
+                if p.register:
+                    try:
+                        await elb.register_targets(TargetGroupArn=arn, Targets=_targets(p.register))
+                    except (ClientError, BotoCoreError) as e:
+                        raise _aws_error("RegisterTargets", e) from None
+                if p.deregister:
+                    try:
+                        await elb.deregister_targets(
+                            TargetGroupArn=arn, Targets=_targets(p.deregister)
+                        )
+                    except (ClientError, BotoCoreError) as e:
+                        raise _aws_error("DeregisterTargets", e) from None
+        except AwsError as e:
+            error = str(e)
+        except BotoCoreError as e:  # endpoint unreachable, credentials missing
+            error = f"AWS: {e}"
+
+        if error:
+            log.warning("target group not synced", target_group=arn, error=error)
+        elif p is not None and not p.in_sync:
+            log.info(
+                "targets synced",
+                target_group=arn,
+                registered=len(p.register),
+                deregistered=len(p.deregister),
+            )
+        if created:
+            self.events.event(raw, "Normal", "TargetGroupCreated", f"target group {arn} created")
+        if p is not None and not error:
+            if p.register:
+                ids = [f"{i}:{port}" for i, port in p.register]
+                self.events.event(raw, "Normal", "TargetsRegistered", _show(ids))
+            if p.deregister:
+                ids = [f"{i}:{port}" for i, port in p.deregister]
+                self.events.event(raw, "Normal", "TargetsDeregistered", _show(ids))
+        await self._report(raw, tgb, arn, p, error)
+        if error:
+            raise AwsError(error)  # retried with backoff; the status says why meanwhile
+        return Result(requeue_after=self.resync)
+
+    async def _finalize(self, raw: dict[str, Any]) -> Result | None:
+        """Deregister what status says this binding registered, then let it go."""
+        finalizers = raw["metadata"].get("finalizers") or []
+        if FINALIZER not in finalizers:
+            return None
+        try:
+            old = AWSTargetGroupBindingStatus.model_validate(raw.get("status") or {})
+        except ValidationError:
+            old = AWSTargetGroupBindingStatus()
+        arn = str((raw.get("spec") or {}).get("targetGroupARN") or old.target_group_arn or "")
+        ours = {(i, t.port) for t in old.targets or [] for i in t.ids}
+        gone: list[Target] = []
+        if arn and ours:
+            try:
+                async with self.aws.client("elbv2") as elb:
+                    registered = await self._registered(elb, arn)
+                    gone = sorted(ours & (registered or set()))
+                    if gone:
+                        try:
+                            await elb.deregister_targets(
+                                TargetGroupArn=arn, Targets=_targets(tuple(gone))
+                            )
+                        except (ClientError, BotoCoreError) as e:
+                            raise _aws_error("DeregisterTargets", e) from None
+            except (AwsError, BotoCoreError) as e:
+                self.events.event(raw, "Warning", "AWSError", f"deregistering targets: {e}")
+                raise
+        if gone:
+            self.events.event(
+                raw, "Normal", "TargetsDeregistered", _show([f"{i}:{p}" for i, p in gone])
+            )
+            log.info("targets deregistered on delete", target_group=arn, deregistered=len(gone))
+        raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        try:
+            await self.client.update(raw)
+        except ConflictError:
+            return Result(requeue=True)
+        except NotFoundError:
+            pass
+        return None
+
+    async def _forget_gone_secrets(self) -> None:
+        live = {s["metadata"].get("uid") for s in self.secrets.list()}
+        await self.connections.retain(lambda key: key in live)
+
+    # -- report ----------------------------------------------------------------
+
+    def _condition(
+        self, old: AWSTargetGroupBindingStatus, status: str, reason: str, message: str, gen: Any
+    ) -> Condition:
+        prev = next((c for c in old.conditions or [] if c.type == "Synced"), None)
+        since = (
+            prev.last_transition_time
+            if prev is not None and prev.status == status
+            else self.clock()
+        )
+        return Condition(
+            type="Synced",
+            status=status,  # type: ignore[arg-type]
+            reason=reason,
+            message=message[:2000],
+            last_transition_time=since,
+            observed_generation=gen,
+        )
+
+    async def _report(
+        self,
+        raw: dict[str, Any],
+        tgb: AWSTargetGroupBinding,
+        arn: str,
+        p: Plan | None,
+        error: str,
+    ) -> None:
+        old = tgb.status or AWSTargetGroupBindingStatus()
+        gen = tgb.metadata.generation
+        if error:
+            status, reason, message = "False", "AWSError", error
+        elif p is not None and p.unreachable:
+            status, reason = "False", "ClusterUnreachable"
+            message = "; ".join(f"{c}: {why}" for c, why in p.unreachable) + (
+                " (their targets are kept as last seen)"
+            )
+        else:
+            n = sum(len(e.ids) for e in p.entries) if p is not None else 0
+            status, reason, message = "True", "Synced", f"{n} target(s) in {arn}"
+        cond = self._condition(old, status, reason, message, gen)
+        new = AWSTargetGroupBindingStatus(
+            observed_generation=gen,
+            targetGroupARN=arn or old.target_group_arn,
+            targets=[e.status() for e in p.entries] if p is not None and not error else old.targets,
+            conditions=[cond],
+        )
+        if new == old:
+            return
+        prev = next((c for c in old.conditions or [] if c.type == "Synced"), None)
+        if status == "False" and (prev is None or prev.message != cond.message):
+            self.events.event(raw, "Warning", reason, cond.message)
+        elif status == "True" and prev is not None and prev.status == "False":
+            self.events.event(raw, "Normal", "Synced", message)
+        raw["status"] = new.model_dump(by_alias=True, exclude_none=True, mode="json")
+        with contextlib.suppress(ConflictError, NotFoundError):  # the resync reports again
+            await self.client.update_status(raw)
+
+    async def _invalid(self, raw: dict[str, Any], message: str) -> None:
+        self.events.event(raw, "Warning", "InvalidSpec", message)
+        status = dict(raw.get("status") or {})
+        gen = (raw.get("metadata") or {}).get("generation")
+        conds = [c for c in status.get("conditions") or [] if c.get("type") == "Synced"]
+        if conds and conds[0].get("reason") == "InvalidSpec" and conds[0].get("message") == message:
+            return
+        status["observedGeneration"] = gen
+        status["conditions"] = [
+            {
+                "type": "Synced",
+                "status": "False",
+                "reason": "InvalidSpec",
+                "message": message[:2000],
+                "lastTransitionTime": self.clock().isoformat().replace("+00:00", "Z"),
+                "observedGeneration": gen,
+            }
+        ]
+        raw["status"] = status
+        with contextlib.suppress(ConflictError, NotFoundError):
+            await self.client.update_status(raw)
+
+
+def bindings_for_secret(
+    bindings: Any,
+) -> Callable[[dict[str, Any]], list[Request]]:
+    """Map an Argo CD cluster Secret to the bindings of its namespace that reach clusters
+    (`clusterName` or `clusterSelector` in any entry)."""
+
+    def mapper(secret: dict[str, Any]) -> list[Request]:
+        labels = secret["metadata"].get("labels") or {}
+        if labels.get(SECRET_TYPE_LABEL) != "cluster":
+            return []
+        ns = secret["metadata"].get("namespace") or ""
+        return [
+            Request(b["metadata"]["name"], ns)
+            for b in bindings.list(ns)
+            if any(
+                "clusterName" in t or "clusterSelector" in t
+                for t in (b.get("spec") or {}).get("targets") or []
+            )
+        ]
+
+    return mapper
+
+
+def register(
+    mgr: Manager, aws: AwsConfig, *, concurrency: int = 1, resync: float = RESYNC
+) -> tuple[TargetGroupBindingReconciler, ClusterConnections]:
+    """Wire the controller into `mgr`; the connections are closed when the manager stops."""
+    connections = ClusterConnections(aws)
+    rec = TargetGroupBindingReconciler(
+        mgr, mgr.event_recorder("targetgroupbinding-controller"), connections, resync=resync
+    )
+    bindings = mgr.informer_for(TARGET_GROUP_BINDING).store
+    (
+        mgr.builder("targetgroupbinding")
+        .for_(
+            TARGET_GROUP_BINDING,
+            predicates=(
+                Any_(
+                    GenerationChanged(),
+                    FuncPredicate(lambda o: bool(o["metadata"].get("deletionTimestamp"))),
+                ),
+            ),
+        )
+        .watches(SECRET, bindings_for_secret(bindings))
+        .with_options(max_concurrent_reconciles=concurrency)
+        .complete(rec)
+    )
+
+    async def close_connections() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await connections.close()
+
+    mgr.add_runnable("targetgroupbinding-connections", close_connections, needs_leader=False)
+    return rec, connections
+
+
+def setup_targetgroupbindings(mgr: Manager, settings: Settings) -> None:
+    """The manager's entry (`CONTROLLERS["targetgroupbinding"]`)."""
+    register(mgr, settings.aws, concurrency=settings.concurrency)
