@@ -435,3 +435,72 @@ async def test_awseks_generator_selects_clusters_by_tag_and_templates_their_tags
         assert clusters[direct]["reachable"] is False
         assert set(await e.groups()) == {name}
         assert e.workload_plane.token() not in e.logs.getvalue()
+
+
+async def test_a_stopped_workload_apiserver_is_reported_and_recovers(
+    env: Env, control_plane: ControlPlane, workload_plane: ControlPlane
+) -> None:
+    """Two clusters: the management plane doubles as a second workload cluster. Stopping
+    the real workload apiserver marks only that cluster unreachable; its groups stay,
+    the other cluster keeps being served, and all recovers when the apiserver is back."""
+    control_plane.install_crds([REPO / "test" / "fixtures" / "targetgroupbinding-crd.yaml"])
+    live = env.secret("wl-live", "1.2.0")
+    live_config = {
+        "bearerToken": control_plane.token(),
+        "tlsClientConfig": {"caData": base64.b64encode(control_plane.ca_pem).decode()},
+    }
+    live["data"]["server"] = base64.b64encode(control_plane.server.encode()).decode()
+    live["data"]["config"] = base64.b64encode(json.dumps(live_config).encode()).decode()
+    await env.mgmt.create(live)
+    await env.mgmt.create(env.secret("wl-down", "1.2.0"))
+    await env.mgmt.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": env.apps}})
+
+    async def mgmt_binding(name: str) -> None:
+        await env.mgmt.create(
+            {
+                "apiVersion": "elbv2.k8s.aws/v1beta1",
+                "kind": "TargetGroupBinding",
+                "metadata": {
+                    "name": name,
+                    "namespace": env.apps,
+                    "labels": {"role": "web", "suite": env.apps},
+                },
+                "spec": {"targetGroupARN": ARN.format(name), "serviceRef": {"name": name}},
+            }
+        )
+
+    await env.mgmt.create(target_group_set(env.namespace, env.apps))
+    await env.binding("web")
+    await mgmt_binding("web")
+    live_web, down_web = f"web-wl-live-{env.apps}-web", f"web-wl-down-{env.apps}-web"
+
+    async def registered(*names: str) -> bool:
+        return set(names) <= set(await env.groups())
+
+    assert await eventually(lambda: registered(live_web, down_web), within=30)
+
+    def cluster(status: dict[str, Any], name: str) -> dict[str, Any]:
+        return next((c for c in status.get("clusters") or [] if c["name"] == name), {})
+
+    workload_plane.stop_apiserver()
+    try:
+
+        async def down_reported() -> bool:
+            st = await env.status()
+            return (
+                cluster(st, "wl-down").get("reachable") is False
+                and cluster(st, "wl-live").get("reachable") is True
+            )
+
+        assert await eventually(down_reported, within=60), await env.status()
+        await mgmt_binding("web2")  # the live cluster is still served
+        assert await eventually(lambda: registered(f"web-wl-live-{env.apps}-web2"), within=30)
+        assert down_web in await env.groups()  # the stopped cluster's group stays
+    finally:
+        workload_plane.start_apiserver()
+
+    async def recovered() -> bool:
+        return cluster(await env.status(), "wl-down").get("reachable") is True
+
+    assert await eventually(recovered, within=60), await env.status()
+    await env.mgmt.delete(NAMESPACE, env.apps, missing_ok=True)
