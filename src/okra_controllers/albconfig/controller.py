@@ -56,6 +56,7 @@ from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
 from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
     from okra_controllers.manager import Settings
@@ -68,10 +69,6 @@ DEFAULT_RESYNC = 300.0
 """Seconds between idle checks of the rule (one DescribeRules each)."""
 
 log = structlog.get_logger("okra.albconfig")
-
-
-def now_utc() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
 # --- plan ----------------------------------------------------------------------------------
@@ -340,7 +337,7 @@ class AlbConfigReconciler:
         aws: AwsConfig,
         *,
         resync: float = DEFAULT_RESYNC,
-        clock: Callable[[], datetime.datetime] = now_utc,
+        clock: Callable[[], datetime.datetime] = utcnow,
     ) -> None:
         self.client = client
         self.configs = informer.store

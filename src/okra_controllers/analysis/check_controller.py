@@ -25,7 +25,7 @@ from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
 from okra_controllers.analysis.measure import measure
 from okra_controllers.analysis.providers.base import ProviderContext, secret_reader
-from okra_controllers.analysis.run_controller import MEASUREMENTS, now_utc
+from okra_controllers.analysis.run_controller import MEASUREMENTS
 from okra_controllers.api.v1alpha1.analysis import (
     Check,
     CheckAnalysisStatus,
@@ -43,6 +43,7 @@ from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
 
 CHECK = GVK(GROUP, VERSION, "Check")
 HASH_ANNOTATION = "analysis-hash"
@@ -106,7 +107,7 @@ class CheckReconciler:
         events: EventRecorder,
         aws: AwsConfig,
         okra_namespace: str,
-        clock: Callable[[], datetime.datetime] = now_utc,
+        clock: Callable[[], datetime.datetime] = utcnow,
     ) -> None:
         self.client = client
         self.checks = informer.store

@@ -51,6 +51,7 @@ from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.metrics import REGISTRY
 from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
 
 ANALYSIS_RUN = GVK(GROUP, VERSION, "AnalysisRun")
 log = structlog.get_logger("okra.analysisrun")
@@ -64,10 +65,6 @@ MEASUREMENTS = Counter(
     ["provider", "phase"],
     registry=REGISTRY,
 )
-
-
-def now_utc() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
 def validate_metrics(metrics: list[Metric]) -> list[str]:
@@ -117,7 +114,7 @@ class AnalysisRunReconciler:
         events: EventRecorder,
         aws: AwsConfig,
         okra_namespace: str,
-        clock: Callable[[], datetime.datetime] = now_utc,
+        clock: Callable[[], datetime.datetime] = utcnow,
         error_retry: float = verdict.DEFAULT_ERROR_RETRY_INTERVAL,
     ) -> None:
         self.client = client

@@ -47,6 +47,7 @@ from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.metrics import REGISTRY
 from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
 
 CELL = GVK(GROUP, VERSION, "Cell")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
@@ -70,10 +71,6 @@ CANARY_WEIGHT = Gauge(
 STEP_INDEX = Gauge(
     "okra_cell_step_index", "Current canary step index", ["namespace", "cell"], registry=REGISTRY
 )
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
 HealthCheck = Callable[[str], Any]  # async (target group arn) -> bool (has a healthy target)

@@ -15,12 +15,9 @@ from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
 
 PAUSE = GVK(GROUP, VERSION, "Pause")
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
 
 
 class PauseReconciler:

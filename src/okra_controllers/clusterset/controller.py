@@ -49,6 +49,7 @@ from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
     from okra_controllers.manager import Settings
@@ -59,10 +60,6 @@ SECRET = GVK("", "v1", "Secret")
 REQUEUE_AFTER = 60.0
 DESCRIBE_CONCURRENCY = 8
 log = structlog.get_logger("okra.clusterset")
-
-
-def now_utc() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
 class AwsReadError(Exception):
@@ -142,7 +139,7 @@ class ClusterSetReconciler:
         *,
         requeue_after: float = REQUEUE_AFTER,
         page_size: int = 100,
-        clock: Callable[[], datetime.datetime] = now_utc,
+        clock: Callable[[], datetime.datetime] = utcnow,
     ) -> None:
         self.client = client
         self.clustersets = informer.store

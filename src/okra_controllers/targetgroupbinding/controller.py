@@ -52,6 +52,7 @@ from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
 from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
     from okra_controllers.manager import Settings
@@ -74,10 +75,6 @@ __all__ = [
     "register",
     "setup_targetgroupbindings",
 ]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
 class AwsError(RuntimeError):
