@@ -37,6 +37,7 @@ from support import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_GROUP = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
+AWS_TARGET_GROUP_BINDING = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroupBinding")
 SECRET = GVK("", "v1", "Secret")
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
 NAMESPACE = GVK("", "v1", "Namespace")
@@ -297,6 +298,69 @@ async def test_bindings_become_target_groups_pruned_and_survive_an_unreachable_c
     ca_b64 = base64.b64encode(env.workload_plane.ca_pem).decode()
     assert ca_b64[:40] not in text
     assert "BEGIN CERTIFICATE" not in text
+
+
+async def test_binding_template_generates_awstargetgroupbindings_pruned_with_their_binding(
+    env: Env,
+) -> None:
+    await env.mgmt.create(env.secret("wl-a", "1.2.0"))
+    tgs = target_group_set(env.namespace, env.apps)
+    tgs["spec"]["bindingTemplate"] = {
+        "metadata": {
+            "name": "web-{{.cluster.name}}",
+            "labels": {"role": "web", VERSION_LABEL: "{{.cluster.labels.version}}"},
+            "annotations": {"okra.mumo.co/from": "{{.cluster.name}}"},
+        },
+        "spec": {
+            "targets": [
+                {
+                    "name": "nodes",
+                    "clusterName": "{{.cluster.name}}",
+                    "nodeSelector": {"type": "node"},
+                    "port": 8080,
+                }
+            ]
+        },
+    }
+    await env.mgmt.create(tgs)
+    await env.binding("web")
+
+    async def bindings() -> dict[str, dict[str, Any]]:
+        items = (await env.mgmt.list(AWS_TARGET_GROUP_BINDING, env.namespace)).items
+        return {b["metadata"]["name"]: b for b in items}
+
+    async def generated() -> bool:
+        return "web-wl-a" in await bindings() and f"web-wl-a-{env.apps}-web" in await env.groups()
+
+    assert await eventually(generated, within=30), (await bindings(), await env.status())
+    b = (await bindings())["web-wl-a"]
+    assert b["spec"]["targetGroupARN"] == ARN.format("web")
+    assert b["spec"]["targets"] == [
+        {
+            "name": "nodes",
+            "clusterName": "wl-a",
+            "nodeSelector": {"matchLabels": {"type": "node"}},
+            "port": 8080,
+        }
+    ]
+    labels = b["metadata"]["labels"]
+    assert (labels["role"], labels[VERSION_LABEL], labels[SET_LABEL]) == ("web", "1.2.0", "web")
+    assert b["metadata"]["annotations"]["okra.mumo.co/from"] == "wl-a"
+    owner = b["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("AWSTargetGroupSet", "web", True)
+
+    # Idle: nothing is rewritten.
+    version = b["metadata"]["resourceVersion"]
+    await asyncio.sleep(2.5)  # two resyncs
+    assert (await bindings())["web-wl-a"]["metadata"]["resourceVersion"] == version
+
+    # The TargetGroupBinding deleted in the workload cluster: group and binding pruned.
+    await env.workload.delete(TARGET_GROUP_BINDING, "web", env.apps)
+
+    async def pruned() -> bool:
+        return not await bindings() and not await env.groups()
+
+    assert await eventually(pruned, within=30), (await bindings(), await env.groups())
 
 
 async def test_a_binding_in_the_workload_cluster_starts_a_cell_rollout(

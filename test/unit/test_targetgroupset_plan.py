@@ -9,12 +9,17 @@ from typing import Any
 
 import pytest
 
-from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSetSpec
+from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBinding
+from okra_controllers.api.v1alpha1.targetgroupset import (
+    AWSTargetGroupSetSpec,
+    TargetGroupBindingTemplate,
+)
 from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
 from okra_controllers.targetgroupset.plan import (
+    BINDING_ANNOTATION,
     CLUSTER_ANNOTATION,
     HASH_ANNOTATION,
     SET_LABEL,
@@ -129,6 +134,251 @@ def test_bindings_without_arn_are_skipped_with_a_message() -> None:
     p = plan("s", "u", "ns", spec, [c], [])
     assert p.apply == ()
     assert "skipped" in p.clusters[0].message
+
+
+BINDING_TEMPLATE = {
+    "metadata": {
+        "name": "web-{{.cluster.name}}",
+        "labels": {"role": "web", "version": "{{.cluster.labels.version}}"},
+        "annotations": {"note": "from {{.cluster.name}}"},
+    },
+    "spec": {
+        "targets": [
+            {
+                "name": "nodes",
+                "clusterName": "{{.cluster.name}}",
+                "nodeSelector": {"type": "node"},
+                "port": 8080,
+            }
+        ]
+    },
+}
+
+
+def with_binding_template(template: dict[str, Any] = BINDING_TEMPLATE) -> AWSTargetGroupSetSpec:
+    return SPEC.model_copy(
+        update={"binding_template": TargetGroupBindingTemplate.model_validate(template)}
+    )
+
+
+def test_the_seed_binding_template_is_accepted() -> None:
+    spec = AWSTargetGroupSetSpec.model_validate(
+        {
+            "generators": [{"awseks": {"clusterSelector": {"matchTags": {"role": "web"}}}}],
+            "bindingTemplate": {
+                "metadata": {
+                    "name": "web-{{.awseks.cluster.name}}",
+                    "labels": {"role": "{{.awseks.cluster.tags.role}}"},
+                },
+                "spec": {
+                    "targets": [
+                        {
+                            "name": "specificnodeincluster",
+                            "clusterName": "{{.awseks.cluster.name}}",
+                            "nodeSelector": {"type": "node"},
+                            "port": 8080,
+                        }
+                    ]
+                },
+            },
+        }
+    )
+    eks = ObservedCluster(
+        "eks1",
+        (Binding("apps", "web", ARN.format("web")),),
+        vars={
+            "cluster": {"name": "eks1"},
+            "awseks": {"cluster": {"name": "eks1", "tags": {"role": "web"}}},
+        },
+    )
+    p = plan("web", "u", "ns", spec, [eks], [])
+    (b,) = p.apply_bindings
+    assert b["metadata"]["name"] == "web-eks1"
+    assert b["metadata"]["labels"] == {"role": "web", SET_LABEL: "web"}
+    assert b["spec"]["targets"][0]["clusterName"] == "eks1"
+
+
+def test_binding_template_generates_a_binding_beside_each_group() -> None:
+    p = plan("web", "uid-1", "ns", with_binding_template(), [cluster("c1", "1.2.0", "web")], [])
+    assert [o["kind"] for o in p.apply] == ["AWSTargetGroup"]
+    (b,) = p.apply_bindings
+    assert (p.desired, p.desired_bindings) == (1, 1)
+    assert b["apiVersion"] == "okra.mumo.co/v1alpha1"
+    assert b["kind"] == "AWSTargetGroupBinding"
+    assert b["metadata"]["name"] == "web-c1"
+    assert b["metadata"]["namespace"] == "ns"
+    assert b["metadata"]["labels"] == {"role": "web", "version": "1.2.0", SET_LABEL: "web"}
+    ann = b["metadata"]["annotations"]
+    assert ann["note"] == "from c1"
+    assert (ann[CLUSTER_ANNOTATION], ann[BINDING_ANNOTATION]) == ("c1", "apps/web")
+    assert ann[HASH_ANNOTATION]
+    owner = b["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "AWSTargetGroupSet",
+        "web",
+        "uid-1",
+        True,
+    )
+    assert b["spec"] == {
+        "targetGroupARN": ARN.format("web"),
+        "targets": [
+            {
+                "name": "nodes",
+                "clusterName": "c1",
+                "nodeSelector": {"matchLabels": {"type": "node"}},
+                "port": 8080,
+            }
+        ],
+    }
+    # What is generated is a valid AWSTargetGroupBinding.
+    AWSTargetGroupBinding.model_validate(b)
+
+
+def test_no_binding_template_no_bindings() -> None:
+    p = plan("web", "u", "ns", SPEC, [cluster("c1", "1", "web")], [])
+    assert (p.apply_bindings, p.delete_bindings, p.desired_bindings) == ((), (), 0)
+
+
+def test_binding_name_defaults_to_the_group_name_and_template_arn_wins() -> None:
+    template = {
+        "metadata": {"labels": {"cluster": "{{.cluster.name}}"}},
+        "spec": {
+            "targetGroupARN": ARN.format("fixed-{{.cluster.name}}"),
+            "targets": [{"name": "ips", "ids": ["10.0.0.1"], "port": 80}],
+        },
+    }
+    p = plan("web", "u", "ns", with_binding_template(template), [cluster("c1", "1", "a")], [])
+    (g,) = p.apply
+    (b,) = p.apply_bindings
+    assert b["metadata"]["name"] == g["metadata"]["name"] == "web-c1-apps-a"
+    assert b["spec"]["targetGroupARN"] == ARN.format("fixed-c1")
+
+
+def test_binding_template_strings_are_substituted_everywhere() -> None:
+    template = {
+        "spec": {
+            "targetGroup": {"name": "tg-{{.cluster.name}}", "vpcID": "vpc-{{.cluster.name}}"},
+            "targets": [
+                {
+                    "name": "n-{{.cluster.name}}",
+                    "clusterName": "{{.cluster.name}}",
+                    "nodeName": "node-{{.cluster.labels.version}}",
+                    "port": 80,
+                },
+                {"name": "ips", "ids": ["{{.cluster.labels.version}}"], "port": 80},
+            ],
+        },
+    }
+    p = plan("web", "u", "ns", with_binding_template(template), [cluster("c1", "7", "a")], [])
+    spec = p.apply_bindings[0]["spec"]
+    assert spec["targetGroup"] == {"name": "tg-c1", "vpcID": "vpc-c1"}
+    assert spec["targets"][0] == {
+        "name": "n-c1",
+        "clusterName": "c1",
+        "nodeName": "node-7",
+        "port": 80,
+    }
+    assert spec["targets"][1]["ids"] == ["7"]
+    assert spec["targetGroupARN"] == ARN.format("a")
+
+
+def test_bindings_follow_the_groups_rules_for_sync_and_pruning() -> None:
+    spec = with_binding_template()
+    both = [cluster("c1", "1", "web"), cluster("c2", "2", "web")]
+    first = plan("s", "u", "ns", spec, both, [])
+    have, have_b = existing_of(first.apply), existing_of(first.apply_bindings)
+    assert [b["metadata"]["name"] for b in first.apply_bindings] == ["web-c1", "web-c2"]
+
+    # In sync: no writes.
+    again = plan("s", "u", "ns", spec, both, have, have_b)
+    assert (again.apply, again.apply_bindings, again.delete, again.delete_bindings) == (
+        (),
+        (),
+        (),
+        (),
+    )
+
+    # A changed variable rewrites the binding.
+    bumped = plan("s", "u", "ns", spec, [both[0], cluster("c2", "3", "web")], have, have_b)
+    assert [b["metadata"]["labels"]["version"] for b in bumped.apply_bindings] == ["3"]
+
+    # c1's binding gone, c2 unreachable: c1's binding pruned, c2's kept.
+    p = plan(
+        "s",
+        "u",
+        "ns",
+        spec,
+        [cluster("c1", "1"), ObservedCluster("c2", None, "connection refused")],
+        have,
+        have_b,
+    )
+    assert p.delete_bindings == ("web-c1",)
+    assert p.delete == ("s-c1-apps-web",)
+    assert p.apply_bindings == ()
+
+    # c2 no longer selected: pruned.
+    assert plan("s", "u", "ns", spec, [both[0]], have, have_b).delete_bindings == ("web-c2",)
+
+    # bindingTemplate removed: every generated binding is pruned, the groups stay.
+    dropped = plan("s", "u", "ns", SPEC, both, have, have_b)
+    assert dropped.delete_bindings == ("web-c1", "web-c2")
+    assert (dropped.apply, dropped.delete) == ((), ())
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ({"metadata": {"name": "Web_{{.cluster.name}}"}}, "not a valid object name"),
+        ({"metadata": {"name": "web"}}, "generated twice"),
+        ({"metadata": {"labels": {"v": "{{.cluster.labels.nope}}"}}}, "cluster.labels.nope"),
+        (
+            {"spec": {"targetGroup": {"name": "{{.cluster.name}}_x", "vpcID": "v"}}},
+            "targetGroup.name",
+        ),
+    ],
+)
+def test_binding_template_errors_keep_the_clusters_objects(
+    template: dict[str, Any], message: str
+) -> None:
+    # Named after their groups by default: one binding per TargetGroupBinding.
+    clusters = [cluster("c1", "1", "a", "b")]
+    good_template = {"spec": BINDING_TEMPLATE["spec"]}
+    good = plan("s", "u", "ns", with_binding_template(good_template), clusters, [])
+    have, have_b = existing_of(good.apply), existing_of(good.apply_bindings)
+    assert (len(have), len(have_b)) == (2, 2)
+    # A broken bindingTemplate leaves the cluster's groups and bindings as they are.
+    p = plan("s", "u", "ns", with_binding_template(template), clusters, have, have_b)
+    assert (p.apply, p.delete, p.apply_bindings, p.delete_bindings) == ((), (), (), ())
+    assert p.clusters[0].reachable
+    assert p.clusters[0].message.startswith("template: ")
+    assert message in p.clusters[0].message
+
+
+def test_a_binding_name_taken_by_another_cluster_is_an_error_of_the_later_one() -> None:
+    template = {"metadata": {"name": "web"}}
+    p = plan(
+        "s",
+        "u",
+        "ns",
+        with_binding_template(template),
+        [cluster("c2", "1", "a"), cluster("c1", "1", "a")],
+        [],
+    )
+    assert [b["metadata"]["annotations"][CLUSTER_ANNOTATION] for b in p.apply_bindings] == ["c1"]
+    c2 = next(c for c in p.clusters if c.name == "c2")
+    assert "also for cluster c1" in c2.message
+    # c1 unreachable and holding the name: c2 still may not take it.
+    have_b = existing_of(p.apply_bindings)
+    p2 = plan(
+        "s",
+        "u",
+        "ns",
+        with_binding_template(template),
+        [ObservedCluster("c1", None, "down"), cluster("c2", "1", "a")],
+        existing_of(p.apply),
+        have_b,
+    )
+    assert (p2.apply_bindings, p2.delete_bindings) == ((), ())
 
 
 @pytest.mark.parametrize(

@@ -3,14 +3,16 @@
 observe: the set; the Argo CD cluster Secrets its `argocdClusters` generators select (cache, the
 set's namespace); for each cluster, concurrently and each with its own timeout, the
 TargetGroupBindings matching `bindingSelector` in all namespaces, through a cached connection
-(`ClusterConnections`, rebuilt when the Secret changes); the AWSTargetGroups this set generated
-(owner index). plan: `plan.plan` (pure). act: server-side apply of new or changed groups, delete
-of pruned ones (uid precondition). report: per-cluster status, a `Ready` condition, Events when a
-cluster becomes unreachable or reachable again and when groups are registered or pruned.
+(`ClusterConnections`, rebuilt when the Secret changes); the AWSTargetGroups and
+AWSTargetGroupBindings this set generated (owner index). plan: `plan.plan` (pure). act:
+server-side apply of new or changed groups and bindings, delete of pruned ones (uid precondition;
+one already being deleted is left to finish). report: per-cluster status, a `Ready` condition,
+Events when a cluster becomes unreachable or reachable again and when objects are generated or
+pruned.
 
 Nothing is kept in memory but connections: a restarted manager re-reads every cluster. The set
 is reconciled every 30 s (TargetGroupBindings live in other clusters, which okra does not watch)
-and at once when one of its Secrets or generated groups changes.
+and at once when one of its Secrets or generated objects changes.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import contextlib
 import datetime
 import functools
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -62,6 +64,7 @@ from okra_runtime.gvk import GVK
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
     from okra_controllers.manager import Settings
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
 TARGET_GROUP_SET = GVK(GROUP, VERSION, "AWSTargetGroupSet")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
 TARGET_GROUP_BINDING = GVK("elbv2.k8s.aws", "v1beta1", "TargetGroupBinding")
+AWS_TARGET_GROUP_BINDING = GVK(GROUP, VERSION, "AWSTargetGroupBinding")
 SECRET = GVK("", "v1", "Secret")
 FIELD_MANAGER = "okra-targetgroupset-controller"
 RESYNC = 30.0
@@ -77,6 +81,7 @@ CLUSTER_TIMEOUT = 10.0
 log = structlog.get_logger("okra.targetgroupset")
 
 __all__ = [
+    "AWS_TARGET_GROUP_BINDING",
     "TARGET_GROUP_BINDING",
     "TARGET_GROUP_SET",
     "TargetGroupSetReconciler",
@@ -84,10 +89,6 @@ __all__ = [
     "sets_for_secret",
     "setup_targetgroupsets",
 ]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
 def _cluster_selectors(raw_set: dict[str, Any]) -> list[dict[str, str]]:
@@ -113,6 +114,7 @@ class TargetGroupSetReconciler:
         self.resync = resync
         self.sets: Store = mgr.informer_for(TARGET_GROUP_SET).store
         self.groups: Store = mgr.informer_for(TARGET_GROUP).store
+        self.bindings: Store = mgr.informer_for(AWS_TARGET_GROUP_BINDING).store
         self.secrets: Store = mgr.informer_for(SECRET).store
         self.events = events
         self.connections = connections
@@ -268,59 +270,80 @@ class TargetGroupSetReconciler:
         secrets = self._cluster_secrets(ns, raw)
         selector = str(selector_from_dict(tgs.spec.binding_selector.model_dump(by_alias=True)))
         observed = list(await asyncio.gather(*(self._observe_secret(s, selector) for s in secrets)))
-        existing = [
-            Existing(
-                g["metadata"]["name"],
-                (g["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, ""),
-                (g["metadata"].get("annotations") or {}).get(HASH_ANNOTATION, ""),
-            )
-            for g in self.groups.by_index(OWNER_INDEX, uid)
-            if (g["metadata"].get("labels") or {}).get(SET_LABEL) == req.name
-        ]
+        existing = _generated(self.groups, uid, req.name)
+        existing_bindings = _generated(self.bindings, uid, req.name)
         taken = {c.name for c in observed}
-        observed += await self._observe_eks(ns, tgs, selector, taken, {e.cluster for e in existing})
-        p = plan(req.name, uid, ns, tgs.spec, observed, existing)
+        clusters_held = {e.cluster for e in (*existing, *existing_bindings)}
+        observed += await self._observe_eks(ns, tgs, selector, taken, clusters_held)
+        p = plan(req.name, uid, ns, tgs.spec, observed, existing, existing_bindings)
         live = {s["metadata"].get("uid") for s in self.secrets.list()}
         await self.connections.retain(lambda key: key.startswith("eks:") or key in live)
 
         # act
         errors: list[str] = []
-        for obj in p.apply:
-            name = obj["metadata"]["name"]
+        await self._apply(raw, p.apply, existing, errors)
+        await self._apply(raw, p.apply_bindings, existing_bindings, errors)
+        await self._delete(
+            raw, AWS_TARGET_GROUP_BINDING, self.bindings, ns, p.delete_bindings, errors
+        )
+        await self._delete(raw, TARGET_GROUP, self.groups, ns, p.delete, errors)
+
+        # report
+        await self._report(raw, tgs, p.clusters, errors)
+        return Result(requeue_after=self.resync)
+
+    async def _apply(
+        self,
+        raw: dict[str, Any],
+        objs: Sequence[dict[str, Any]],
+        existing: Sequence[Existing],
+        errors: list[str],
+    ) -> None:
+        for obj in objs:
+            kind, name = obj["kind"], obj["metadata"]["name"]
             try:
                 await self.client.apply(obj, field_manager=FIELD_MANAGER, force=True)
             except ApiError as e:
-                errors.append(f"apply {name}: {e}")
+                errors.append(f"apply {kind} {name}: {e}")
                 continue
             if not any(e.name == name for e in existing):
                 ann = obj["metadata"]["annotations"]
+                source = f"{ann[BINDING_ANNOTATION]} in cluster {ann[CLUSTER_ANNOTATION]}"
                 self.events.event(
                     raw,
                     "Normal",
-                    "TargetGroupRegistered",
-                    f"AWSTargetGroup {name} for {ann[BINDING_ANNOTATION]}"
-                    f" in cluster {ann[CLUSTER_ANNOTATION]}",
+                    "TargetGroupRegistered" if kind == "AWSTargetGroup" else "BindingGenerated",
+                    f"{kind} {name} for {source}",
                 )
-        for name in p.delete:
-            current = self.groups.get(name, ns)
+
+    async def _delete(
+        self,
+        raw: dict[str, Any],
+        gvk: GVK,
+        store: Store,
+        ns: str,
+        names: Sequence[str],
+        errors: list[str],
+    ) -> None:
+        for name in names:
+            current = store.get(name, ns)
+            if current is not None and current["metadata"].get("deletionTimestamp"):
+                continue  # being deleted already (a finalizer is at work)
             try:
                 await self.client.delete(
-                    TARGET_GROUP,
+                    gvk,
                     name,
                     ns,
                     uid=(current or {}).get("metadata", {}).get("uid"),
                     missing_ok=True,
                 )
             except ApiError as e:
-                errors.append(f"delete {name}: {e}")
+                errors.append(f"delete {gvk.kind} {name}: {e}")
                 continue
+            reason = "TargetGroupPruned" if gvk == TARGET_GROUP else "BindingPruned"
             self.events.event(
-                raw, "Normal", "TargetGroupPruned", f"AWSTargetGroup {name}: its binding is gone"
+                raw, "Normal", reason, f"{gvk.kind} {name}: its TargetGroupBinding is gone"
             )
-
-        # report
-        await self._report(raw, tgs, p.clusters, errors)
-        return Result(requeue_after=self.resync)
 
     async def _report(
         self,
@@ -389,6 +412,19 @@ class TargetGroupSetReconciler:
             await self.client.update_status(raw)
 
 
+def _generated(store: Store, set_uid: str, set_name: str) -> list[Existing]:
+    """The objects of `store` this set generated (owned by it, with its label)."""
+    return [
+        Existing(
+            o["metadata"]["name"],
+            (o["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, ""),
+            (o["metadata"].get("annotations") or {}).get(HASH_ANNOTATION, ""),
+        )
+        for o in store.by_index(OWNER_INDEX, set_uid)
+        if (o["metadata"].get("labels") or {}).get(SET_LABEL) == set_name
+    ]
+
+
 def _describe(server: str, e: BaseException) -> str:
     """What went wrong reaching a cluster, without anything secret (the server URL and the
     error's type and message only: ApiError messages are the server's, no request headers)."""
@@ -428,6 +464,7 @@ def register(
         mgr.builder("targetgroupset")
         .for_(TARGET_GROUP_SET)
         .owns(TARGET_GROUP)
+        .owns(AWS_TARGET_GROUP_BINDING)
         .watches(SECRET, sets_for_secret(sets))
         .with_options(max_concurrent_reconciles=concurrency)
         .complete(rec)

@@ -1,4 +1,5 @@
-"""From what the set's clusters hold to the AWSTargetGroups that should exist: a pure function.
+"""From what the set's clusters hold to the AWSTargetGroups (and AWSTargetGroupBindings) that
+should exist: a pure function.
 
 Rules:
 - One AWSTargetGroup per TargetGroupBinding of a reachable cluster, named
@@ -12,6 +13,13 @@ Rules:
   the others' or its own.
 - `okra.mumo.co/template-hash` on each group records what was applied; a group is rewritten only
   when that hash differs, so an idle set makes no writes.
+- With `bindingTemplate`, each group has an AWSTargetGroupBinding beside it: named by the
+  template (variables substituted; default: the group's name), with the bindingTemplate's labels
+  and annotations (plus the set label and the cluster and binding annotations), its spec the
+  template's with every string substituted and `targetGroupARN` the discovered binding's unless
+  the template gives one. It is written, kept and pruned by the same rules as the groups. A name
+  that is not a valid object name, one used twice, or a spec the AWSTargetGroupBinding API
+  rejects is a template error of that cluster.
 """
 
 from __future__ import annotations
@@ -23,8 +31,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from okra_controllers.api.v1alpha1.common import API_VERSION
-from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSetSpec
+from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBindingSpec
+from okra_controllers.api.v1alpha1.targetgroupset import (
+    AWSTargetGroupSetSpec,
+    TargetGroupBindingTemplate,
+)
 
 SET_LABEL = "okra.mumo.co/targetgroupset"
 CLUSTER_ANNOTATION = "okra.mumo.co/cluster"
@@ -33,6 +47,7 @@ HASH_ANNOTATION = "okra.mumo.co/template-hash"
 MAX_NAME = 63
 _VAR = re.compile(r"\{\{\s*\.([A-Za-z0-9_.\-/]+)\s*\}\}")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class TemplateError(ValueError):
@@ -79,6 +94,10 @@ class Plan:
     delete: tuple[str, ...]
     clusters: tuple[ClusterResult, ...]
     desired: int
+    apply_bindings: tuple[dict[str, Any], ...] = ()
+    """Desired AWSTargetGroupBindings whose template hash differs from what exists."""
+    delete_bindings: tuple[str, ...] = ()
+    desired_bindings: int = 0
 
 
 def dns_name(*parts: str) -> str:
@@ -122,8 +141,55 @@ def render_labels(labels: Mapping[str, str], variables: Mapping[str, Any]) -> di
     return out
 
 
+def render_strings(value: Any, variables: Mapping[str, Any]) -> Any:
+    """`value` with `render` applied to every string in it (mapping keys are left as they are)."""
+    if isinstance(value, str):
+        return render(value, variables)
+    if isinstance(value, Mapping):
+        return {k: render_strings(v, variables) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_strings(v, variables) for v in value]
+    return value
+
+
 def _hash(obj: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _variables(cluster: ObservedCluster) -> dict[str, Any]:
+    return {"cluster": {"name": cluster.name}, **cluster.vars}
+
+
+def _owned_metadata(
+    name: str,
+    set_name: str,
+    set_uid: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    cluster: ObservedCluster,
+    binding: Binding,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": {**labels, SET_LABEL: set_name},
+        "annotations": {
+            **annotations,
+            CLUSTER_ANNOTATION: cluster.name,
+            BINDING_ANNOTATION: f"{binding.namespace}/{binding.name}",
+        },
+        "ownerReferences": [
+            {
+                "apiVersion": API_VERSION,
+                "kind": "AWSTargetGroupSet",
+                "name": set_name,
+                "uid": set_uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
 
 
 def desired_target_group(
@@ -134,36 +200,94 @@ def desired_target_group(
     cluster: ObservedCluster,
     binding: Binding,
 ) -> dict[str, Any]:
-    variables = {"cluster": {"name": cluster.name}, **cluster.vars}
-    labels = {**render_labels(spec.template.metadata.labels, variables), SET_LABEL: set_name}
-    annotations = {
-        **{k: render(v, variables) for k, v in spec.template.metadata.annotations.items()},
-        CLUSTER_ANNOTATION: cluster.name,
-        BINDING_ANNOTATION: f"{binding.namespace}/{binding.name}",
-    }
+    variables = _variables(cluster)
+    meta = spec.template.metadata
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "AWSTargetGroup",
-        "metadata": {
-            "name": dns_name(set_name, cluster.name, binding.namespace, binding.name),
-            "namespace": namespace,
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "AWSTargetGroupSet",
-                    "name": set_name,
-                    "uid": set_uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
+        "metadata": _owned_metadata(
+            dns_name(set_name, cluster.name, binding.namespace, binding.name),
+            set_name,
+            set_uid,
+            namespace,
+            render_labels(meta.labels, variables),
+            {k: render(v, variables) for k, v in meta.annotations.items()},
+            cluster,
+            binding,
+        ),
         "spec": {"arn": binding.arn},
     }
-    annotations[HASH_ANNOTATION] = _hash(obj)
+    obj["metadata"]["annotations"][HASH_ANNOTATION] = _hash(obj)
     return obj
+
+
+def desired_binding(
+    set_name: str,
+    set_uid: str,
+    namespace: str,
+    template: TargetGroupBindingTemplate,
+    cluster: ObservedCluster,
+    binding: Binding,
+    group_name: str,
+) -> dict[str, Any]:
+    """The AWSTargetGroupBinding generated beside the AWSTargetGroup `group_name`."""
+    variables = _variables(cluster)
+    meta = template.metadata
+    name = render(meta.name, variables) if meta.name else group_name
+    if len(name) > 253 or not _OBJECT_NAME.match(name):
+        raise TemplateError(
+            f"bindingTemplate name {name!r} (from {meta.name!r}) is not a valid object name"
+        )
+    body = render_strings(
+        template.spec.model_dump(mode="json", by_alias=True, exclude_unset=True), variables
+    )
+    if not body.get("targetGroupARN"):
+        body["targetGroupARN"] = binding.arn
+    try:
+        AWSTargetGroupBindingSpec.model_validate(body)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(map(str, err["loc"]))
+        raise TemplateError(
+            f"bindingTemplate spec{'.' + where if where else ''}: {err['msg']}"
+        ) from None
+    obj: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "AWSTargetGroupBinding",
+        "metadata": _owned_metadata(
+            name,
+            set_name,
+            set_uid,
+            namespace,
+            render_labels(meta.labels, variables),
+            {k: render(v, variables) for k, v in meta.annotations.items()},
+            cluster,
+            binding,
+        ),
+        "spec": body,
+    }
+    obj["metadata"]["annotations"][HASH_ANNOTATION] = _hash(obj)
+    return obj
+
+
+def _to_apply(
+    desired: Mapping[str, dict[str, Any]], existing: Sequence[Existing]
+) -> tuple[dict[str, Any], ...]:
+    have = {e.name: e for e in existing}
+    return tuple(
+        o
+        for name, o in sorted(desired.items())
+        if name not in have
+        or have[name].template_hash != o["metadata"]["annotations"][HASH_ANNOTATION]
+    )
+
+
+def _to_delete(
+    desired: Mapping[str, Any], existing: Sequence[Existing], kept_clusters: set[str]
+) -> tuple[str, ...]:
+    return tuple(
+        sorted(e.name for e in existing if e.name not in desired and e.cluster not in kept_clusters)
+    )
 
 
 def plan(
@@ -173,8 +297,17 @@ def plan(
     spec: AWSTargetGroupSetSpec,
     clusters: Sequence[ObservedCluster],
     existing: Sequence[Existing],
+    existing_bindings: Sequence[Existing] = (),
 ) -> Plan:
     desired: dict[str, dict[str, Any]] = {}
+    desired_bindings: dict[str, dict[str, Any]] = {}
+    # Binding names are the template's, so two clusters may ask for the same one: the first
+    # (by cluster name) has it, and so does an unreachable cluster that holds it already.
+    binding_owner = {
+        e.name: e.cluster
+        for e in existing_bindings
+        if any(c.bindings is None and c.name == e.cluster for c in clusters)
+    }
     results: list[ClusterResult] = []
     kept_clusters: set[str] = set()
     for c in sorted(clusters, key=lambda c: c.name):
@@ -184,29 +317,49 @@ def plan(
             results.append(ClusterResult(c.name, False, c.message, kept))
             continue
         try:
-            objs = [
-                desired_target_group(set_name, set_uid, namespace, spec, c, b)
-                for b in sorted(c.bindings, key=lambda b: (b.namespace, b.name))
-                if b.arn
-            ]
+            groups: list[dict[str, Any]] = []
+            bindings: list[dict[str, Any]] = []
+            for b in sorted(c.bindings, key=lambda b: (b.namespace, b.name)):
+                if not b.arn:
+                    continue
+                group = desired_target_group(set_name, set_uid, namespace, spec, c, b)
+                groups.append(group)
+                if spec.binding_template is None:
+                    continue
+                group_name = group["metadata"]["name"]
+                tgb = desired_binding(
+                    set_name, set_uid, namespace, spec.binding_template, c, b, group_name
+                )
+                tgb_name = tgb["metadata"]["name"]
+                if tgb_name in binding_owner or any(
+                    o["metadata"]["name"] == tgb_name for o in bindings
+                ):
+                    other = binding_owner.get(tgb_name)
+                    where = f"also for cluster {other}" if other else f"in cluster {c.name}"
+                    raise TemplateError(
+                        f"bindingTemplate name {tgb_name!r} is generated twice ({where});"
+                        " make it unique per TargetGroupBinding"
+                    )
+                bindings.append(tgb)
         except TemplateError as e:
             kept_clusters.add(c.name)
             kept = sum(1 for e2 in existing if e2.cluster == c.name)
             results.append(ClusterResult(c.name, True, f"template: {e}", kept))
             continue
-        for o in objs:
+        for o in groups:
             desired[o["metadata"]["name"]] = o
+        for o in bindings:
+            desired_bindings[o["metadata"]["name"]] = o
+            binding_owner[o["metadata"]["name"]] = c.name
         skipped = sum(1 for b in c.bindings if not b.arn)
         msg = f"{skipped} binding(s) without spec.targetGroupARN skipped" if skipped else ""
-        results.append(ClusterResult(c.name, True, msg, len(objs)))
-    have = {e.name: e for e in existing}
-    apply = tuple(
-        o
-        for name, o in sorted(desired.items())
-        if name not in have
-        or have[name].template_hash != o["metadata"]["annotations"][HASH_ANNOTATION]
+        results.append(ClusterResult(c.name, True, msg, len(groups)))
+    return Plan(
+        apply=_to_apply(desired, existing),
+        delete=_to_delete(desired, existing, kept_clusters),
+        clusters=tuple(results),
+        desired=len(desired),
+        apply_bindings=_to_apply(desired_bindings, existing_bindings),
+        delete_bindings=_to_delete(desired_bindings, existing_bindings, kept_clusters),
+        desired_bindings=len(desired_bindings),
     )
-    delete = tuple(
-        sorted(e.name for e in existing if e.name not in desired and e.cluster not in kept_clusters)
-    )
-    return Plan(apply=apply, delete=delete, clusters=tuple(results), desired=len(desired))

@@ -3,9 +3,11 @@
 Field names follow the original okra: `generators` (`argocdClusters` selects Argo CD cluster
 Secrets by label, `awseks` selects EKS clusters by tag), `bindingSelector` (which
 TargetGroupBindings in each cluster count), and `template` (the metadata of every generated
-AWSTargetGroup; `{{.cluster.name}}`, `{{.awseks.cluster.name}}` and
+AWSTargetGroup; `{{.cluster.name}}`, `{{.cluster.labels.KEY}}`, `{{.awseks.cluster.name}}` and
 `{{.awseks.cluster.tags.KEY}}` are substituted, which is how a cluster's version tag becomes the
-target group's version label).
+target group's version label). `bindingTemplate`, optional, is the metadata and spec of an
+AWSTargetGroupBinding generated beside each AWSTargetGroup, with the same substitution in every
+string; its `targetGroupARN` defaults to the discovered TargetGroupBinding's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pydantic import Field
 
 from okra_controllers.api.v1alpha1.cell import LabelSelector
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_controllers.api.v1alpha1.targetgroupbinding import TargetSpec
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 
@@ -58,12 +61,42 @@ class TargetGroupTemplate(ApiModel):
     metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
 
 
+class BindingTemplateMetadata(TemplateMetadata):
+    name: str | None = None
+    """Defaults to the name of the AWSTargetGroup the binding is generated beside."""
+
+
+class TargetGroupTemplateSpec(ApiModel):
+    """An AWSTargetGroupBinding's `targetGroup`, before substitution (so no name pattern here:
+    the generated binding is checked once rendered)."""
+
+    name: str = Field(min_length=1)
+    protocol: str = "HTTP"
+    port: int | None = Field(default=None, ge=1, le=65535)
+    vpc_id: str = Field(alias="vpcID", min_length=1)
+    target_type: str = "instance"
+
+
+class BindingTemplateSpec(ApiModel):
+    """An AWSTargetGroupBinding's spec, before substitution; `targetGroupARN` defaults to the
+    ARN of the TargetGroupBinding the binding is generated for."""
+
+    target_group_arn: str | None = Field(default=None, alias="targetGroupARN")
+    target_group: TargetGroupTemplateSpec | None = None
+    targets: list[TargetSpec] = Field(default_factory=list)
+
+
+class TargetGroupBindingTemplate(ApiModel):
+    metadata: BindingTemplateMetadata = Field(default_factory=BindingTemplateMetadata)
+    spec: BindingTemplateSpec = Field(default_factory=BindingTemplateSpec)
+
+
 class AWSTargetGroupSetSpec(ApiModel):
     generators: list[TargetGroupSetGenerator] = Field(min_length=1, max_length=16)
     binding_selector: LabelSelector = Field(default_factory=LabelSelector)
     """TargetGroupBindings (elbv2.k8s.aws/v1beta1, any namespace) whose labels match."""
     template: TargetGroupTemplate = Field(default_factory=TargetGroupTemplate)
-    binding_template: TargetGroupTemplate | None = None
+    binding_template: TargetGroupBindingTemplate | None = None
     """When given, an AWSTargetGroupBinding is generated beside each AWSTargetGroup."""
 
 
