@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import aiohttp
 import structlog
 
 from okra_runtime import metrics as m
@@ -142,7 +143,7 @@ class Informer:
                 except WatchStalledError as e:
                     self._unhealthy(str(e))
                     m.WATCH_RESTARTS.labels(*labels, "stalled").inc()
-                except (ApiError, ConnectionError, OSError, ValueError) as e:
+                except (ApiError, ConnectionError, OSError, ValueError, aiohttp.ClientError) as e:
                     self._unhealthy(f"{type(e).__name__}: {e}")
                     m.WATCH_RESTARTS.labels(*labels, "error").inc()
                 except Exception as e:
