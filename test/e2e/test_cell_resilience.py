@@ -14,6 +14,7 @@ from support import eventually
 from .conftest import Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
 
 RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
+CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
 PAUSE = GVK("okra.mumo.co", "v1alpha1", "Pause")
 CANARY_VERSION = {"fieldRef": {"fieldPath": "status.canaryVersion"}}
 ANALYSIS = {
@@ -117,11 +118,15 @@ async def test_bad_input_never_stops_the_manager(
     # An unparsable version label is ignored and reported.
     await env.target_group("web-a-v1", "v1")
     await env.target_group("web-weird", "not-a-version")
-    await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}]))
+    # v1 pinned while six v2 target groups appear; then v2 (replicas 6) is wanted at once,
+    # which needs seven groups in one forward action: more than an ALB holds.
+    await rt_client.create(
+        cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}], replicas=6, version="v1")
+    )
     await until(rt_client, ns, lambda s: s.get("phase") == "Healthy")
-    # Six target groups of one version: more than one forward action can hold.
     for i in range(6):
         await env.target_group(f"web-{i}-v2", "v2")
+    await rt_client.patch(CELL, "web", {"spec": {"version": None}}, namespace=ns)
 
     async def lonely_says_so() -> bool:
         st = (await rt_client.get(GVK("okra.mumo.co", "v1alpha1", "Cell"), "lonely", ns)).get(
@@ -135,12 +140,11 @@ async def test_bad_input_never_stops_the_manager(
     )
     events = (await rt_client.list(GVK("events.k8s.io", "v1", "Event"), ns)).items
     assert any(e["reason"] == "UnparsableVersion" and "not-a-version" in e["note"] for e in events)
-    # The manager is alive and still serving what AWS can hold: v2's first five groups
-    # (they joined one by one; the sixth is the one the rule cannot take).
+    # The manager is alive and v1 keeps all traffic.
     assert okra.proc is not None
     assert okra.proc.poll() is None
-    assert st["stableVersion"] == "v2"
-    assert await env.rule_weights() == {f"web-{i}-v2": 20 for i in range(5)}
+    assert st["stableVersion"] == "v1"
+    assert await env.rule_weights() == {"web-a-v1": 100}
 
 
 async def test_health_gate_holds_weight_until_a_target_is_healthy(
