@@ -25,7 +25,9 @@ holds the config until okra's rule (and only okra's) is deleted.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import OWNER_TAG, Json
+from okra_runtime.cache import json_copy
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
@@ -328,6 +331,35 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
+class ListenerRules:
+    """One DescribeRules per listener, shared by every config on that listener for `ttl`
+    seconds and forgotten as soon as this process writes to the listener.
+
+    A listener holds up to 100 rules and every config on it would otherwise list them all
+    on its own resync; sharing the listing divides the reads (and botocore's parsing of
+    them) by the number of configs per listener. A change made outside okra is seen within
+    `ttl` of the next resync, which is well inside the resync period itself."""
+
+    def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        self._cache: dict[str, tuple[float, list[Json]]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def get(self, elb: Any, listener: str) -> list[Json]:
+        async with self._locks.setdefault(listener, asyncio.Lock()):
+            hit = self._cache.get(listener)
+            if hit is not None and self._clock() - hit[0] < self.ttl:
+                return list(json_copy(hit[1]))
+            started = self._clock()
+            rules = await elbv2.describe_rules(elb, listener)
+            self._cache[listener] = (started, rules)
+            return list(json_copy(rules))
+
+    def forget(self, listener: str) -> None:
+        self._cache.pop(listener, None)
+
+
 class AlbConfigReconciler:
     def __init__(
         self,
@@ -345,6 +377,7 @@ class AlbConfigReconciler:
         self.aws = aws
         self.resync = resync
         self.clock = clock
+        self.listener_rules = ListenerRules(ttl=min(60.0, resync / 5))
         self._session: AioSession = get_session()
         """Shared by every client this controller opens: a new session per client would
         reload the service model each time (tens of ms of CPU per reconcile)."""
@@ -407,7 +440,7 @@ class AlbConfigReconciler:
         owner = f"{config.metadata.namespace}/{config.metadata.name}"
         previous = status.rule_arn
         on_listener = previous if previous and listener_of(previous) == spec.listener_arn else None
-        rules = await elbv2.describe_rules(elb, spec.listener_arn)
+        rules = await self.listener_rules.get(elb, spec.listener_arn)
         action = plan(spec, rules, owner=owner, rule_arn=on_listener)
         if isinstance(action, Conflict):
             tags = {action.rule_arn: await elbv2.rule_tags(elb, action.rule_arn)}
@@ -421,12 +454,17 @@ class AlbConfigReconciler:
             if arn != previous:
                 out.notes.append(f"adopted rule {arn} at priority {_priority(rule or {})}")
         else:
-            arn = await self._act(elb, spec.listener_arn, action, owner, out)
+            try:
+                arn = await self._act(elb, spec.listener_arn, action, owner, out)
+            finally:
+                self.listener_rules.forget(spec.listener_arn)
             rule = await elbv2.describe_rule(elb, arn)
         out.rule, out.rule_arn = rule, arn
         out.synced = in_sync(spec, rule)
         moved_listener = previous and previous != arn and listener_of(previous) != spec.listener_arn
         # The config moved to another listener: its new rule serves, so the old one goes.
+        if moved_listener:
+            self.listener_rules.forget(listener_of(str(previous)))
         if out.synced and moved_listener and await elbv2.delete_rule(elb, str(previous)):
             out.notes.append(f"deleted rule {previous} of the previous listener")
             out.wrote = out.wrote or "RuleDeleted"
@@ -490,6 +528,7 @@ class AlbConfigReconciler:
             self.events.event(raw, "Warning", "AWSError", f"deleting the listener rule: {message}")
             raise
         if deleted:
+            self.listener_rules.forget(listener_of(deleted))
             self.events.event(raw, "Normal", "RuleDeleted", f"deleted rule {deleted}")
             log.info("deleted listener rule", rule=deleted)
         raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
