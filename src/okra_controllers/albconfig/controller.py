@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
-from aiobotocore.session import AioSession, get_session
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
@@ -378,13 +377,10 @@ class AlbConfigReconciler:
         self.resync = resync
         self.clock = clock
         self.listener_rules = ListenerRules(ttl=min(60.0, resync / 5))
-        self._session: AioSession = get_session()
-        """Shared by every client this controller opens: a new session per client would
-        reload the service model each time (tens of ms of CPU per reconcile)."""
 
     @asynccontextmanager
     async def _elb(self) -> AsyncIterator[Any]:
-        async with self.aws.client("elbv2", session=self._session) as elb:
+        async with self.aws.client("elbv2") as elb:  # the process-wide session
             yield elb
 
     async def reconcile(self, req: Request) -> Result | None:

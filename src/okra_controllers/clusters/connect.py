@@ -32,7 +32,7 @@ from typing import Any
 import kubernetes_asyncio.client as k8s
 import structlog
 
-from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.config import AwsConfig, shared_session
 from okra_runtime.client import Client, RetryPolicy
 
 log = structlog.get_logger("okra.clusters")
@@ -144,9 +144,7 @@ async def eks_token(aws: AwsConfig, cluster_name: str, role_arn: str | None = No
             "aws_secret_access_key": c["SecretAccessKey"],
             "aws_session_token": c["SessionToken"],
         }
-    from aiobotocore.session import get_session
-
-    session: Any = get_session()
+    session: Any = shared_session()
     kwargs = aws._client_kwargs()
     kwargs.update(creds)
     async with session.create_client("sts", **kwargs) as sts:

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
 import yarl
-from aiobotocore.session import AioSession, get_session
+from aiobotocore.session import AioSession
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
@@ -39,7 +39,7 @@ from okra_controllers.api.v1alpha1.providers import (
     PrometheusMetric,
     Sigv4Config,
 )
-from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.config import AwsConfig, shared_session
 
 __all__ = ["ENV_ADDRESS", "PROVIDER", "RESOLVED_QUERY", "PrometheusProvider"]
 
@@ -194,7 +194,7 @@ async def _sigv4_headers(
 
 
 async def _aws_credentials(cfg: Sigv4Config, aws: AwsConfig) -> Credentials:
-    session: AioSession = AioSession(profile=cfg.profile) if cfg.profile else get_session()
+    session: AioSession = AioSession(profile=cfg.profile) if cfg.profile else shared_session()
     if cfg.role_arn:
         async with aws.client("sts", session=session) as sts:
             assumed = await sts.assume_role(RoleArn=cfg.role_arn, RoleSessionName="okra-analysis")
