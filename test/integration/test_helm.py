@@ -134,6 +134,17 @@ def test_chart_rbac_is_the_kustomize_rbac() -> None:
     assert _one(chart, "ServiceAccount")["metadata"]["name"] == sa["name"]
 
 
+def test_chart_user_roles_are_the_kustomize_user_roles() -> None:
+    chart, base = render(), kustomize()
+    for role in ("viewer", "editor"):
+        (c,) = [d for d in _by_kind(chart, "ClusterRole") if d["metadata"]["name"].endswith(role)]
+        (b,) = [d for d in _by_kind(base, "ClusterRole") if d["metadata"]["name"].endswith(role)]
+        assert c["rules"] == b["rules"], role
+        assert b["metadata"]["labels"].items() <= c["metadata"]["labels"].items(), role
+    off = render("--set", "userRoles.enabled=false")
+    assert not [d for d in _by_kind(off, "ClusterRole") if "viewer" in d["metadata"]["name"]]
+
+
 def test_chart_runs_the_manager_as_kustomize_does() -> None:
     chart, base = _container(render()), _container(kustomize())
     assert set(base["args"]) <= set(chart["args"]), "the chart drops a flag kustomize sets"

@@ -33,6 +33,7 @@ from installed import (
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.rbac import CONTROLLER_RULES, LEADER_ELECTION_RULES, PolicyRule
 from okra_runtime.envtest import ControlPlane
+from okra_runtime.envtest.process import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config"
@@ -331,3 +332,62 @@ def test_manager_runs_with_only_its_rbac(installed: ControlPlane, tmp_path: Path
         command, flags, probes, tmp_path / "okra-manager.log", clean_env()
     ) as manager:
         assert_manager_works(installed, manager, lease, NAMESPACE)
+
+
+# -- RBAC for people: okra-viewer and okra-editor, aggregated into view and edit ---------------
+
+
+@pytest.fixture(scope="module")
+def people(installed: ControlPlane) -> Iterator[str]:
+    """A namespace where user `vic` has the built-in `view` role and `jane` has `edit`."""
+    ns = f"okra-people-{uuid.uuid4().hex[:6]}"
+    installed.kubectl("create", "namespace", ns)
+    installed.kubectl("create", "rolebinding", "vic", "--clusterrole=view", "--user=vic", "-n", ns)
+    installed.kubectl(
+        "create", "rolebinding", "jane", "--clusterrole=edit", "--user=jane", "-n", ns
+    )
+    try:
+        yield ns
+    finally:
+        installed.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def _person_can(cp: ControlPlane, user: str, verb: str, resource: str, ns: str) -> bool:
+    name, _, sub = resource.partition("/")
+    args = ["auth", "can-i", verb, name, f"--as={user}", "-n", ns]
+    if sub:
+        args.append(f"--subresource={sub}")
+    return cp.kubectl(*args, check=False).stdout.strip() == "yes"
+
+
+PEOPLE_ALLOWED = [
+    ("vic", "get", "cells.okra.mumo.co"),
+    ("vic", "watch", "cells.okra.mumo.co"),
+    ("vic", "list", "analysisruns.okra.mumo.co"),
+    ("vic", "list", "versionblocklists.okra.mumo.co"),
+    ("jane", "get", "cells.okra.mumo.co"),
+    ("jane", "patch", "cells.okra.mumo.co"),  # okra promote / abort / retry / set version
+    ("jane", "patch", "pauses.okra.mumo.co"),  # okra promote at a pause
+    ("jane", "update", "versionblocklists.okra.mumo.co"),  # okra retry
+    ("jane", "create", "analysisruns.okra.mumo.co"),  # okra run analysis
+    ("jane", "create", "analysistemplates.okra.mumo.co"),
+]
+PEOPLE_DENIED = [
+    ("vic", "patch", "cells.okra.mumo.co"),
+    ("vic", "create", "analysisruns.okra.mumo.co"),
+    ("vic", "list", "secrets"),
+    ("jane", "update", "cells.okra.mumo.co/status"),  # status is the controllers'
+    ("jane", "patch", "analysisruns.okra.mumo.co/status"),
+]
+
+
+def test_people_roles_are_aggregated(installed: ControlPlane, people: str) -> None:
+    """The clusterrole-aggregation controller copies okra's rules into view and edit."""
+    for user, verb, resource in PEOPLE_ALLOWED:
+
+        def allowed(u: str = user, v: str = verb, r: str = resource) -> bool:
+            return _person_can(installed, u, v, r, people)
+
+        wait_until(allowed, 30, f"{user} may {verb} {resource}")
+    for user, verb, resource in PEOPLE_DENIED:
+        assert not _person_can(installed, user, verb, resource, people), (user, verb, resource)
