@@ -8,8 +8,8 @@
 - `logs`: every log line of the test (structlog and stdlib), as JSON at debug level;
   the one way tests assert on logs, so that it works in any order and any subset.
 
-`OKRA_TEST_SHUFFLE=<seed>` runs the collected tests in a random order fixed by the
-seed (tests must pass in any order; this is how that is checked).
+`OKRA_TEST_SHUFFLE=<seed>` runs the modules, and the tests within each, in a random
+order fixed by the seed (tests must pass in any order; this is how that is checked).
 
 Tests under test/unit, test/integration and test/e2e get the matching marker.
 After the whole run, the controller process fails the session if any server
@@ -48,7 +48,17 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     seed = os.environ.get("OKRA_TEST_SHUFFLE")
     if seed:
-        random.Random(seed).shuffle(items)
+        # Modules in a random order, tests in a random order within each (as
+        # pytest-randomly does), so that module-scoped servers start once per module.
+        rng = random.Random(seed)
+        modules: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            modules.setdefault(str(item.path), []).append(item)
+        order = list(modules.values())
+        rng.shuffle(order)
+        for group in order:
+            rng.shuffle(group)
+        items[:] = [item for group in order for item in group]
     for item in items:
         parts = Path(str(item.path)).parts
         for kind in ("unit", "integration", "e2e"):
