@@ -195,13 +195,8 @@ class CountingProxy:
         from aiohttp import web
 
         body = await request.read()
-        action = request.headers.get("X-Amz-Target", "").rpartition(".")[2]
         eks_cluster = _eks_describe(request.method, request.path)
-        if eks_cluster is not None:
-            action = "DescribeCluster"
-        if not action:
-            form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
-            action = (form.get("Action") or request.query.getall("Action", None) or ["?"])[0]
+        action = action_of(request, body)
         self.calls.append((time.monotonic(), action))
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host",)}
         async with self._session.request(
@@ -259,3 +254,16 @@ def _assumed_role_principal(payload: bytes) -> AwsPrincipal | None:
         user.text,
         session_token=values.get("SessionToken") or None,
     )
+
+
+def action_of(request: Any, body: bytes) -> str:
+    """The AWS operation of a request: the JSON protocol's `X-Amz-Target`, else the
+    query protocol's `Action` (form body or query string), or EKS's REST DescribeCluster;
+    `?` when neither."""
+    if _eks_describe(request.method, request.path) is not None:
+        return "DescribeCluster"
+    action = str(request.headers.get("X-Amz-Target", "")).rpartition(".")[2]
+    if not action:
+        form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
+        action = (form.get("Action") or request.query.getall("Action", None) or ["?"])[0]
+    return action
