@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets helm chart docs check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
+.PHONY: help venv assets helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
@@ -16,6 +16,8 @@ help:
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
+	@echo "make image   build the okra-manager image (buildah, or docker)"
+	@echo "make test-image  run okra-manager from the image against the local control plane"
 	@echo "make docs    build the docs site (mkdocs, strict) into site/"
 	@echo "make lock    re-resolve requirements-dev.lock from pyproject.toml"
 	@echo "make bench-runtime  okra_runtime vs kopf vs controller-runtime, 10k objects"
@@ -75,7 +77,17 @@ test: lint
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
 	OKRA_PROMETHEUS="$$(hack/prometheus.sh)" && export OKRA_PROMETHEUS && \
 	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image"
+
+image:
+	@hack/image.sh
+
+# The image suite: okra-manager from the built image's filesystem rolls out a Cell (root,
+# buildah and umoci needed; CI runs it after `make test`).
+test-image: $(STAMP)
+	OKRA_IMAGE="$$(hack/image.sh)" && export OKRA_IMAGE && \
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
+	$(BIN)/pytest -n 0 -m image test/e2e/test_image.py
 
 test-unit: $(STAMP)
 	$(BIN)/pytest -m unit
