@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets helm chart check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
+.PHONY: help venv assets helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
@@ -16,6 +16,9 @@ help:
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
+	@echo "make image   build the okra-manager image (buildah, or docker)"
+	@echo "make test-image  run okra-manager from the image against the local control plane"
+	@echo "make docs    build the docs site (mkdocs, strict) into site/"
 	@echo "make lock    re-resolve requirements-dev.lock from pyproject.toml"
 	@echo "make bench-runtime  okra_runtime vs kopf vs controller-runtime, 10k objects"
 	@echo "make bench-cell     new target group -> first ModifyRule; idle Cell's AWS calls"
@@ -46,10 +49,12 @@ CRD_MODELS := okra_controllers.api.v1alpha1:CRD_MODELS
 
 manifests: $(STAMP)
 	$(BIN)/python -m okra_runtime.crdgen --out config/crd/bases $(CRD_MODELS)
+	$(BIN)/python -m okra_runtime.crddoc --out docs/reference/crds.md config/crd/bases
 	hack/sync-chart.sh
 
 check-manifests: $(STAMP)
 	$(BIN)/python -m okra_runtime.crdgen --check --out config/crd/bases $(CRD_MODELS)
+	$(BIN)/python -m okra_runtime.crddoc --check --out docs/reference/crds.md config/crd/bases
 
 rbac: $(STAMP)
 	$(BIN)/python -m okra_controllers.rbac --out config/rbac
@@ -72,13 +77,26 @@ test: lint
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
 	OKRA_PROMETHEUS="$$(hack/prometheus.sh)" && export OKRA_PROMETHEUS && \
 	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image"
+
+image:
+	@hack/image.sh
+
+# The image suite: okra-manager from the built image's filesystem rolls out a Cell (root,
+# buildah and umoci needed; CI runs it after `make test`).
+test-image: $(STAMP)
+	OKRA_IMAGE="$$(hack/image.sh)" && export OKRA_IMAGE && \
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
+	$(BIN)/pytest -n 0 -m image test/e2e/test_image.py
 
 test-unit: $(STAMP)
 	$(BIN)/pytest -m unit
 
 demo: $(STAMP)
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" $(BIN)/python -m okra_controllers.demo
+
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
 
 bench-runtime: $(STAMP)
 	bench/runtime/run.sh
@@ -88,8 +106,8 @@ bench-cell: $(STAMP)
 
 lock:
 	$(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet pip-tools
-	.venv-lock/bin/pip-compile --quiet --extra dev --strip-extras -o requirements-dev.lock pyproject.toml
-	.venv-lock/bin/pip-compile --quiet --strip-extras --no-emit-find-links --constraint requirements-dev.lock -o requirements.lock pyproject.toml
+	.venv-lock/bin/pip-compile --quiet --extra dev --strip-extras --no-emit-find-links --generate-hashes -o requirements-dev.lock pyproject.toml
+	.venv-lock/bin/pip-compile --quiet --strip-extras --no-emit-find-links --generate-hashes --constraint requirements-dev.lock -o requirements.lock pyproject.toml
 	rm -rf .venv-lock
 
 clean:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+import iampolicy
 from okra_controllers.aws.emulator import CountingProxy, MotoServer
 from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
 from okra_controllers.manager import EMULATOR_ENV, local_command
@@ -121,6 +122,11 @@ async def env(
     alb = await seed.alb(f"web-{namespace[-8:]}", network)
     yield Env(rt_client, seed, namespace, network, alb, proxy)
     await proxy.stop()
+    # Only okra-manager talks through the proxy (the seeder goes to moto directly): every call
+    # it made must be one the IAM policy grants.
+    policy = iampolicy.load()
+    denied = sorted({a for a in proxy.actions() if not iampolicy.operation_allowed(policy, a)})
+    assert not denied, f"okra-manager called AWS actions config/iam/policy.json lacks: {denied}"
 
 
 class OkraManager:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import copy
 import fnmatch
-import json
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -34,9 +33,10 @@ import botocore.session
 import pytest
 from botocore import xform_name
 
+from iampolicy import as_list, load, missing, statements
+
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "okra_controllers"
-POLICY = REPO / "config" / "iam" / "policy.json"
 
 HARNESS = {"aws/seed.py", "aws/emulator.py", "aws/localeks.py", "demo.py"}
 """Modules that talk to the AWS emulator in tests and the demo, never to AWS for the manager."""
@@ -49,9 +49,6 @@ IAM_PREFIX = {
 }
 """botocore service name -> IAM action prefix (they differ: elbv2, and cloudwatch signs as
 `monitoring`). A service missing here fails the test: add it and its actions to the policy."""
-
-NO_PERMISSION_NEEDED = {"sts:GetCallerIdentity"}
-"""Actions AWS allows to every principal; a policy listing them grants nothing."""
 
 AMP_ACTIONS = {
     "/api/v1/query": "aps:QueryMetrics",
@@ -134,32 +131,8 @@ def code_actions() -> dict[str, frozenset[str]]:
     return {a: frozenset(m) for a, m in found.items()}
 
 
-def _statements(policy: dict[str, Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = policy["Statement"]
-    return out
-
-
-def _as_list(value: str | list[str]) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
-
-
-def allowed(policy: dict[str, Any], action: str) -> bool:
-    """Some Allow statement's Action matches `action` (IAM wildcards, case-insensitive)."""
-    return any(
-        fnmatch.fnmatchcase(action.lower(), pattern.lower())
-        for s in _statements(policy)
-        if s["Effect"] == "Allow"
-        for pattern in _as_list(s["Action"])
-    )
-
-
-def missing(policy: dict[str, Any], actions: set[str]) -> set[str]:
-    return {a for a in actions if a not in NO_PERMISSION_NEEDED and not allowed(policy, a)}
-
-
 def _load() -> dict[str, Any]:
-    policy: dict[str, Any] = json.loads(POLICY.read_text())
-    return policy
+    return load()
 
 
 def test_the_scan_finds_the_calls_okra_is_known_to_make() -> None:
@@ -192,41 +165,41 @@ def test_policy_allows_nothing_the_code_does_not_make() -> None:
     found = set(code_actions())
     extra = [
         pattern
-        for s in _statements(_load())
-        for pattern in _as_list(s["Action"])
+        for s in statements(_load())
+        for pattern in as_list(s["Action"])
         if not any(fnmatch.fnmatchcase(a.lower(), pattern.lower()) for a in found)
     ]
     assert not extra, f"the policy allows actions okra never makes: {extra}"
-    wildcards = [p for s in _statements(_load()) for p in _as_list(s["Action"]) if "*" in p]
+    wildcards = [p for s in statements(_load()) for p in as_list(s["Action"]) if "*" in p]
     assert not wildcards, f"name each action instead of {wildcards}"
 
 
 def test_policy_is_well_formed_and_scoped() -> None:
     policy = _load()
     assert policy["Version"] == "2012-10-17"
-    sids = [s["Sid"] for s in _statements(policy)]
+    sids = [s["Sid"] for s in statements(policy)]
     assert len(sids) == len(set(sids)), "duplicate Sid"
-    for s in _statements(policy):
+    for s in statements(policy):
         assert s["Effect"] == "Allow", s["Sid"]
         assert set(s) <= {"Sid", "Effect", "Action", "Resource", "Condition"}, s["Sid"]
-        resources = _as_list(s["Resource"])
+        resources = as_list(s["Resource"])
         assert all(r == "*" or r.startswith("arn:aws:") for r in resources), s["Sid"]
         if resources == ["*"]:
             # Only actions AWS cannot scope to a resource may use "*": reads and list calls.
-            for action in _as_list(s["Action"]):
+            for action in as_list(s["Action"]):
                 verb = action.split(":")[1]
                 assert verb.startswith(("Describe", "List", "Get")), (s["Sid"], action)
 
 
 def _without(policy: dict[str, Any], action: str) -> dict[str, Any]:
     out = copy.deepcopy(policy)
-    for s in _statements(out):
-        s["Action"] = [a for a in _as_list(s["Action"]) if a != action]
+    for s in statements(out):
+        s["Action"] = [a for a in as_list(s["Action"]) if a != action]
     return out
 
 
 @pytest.mark.parametrize(
-    "action", sorted({a for s in _statements(_load()) for a in _as_list(s["Action"])})
+    "action", sorted({a for s in statements(_load()) for a in as_list(s["Action"])})
 )
 def test_removing_any_action_from_the_policy_is_caught(action: str) -> None:
     assert missing(_without(_load(), action), set(code_actions())) == {action}
