@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,10 +18,12 @@ from typing import Any
 
 import pytest
 
+from eks_tokens import whoami
 from okra_controllers.aws.eksauth import TokenReviewServer
 from okra_controllers.aws.emulator import EMULATOR_ARN, MotoServer
 from okra_controllers.aws.localeks import LocalEks
 from okra_controllers.aws.seed import Seeder
+from okra_controllers.clusters.connect import eks_token
 from okra_controllers.clusterset.controller import setup_clustersets
 from okra_controllers.manager import Settings
 from okra_controllers.targetgroupset.controller import register
@@ -230,3 +234,36 @@ async def test_awseks_generator_reaches_a_new_cluster_by_its_eks_endpoint_and_to
         return await versions() == []
 
     assert await eventually(pruned, within=40)
+
+
+async def test_local_eks_on_its_own_serves_tokens_and_leaves_nothing_running(
+    moto: MotoServer, namespace: str
+) -> None:
+    """What the standard-scenario e2e and the fleet demo use: `LocalEks(moto)` with its own
+    webhook; everything it started is gone after the `async with`."""
+    name = f"alone-{namespace}"
+    async with LocalEks(moto, controller_manager=False) as eks:
+        network = await Seeder(eks.config).network()
+        plane = await eks.cluster(name, network, tags={"role": "alone"})
+        async with eks.config.client("eks") as client:
+            described = (await client.describe_cluster(name=name))["cluster"]
+        assert described["endpoint"] == plane.server
+        assert base64.b64decode(described["certificateAuthority"]["data"]) == plane.ca_pem
+        status, review = await whoami(plane, await eks_token(eks.config, name))
+        assert (status, review["status"]["userInfo"]["username"]) == (201, EMULATOR_ARN)
+        pids = plane.pids
+        assert pids
+        webhook = eks.webhook
+        assert webhook is not None
+        port = webhook.port
+    assert not [p for p in pids if _alive(p)]
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
