@@ -38,17 +38,15 @@ def argocd_binary() -> Path:
     return builds[-1]
 
 
-def aws_env(endpoint: str | None) -> dict[str, str]:
+def aws_env(eks: LocalEks, endpoint: bool = True) -> dict[str, str]:
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/"),
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
         "ARGOCD_BINARY_NAME": "argocd-k8s-auth",
+        **eks.aws_env(),
     }
-    if endpoint:
-        env["AWS_ENDPOINT_URL"] = endpoint
+    if not endpoint:
+        del env["AWS_ENDPOINT_URL"]
     return env
 
 
@@ -61,8 +59,8 @@ async def run(argv: list[str], env: dict[str, str]) -> str:
     return out.decode()
 
 
-async def argocd_token(cluster: str, endpoint: str | None) -> str:
-    out = await run([str(argocd_binary()), "aws", "--cluster-name", cluster], aws_env(endpoint))
+async def argocd_token(cluster: str, env: dict[str, str]) -> str:
+    out = await run([str(argocd_binary()), "aws", "--cluster-name", cluster], env)
     credential: dict[str, Any] = json.loads(out)
     assert credential["kind"] == "ExecCredential"
     return str(credential["status"]["token"])
@@ -72,16 +70,16 @@ async def test_argocd_k8s_auth_tokens_are_accepted_for_their_cluster_only(
     local_eks: LocalEks, eks_plane: ControlPlane, eks_webhook: TokenReviewServer
 ) -> None:
     # Signed for the AWS endpoint Argo CD is given (the proxy), and for AWS's own STS host.
-    via_proxy = await argocd_token(eks_plane.name, local_eks.endpoint_url)
+    via_proxy = await argocd_token(eks_plane.name, aws_env(local_eks))
     assert decode(via_proxy).startswith(local_eks.endpoint_url + "/?")
-    default_host = await argocd_token(eks_plane.name, None)
+    default_host = await argocd_token(eks_plane.name, aws_env(local_eks, endpoint=False))
     assert decode(default_host).startswith("https://sts.")
     for token in (via_proxy, default_host):
         status, review = await whoami(eks_plane, token)
         assert status == 201, review
         assert review["status"]["userInfo"]["username"] == EMULATOR_ARN
 
-    other = await argocd_token("another-cluster", local_eks.endpoint_url)
+    other = await argocd_token("another-cluster", aws_env(local_eks))
     assert (await whoami(eks_plane, other))[0] == 401
     assert "signature does not match" in eks_webhook.decisions[-1].detail
 
@@ -112,7 +110,7 @@ async def test_kubectl_runs_argocd_k8s_auth_as_its_exec_plugin(
                         "args": ["aws", "--cluster-name", eks_plane.name],
                         "env": [
                             {"name": k, "value": v}
-                            for k, v in aws_env(local_eks.endpoint_url).items()
+                            for k, v in aws_env(local_eks).items()
                             if k not in ("PATH", "HOME")
                         ],
                         "interactiveMode": "Never",

@@ -154,6 +154,17 @@ class LocalEks:
     def endpoint_url(self) -> str:
         return self.proxy.endpoint_url
 
+    def aws_env(self) -> dict[str, str]:
+        """Environment for a process that signs EKS tokens with an AWS SDK (Argo CD's
+        `argocd-k8s-auth aws`, the AWS CLI): moto's keys, the region, the proxy's endpoint."""
+        return {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": self.moto.region,
+            "AWS_DEFAULT_REGION": self.moto.region,
+            "AWS_ENDPOINT_URL": self.proxy.endpoint_url,
+        }
+
     async def cluster(
         self,
         name: str,
