@@ -57,6 +57,7 @@ def start_eks_plane(
         assets=assets,
         controller_manager=controller_manager,
         token_webhook=webhook.url_for(cluster),
+        token_webhook_ca=webhook.ca_pem,
     )
     plane.start()
     try:
