@@ -2,7 +2,7 @@
 (the exec credential plugin Argo CD runs for a cluster Secret with `awsAuthConfig`), from the
 real `argocd` binary (`hack/build-argocd.sh`), signing with moto's keys, is accepted by the
 workload apiserver for cluster X only; kubectl (client-go) runs it as an exec plugin, as Argo CD's
-application-controller does."""
+application-controller does; and Argo CD reads ClusterSet's Secret into exactly that."""
 
 from __future__ import annotations
 
@@ -14,12 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from eks_tokens import decode, whoami
 from okra_controllers.aws.eksauth import TokenReviewServer
 from okra_controllers.aws.emulator import EMULATOR_ARN
 from okra_controllers.aws.localeks import LocalEks
+from okra_controllers.aws.seed import Seeder
+from okra_runtime import GVK, Client
 from okra_runtime.envtest import ControlPlane, find_binaries
+from support import eventually
+
+SECRET = GVK("", "v1", "Secret")
 
 
 def argocd_binary() -> Path:
@@ -129,3 +135,56 @@ async def test_kubectl_runs_argocd_k8s_auth_as_its_exec_plugin(
     assert json.loads(out)["status"]["userInfo"]["username"] == EMULATOR_ARN
     out = await run([*kubectl, "get", "namespace", "kube-system"], env)
     assert "kube-system" in out
+
+
+async def test_argocd_reads_the_clusterset_secret_as_an_eks_cluster(
+    manager: None,
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    local_eks: LocalEks,
+    eks_plane: ControlPlane,
+    tmp_path: Path,
+) -> None:
+    """Argo CD's own code turns the Secret ClusterSet wrote into a client configuration (its
+    `argocd admin cluster kubeconfig` uses the same db and REST config as its controllers): the
+    workload plane's server and CA, and the `argocd-k8s-auth aws` exec plugin, whose token the
+    workload apiserver accepts as the IAM principal."""
+    network = await Seeder(local_eks.config).network()
+    await local_eks.register(eks_plane.name, eks_plane, network, tags={"role": namespace})
+    await rt_client.create(
+        {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "ClusterSet",
+            "metadata": {"name": "fleet", "namespace": namespace},
+            "spec": {
+                "generators": [{"awseks": {"clusterSelector": {"matchTags": {"role": namespace}}}}]
+            },
+        }
+    )
+
+    async def written() -> bool:
+        items = (await rt_client.list(SECRET, namespace)).items
+        return any(s["metadata"]["name"] == f"fleet-{eks_plane.name}" for s in items)
+
+    assert await eventually(written, within=30)
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "argocd-k8s-auth").symlink_to(argocd_binary())  # Argo CD's exec plugin name
+    env = {**aws_env(local_eks), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    kubeconfig = tmp_path / "argocd.kubeconfig"
+    await run(
+        [
+            str(argocd_binary()), "admin", "cluster", "kubeconfig", eks_plane.server,
+            str(kubeconfig), "--namespace", namespace,
+            "--kubeconfig", str(control_plane.kubeconfig()),
+        ],
+        {**env, "ARGOCD_BINARY_NAME": "argocd"},
+    )  # fmt: skip
+    user = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]
+    assert user["exec"]["command"] == "argocd-k8s-auth"
+    assert user["exec"]["args"] == ["aws", "--cluster-name", eks_plane.name]
+    kubectl = [str(find_binaries(None).kubectl), "--kubeconfig", str(kubeconfig)]
+    out = await run([*kubectl, "auth", "whoami", "-o", "json"], env)
+    assert json.loads(out)["status"]["userInfo"]["username"] == EMULATOR_ARN

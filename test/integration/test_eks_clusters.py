@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,7 @@ from okra_controllers.aws.emulator import EMULATOR_ARN, MotoServer
 from okra_controllers.aws.localeks import LocalEks
 from okra_controllers.aws.seed import Seeder
 from okra_controllers.clusters.connect import eks_token
-from okra_controllers.clusterset.controller import setup_clustersets
-from okra_controllers.manager import Settings
-from okra_controllers.targetgroupset.controller import register
-from okra_runtime import GVK, Client, Manager, ManagerOptions
+from okra_runtime import GVK, Client
 from okra_runtime.envtest import ControlPlane
 from support import eventually
 
@@ -35,26 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 SECRET = GVK("", "v1", "Secret")
 TARGET_GROUP = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
 VERSION_LABEL = "okra.mumo.co/version"
-
-
-@pytest.fixture
-async def manager(
-    rt_client: Client, namespace: str, control_plane: ControlPlane, local_eks: LocalEks
-) -> AsyncIterator[None]:
-    """ClusterSet and AWSTargetGroupSet wired as okra-manager wires them, with AWS through the
-    proxy (the only AWS endpoint they know)."""
-    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
-    mgr = Manager(
-        rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
-    )
-    setup_clustersets(mgr, Settings(namespace, namespace, local_eks.config, 1))
-    register(mgr, local_eks.config, resync=1.0)
-    task = asyncio.create_task(mgr.start())
-    try:
-        yield
-    finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
 
 
 async def test_eks_cluster_to_argocd_secret_to_target_groups_with_eks_tokens(
