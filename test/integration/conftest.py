@@ -6,8 +6,8 @@ okra_controllers.aws.localeks):
   named `EKS_CLUSTER` (and no other).
 - `local_eks`: per test, moto behind a proxy that points `EKS_CLUSTER` at `eks_plane`
   (`local_eks.config` is the AWS the code under test uses); `local_eks.cluster(...)` starts more.
-- `manager`: ClusterSet and AWSTargetGroupSet in an in-process Manager for the test's namespace,
-  with `local_eks.config` as their AWS.
+- `eks_controllers`: ClusterSet and AWSTargetGroupSet in an in-process Manager for the test's
+  namespace, with `local_eks.config` as their AWS.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ async def local_eks(
 
 
 @pytest.fixture
-async def manager(
+async def eks_controllers(
     rt_client: Client, namespace: str, control_plane: ControlPlane, local_eks: LocalEks
 ) -> AsyncIterator[None]:
     """ClusterSet and AWSTargetGroupSet wired as okra-manager wires them, with AWS through the

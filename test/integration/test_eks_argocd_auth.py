@@ -138,7 +138,7 @@ async def test_kubectl_runs_argocd_k8s_auth_as_its_exec_plugin(
 
 
 async def test_argocd_reads_the_clusterset_secret_as_an_eks_cluster(
-    manager: None,
+    eks_controllers: None,
     rt_client: Client,
     namespace: str,
     control_plane: ControlPlane,

@@ -34,7 +34,7 @@ VERSION_LABEL = "okra.mumo.co/version"
 
 
 async def test_eks_cluster_to_argocd_secret_to_target_groups_with_eks_tokens(
-    manager: None,
+    eks_controllers: None,
     rt_client: Client,
     namespace: str,
     moto: MotoServer,
@@ -151,7 +151,7 @@ async def test_eks_cluster_to_argocd_secret_to_target_groups_with_eks_tokens(
 
 
 async def test_awseks_generator_reaches_a_new_cluster_by_its_eks_endpoint_and_token(
-    manager: None,
+    eks_controllers: None,
     rt_client: Client,
     namespace: str,
     local_eks: LocalEks,
