@@ -356,7 +356,7 @@ class ControlPlane:
                 "--kubeconfig",
                 str(kubeconfig),
                 "--controllers",
-                "garbagecollector,namespace",
+                "garbagecollector,namespace,clusterrole-aggregation-controller",
                 "--leader-elect=false",
                 "--secure-port",
                 "0",
