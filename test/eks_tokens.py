@@ -1,20 +1,24 @@
 """EKS tokens made offline with botocore's SigV4 query signer, for tests that need a token
 signed at a given time, or the way a Go SDK signs it (the empty body's hash as payload hash
-instead of UNSIGNED-PAYLOAD), or with one query parameter changed after signing."""
+instead of UNSIGNED-PAYLOAD), or with one query parameter changed after signing; and `whoami`,
+what a workload API server makes of a token."""
 
 from __future__ import annotations
 
 import base64
 import datetime
 import hashlib
+import ssl
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+import aiohttp
 from botocore.auth import SIGV4_TIMESTAMP, SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from okra_controllers.clusters.connect import EKS_TOKEN_PREFIX
+from okra_runtime.envtest import ControlPlane
 
 
 class _SignedAt(SigV4QueryAuth):
@@ -78,4 +82,20 @@ def altered(token: str, host: str | None = None, **params: str) -> str:
     return encode(url.geturl())
 
 
-__all__ = ["SIGV4_TIMESTAMP", "altered", "decode", "encode", "offline_token", "query_of"]
+async def whoami(plane: ControlPlane, token: str) -> tuple[int, dict[str, Any]]:
+    """POST a SelfSubjectReview with `token`: the status and what the apiserver says we are."""
+    ctx = ssl.create_default_context(cadata=plane.ca_pem.decode())
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{plane.server}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            json=review,
+            headers={"Authorization": f"Bearer {token}"},
+            ssl=ctx,
+        ) as resp,
+    ):
+        return resp.status, await resp.json(content_type=None)
+
+
+__all__ = ["SIGV4_TIMESTAMP", "altered", "decode", "encode", "offline_token", "query_of", "whoami"]

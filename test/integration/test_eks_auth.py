@@ -8,33 +8,16 @@ from __future__ import annotations
 
 import datetime
 import ssl
-from typing import Any
 
 import aiohttp
 
-from eks_tokens import SIGV4_TIMESTAMP, altered, offline_token, query_of
+from eks_tokens import SIGV4_TIMESTAMP, altered, offline_token, query_of, whoami
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eksauth import ADMIN_GROUP, TokenReviewServer
 from okra_controllers.aws.emulator import EMULATOR_ARN
 from okra_controllers.aws.localeks import LocalEks
 from okra_controllers.clusters.connect import eks_token
 from okra_runtime.envtest import ControlPlane
-
-
-async def whoami(plane: ControlPlane, token: str) -> tuple[int, dict[str, Any]]:
-    """POST a SelfSubjectReview with `token`: the status and what the apiserver says we are."""
-    ctx = ssl.create_default_context(cadata=plane.ca_pem.decode())
-    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-    async with (
-        aiohttp.ClientSession() as http,
-        http.post(
-            f"{plane.server}/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            json=review,
-            headers={"Authorization": f"Bearer {token}"},
-            ssl=ctx,
-        ) as resp,
-    ):
-        return resp.status, await resp.json(content_type=None)
 
 
 async def test_a_token_okra_signs_is_accepted_as_the_iam_principal(

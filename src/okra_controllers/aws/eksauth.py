@@ -26,12 +26,17 @@ import hashlib
 import hmac
 import json
 import re
+import ssl
+import tempfile
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from okra_runtime.envtest.certs import make_pki
 
 EKS_TOKEN_PREFIX = "k8s-aws-v1."
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
@@ -258,8 +263,9 @@ class Decision:
 
 
 class TokenReviewServer:
-    """A Kubernetes TokenReview webhook (`authentication.k8s.io/v1`) on loopback HTTP, in a
-    thread of its own, so it serves control planes that outlive any one event loop.
+    """A Kubernetes TokenReview webhook (`authentication.k8s.io/v1`) on loopback HTTPS (as EKS's
+    authenticator serves it; `ca_pem` is its throwaway CA), in a thread of its own, so it serves
+    control planes that outlive any one event loop.
 
     `url_for(cluster)` is the webhook URL for one cluster's kube-apiserver: tokens sent there are
     verified for that cluster name. A verified principal becomes user `<its ARN>` in
@@ -269,6 +275,7 @@ class TokenReviewServer:
         self.verifier = verifier
         self.groups = groups
         self.decisions: list[Decision] = []
+        self.ca_pem = b""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -285,7 +292,7 @@ class TokenReviewServer:
         return int(self._server.server_address[1])
 
     def url_for(self, cluster: str) -> str:
-        return f"http://127.0.0.1:{self.port}/clusters/{quote(cluster, safe='')}"
+        return f"https://127.0.0.1:{self.port}/clusters/{quote(cluster, safe='')}"
 
     def start(self) -> None:
         owner = self
@@ -305,7 +312,16 @@ class TokenReviewServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # tokens never reach a log
 
+        pki = make_pki()
+        self.ca_pem = pki.ca_cert_pem
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        with tempfile.TemporaryDirectory(prefix="okra-token-review-") as d:
+            cert, key = Path(d) / "tls.crt", Path(d) / "tls.key"
+            cert.write_bytes(pki.serving_cert_pem)
+            key.write_bytes(pki.serving_key_pem)
+            tls.load_cert_chain(cert, key)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="eks-token-review", daemon=True

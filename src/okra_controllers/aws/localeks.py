@@ -57,6 +57,7 @@ def start_eks_plane(
         assets=assets,
         controller_manager=controller_manager,
         token_webhook=webhook.url_for(cluster),
+        token_webhook_ca=webhook.ca_pem,
     )
     plane.start()
     try:
@@ -88,13 +89,17 @@ class LocalEks:
     base_dir: str | None = None
     assets: str | None = None
     controller_manager: bool = True
-    proxy: CountingProxy = field(init=False)
+    _proxy: CountingProxy | None = field(init=False, default=None)
     planes: dict[str, ControlPlane] = field(init=False, default_factory=dict)
     _owned_webhook: bool = field(init=False, default=False)
     _owned_planes: set[str] = field(init=False, default_factory=set)
 
     async def __aenter__(self) -> LocalEks:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
         return self
 
     async def __aexit__(
@@ -112,19 +117,29 @@ class LocalEks:
             self._owned_webhook = True
         verifier = self.webhook.verifier
         verifier.add_sts_endpoint(self.moto.endpoint_url)
-        self.proxy = CountingProxy(self.moto.endpoint_url, on_credentials=verifier.add_principal)
-        await self.proxy.start()
-        verifier.add_sts_endpoint(self.proxy.endpoint_url)
+        self._proxy = CountingProxy(self.moto.endpoint_url, on_credentials=verifier.add_principal)
+        await self._proxy.start()
+        verifier.add_sts_endpoint(self._proxy.endpoint_url)
 
     async def stop(self) -> None:
         planes = [self.planes.pop(n) for n in sorted(self._owned_planes) if n in self.planes]
         self._owned_planes.clear()
         self.planes.clear()
-        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in planes))
-        await self.proxy.stop()
-        if self._owned_webhook and self.webhook is not None:
-            self.webhook.stop()
-            self.webhook = None
+        try:
+            await asyncio.gather(*(asyncio.to_thread(p.stop) for p in planes))
+        finally:
+            if self._proxy is not None:
+                await self._proxy.stop()
+                self._proxy = None
+            if self._owned_webhook and self.webhook is not None:
+                self.webhook.stop()
+                self.webhook = None
+
+    @property
+    def proxy(self) -> CountingProxy:
+        """The proxy in front of moto (its `actions()` are the AWS calls made through it)."""
+        assert self._proxy is not None, "LocalEks not started"
+        return self._proxy
 
     @property
     def config(self) -> AwsConfig:
@@ -139,6 +154,17 @@ class LocalEks:
     @property
     def endpoint_url(self) -> str:
         return self.proxy.endpoint_url
+
+    def aws_env(self) -> dict[str, str]:
+        """Environment for a process that signs EKS tokens with an AWS SDK (Argo CD's
+        `argocd-k8s-auth aws`, the AWS CLI): moto's keys, the region, the proxy's endpoint."""
+        return {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": self.moto.region,
+            "AWS_DEFAULT_REGION": self.moto.region,
+            "AWS_ENDPOINT_URL": self.proxy.endpoint_url,
+        }
 
     async def cluster(
         self,
