@@ -7,12 +7,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
+.PHONY: help venv assets argocd lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
+	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make lock    re-resolve requirements-dev.lock from pyproject.toml"
@@ -31,6 +32,10 @@ venv: $(STAMP)
 
 assets:
 	@hack/build-control-plane.sh
+
+argocd:
+	@hack/build-argocd.sh
+	@hack/redis.sh
 
 CRD_MODELS := okra_controllers.api.v1alpha1:CRD_MODELS
 
@@ -59,6 +64,8 @@ fmt: $(STAMP)
 test: lint
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
 	OKRA_PROMETHEUS="$$(hack/prometheus.sh)" && export OKRA_PROMETHEUS && \
+	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
+	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
 test-unit: $(STAMP)
