@@ -63,6 +63,13 @@ class ControlPlane:
     controller_manager: bool = True
     extra_users: Sequence[User] = ()
     apiserver_args: Sequence[str] = ()
+    token_webhook: str | None = None
+    """URL of a TokenReview webhook (`authentication.k8s.io/v1`, http or https): bearer tokens
+    that no static user has are sent there (`--authentication-token-webhook-config-file`)."""
+    token_webhook_ca: bytes | None = field(default=None, repr=False)
+    """PEM CA for an https `token_webhook`."""
+    token_webhook_cache_ttl: str = "2m"
+    """How long kube-apiserver caches the webhook's answers (its own default)."""
     users: dict[str, User] = field(init=False, default_factory=dict)
     dir: Path = field(init=False, default=Path())
     server: str = field(init=False, default="")
@@ -231,6 +238,24 @@ class ControlPlane:
         tokens = self.dir / "tokens.csv"
         tokens.write_text("\n".join(lines) + "\n")
         tokens.chmod(0o600)
+        if self.token_webhook:
+            webhook = self.dir / "token-webhook.kubeconfig"
+            webhook.write_text(
+                json.dumps(webhook_kubeconfig_dict(self.token_webhook, self.token_webhook_ca))
+            )
+            webhook.chmod(0o600)
+
+    def _webhook_args(self) -> list[str]:
+        if not self.token_webhook:
+            return []
+        return [
+            "--authentication-token-webhook-config-file",
+            str(self.dir / "token-webhook.kubeconfig"),
+            "--authentication-token-webhook-version",
+            "v1",
+            "--authentication-token-webhook-cache-ttl",
+            self.token_webhook_cache_ttl,
+        ]
 
     def _start_with_retry(
         self, name: str, argv_for_ports: _ArgvFactory, ready: _ReadyFactory, timeout: float
@@ -322,6 +347,7 @@ class ControlPlane:
                 str(d / "certs"),
                 "--v",
                 "1",
+                *self._webhook_args(),
                 *self.apiserver_args,
             ]
 
@@ -342,7 +368,7 @@ class ControlPlane:
                 "--kubeconfig",
                 str(kubeconfig),
                 "--controllers",
-                "garbagecollector,namespace",
+                "garbagecollector,namespace,clusterrole-aggregation-controller",
                 "--leader-elect=false",
                 "--secure-port",
                 "0",
@@ -390,6 +416,24 @@ def kubeconfig_dict(
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": f"{user}@{cluster}", "context": {"cluster": cluster, "user": user}}],
         "current-context": f"{user}@{cluster}",
+    }
+
+
+def webhook_kubeconfig_dict(url: str, ca_pem: bytes | None = None) -> dict[str, object]:
+    """A kubeconfig-format webhook configuration, as kube-apiserver's
+    `--authentication-token-webhook-config-file` reads it: `clusters` is the remote service."""
+    cluster: dict[str, str] = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "token-webhook", "cluster": cluster}],
+        "users": [{"name": "kube-apiserver", "user": {}}],
+        "contexts": [
+            {"name": "webhook", "context": {"cluster": "token-webhook", "user": "kube-apiserver"}}
+        ],
+        "current-context": "webhook",
     }
 
 
