@@ -7,12 +7,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
+.PHONY: help venv assets argocd helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
+	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
@@ -35,6 +36,10 @@ venv: $(STAMP)
 
 assets:
 	@hack/build-control-plane.sh
+
+argocd:
+	@hack/build-argocd.sh
+	@hack/redis.sh
 
 helm:
 	@hack/build-helm.sh
@@ -77,6 +82,8 @@ test: lint
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
 	OKRA_PROMETHEUS="$$(hack/prometheus.sh)" && export OKRA_PROMETHEUS && \
 	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
+	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
+	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image"
 
 image:

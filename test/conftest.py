@@ -7,6 +7,9 @@
 - `moto`: a moto server per test module, reached over HTTP through aiobotocore.
 - `logs`: every log line of the test (structlog and stdlib), as JSON at debug level;
   the one way tests assert on logs, so that it works in any order and any subset.
+- `argocd`: a real Argo CD (repo-server, application-controller, applicationset-controller,
+  Redis, a local git repository) installed into `control_plane` (started on first use).
+- `fleet`: further workload control planes by name, started on first use.
 
 `OKRA_TEST_SHUFFLE=<seed>` runs the modules, and the tests within each, in a random
 order fixed by the seed (tests must pass in any order; this is how that is checked).
@@ -33,6 +36,7 @@ from kubernetes_asyncio import client
 from okra_controllers.aws.emulator import MotoServer
 from okra_runtime.client import Client
 from okra_runtime.envtest import ControlPlane
+from okra_runtime.envtest.argocd import ArgoCD
 from okra_runtime.envtest.leaks import leftover_servers
 from okra_runtime.logging import configure_logging
 from support import LogCapture, api_client
@@ -137,3 +141,36 @@ def logs() -> Iterator[LogCapture]:
     finally:
         root.removeHandler(handler)
         structlog.configure(**before)
+class Fleet:
+    """Workload control planes by name, each started on first use and kept for the session
+    (no kube-controller-manager: nothing is garbage-collected in a workload cluster)."""
+
+    def __init__(self) -> None:
+        self.planes: dict[str, ControlPlane] = {}
+
+    def __call__(self, name: str) -> ControlPlane:
+        if name not in self.planes:
+            cp = ControlPlane(name=name, controller_manager=False)
+            cp.start()
+            self.planes[name] = cp
+        return self.planes[name]
+
+    def stop(self) -> None:
+        for cp in self.planes.values():
+            cp.stop()
+        self.planes.clear()
+
+
+@pytest.fixture(scope="session")
+def fleet() -> Iterator[Fleet]:
+    f = Fleet()
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+@pytest.fixture(scope="session")
+def argocd(control_plane: ControlPlane) -> Iterator[ArgoCD]:
+    with ArgoCD(control_plane) as a:
+        yield a

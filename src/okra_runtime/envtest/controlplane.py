@@ -10,6 +10,7 @@ import shutil
 import ssl
 import subprocess
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
@@ -181,13 +182,24 @@ class ControlPlane:
         self.kubectl(
             "apply", "--server-side", "--force-conflicts", "-f", "-", input_text="---\n".join(docs)
         )
-        self.kubectl(
-            "wait",
-            "--for=condition=Established",
-            f"--timeout={int(timeout)}s",
-            *[f"crd/{n}" for n in names],
-        )
-        return names
+        deadline = time.monotonic() + timeout
+        while True:
+            # A CRD just created may have no status yet, which `kubectl wait` reports as an
+            # error ("accessor error") rather than waiting: ask again until it has one.
+            out = self.kubectl(
+                "wait",
+                "--for=condition=Established",
+                f"--timeout={int(timeout)}s",
+                *[f"crd/{n}" for n in names],
+                check=False,
+            )
+            if out.returncode == 0:
+                return names
+            if "accessor error" not in out.stderr or time.monotonic() > deadline:
+                raise ControlPlaneError(
+                    f"CRDs {', '.join(names)} not Established: {out.stderr.strip()}"
+                )
+            time.sleep(0.2)
 
     # -- internals -------------------------------------------------------------
 
