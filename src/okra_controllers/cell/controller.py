@@ -55,6 +55,7 @@ ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
 PROMOTE = "okra.mumo.co/promote"
 ABORT = "okra.mumo.co/abort"
+PAUSED = "okra.mumo.co/pause"  # "true": hold the rollout before its next step (okra pause)
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
@@ -155,6 +156,7 @@ class CellReconciler:
             promote=annotations.get(PROMOTE),
             abort=annotations.get(ABORT),
             now=self.clock(),
+            paused=annotations.get(PAUSED) == "true",
         ), config
 
     # -- reconcile -------------------------------------------------------------
