@@ -38,9 +38,9 @@ from okra_controllers.api.v1alpha1.cell import (
 from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
+from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
-from okra_controllers.cell.versions import group_target_groups
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -56,9 +56,6 @@ CELL = GVK(GROUP, VERSION, "Cell")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
 ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
-PROMOTE = "okra.mumo.co/promote"
-ABORT = "okra.mumo.co/abort"
-PAUSED = "okra.mumo.co/pause"  # "true": hold the rollout before its next step (okra pause)
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
@@ -106,60 +103,18 @@ class CellReconciler:
         alb = cell.spec.ingress.aws_application_load_balancer
         selector = alb.target_group_selector.match_labels if alb else {}
         tgs = self.target_groups.list(ns, selector_from_dict({"matchLabels": selector}))
-        grouped = group_target_groups(
-            (
-                (t["metadata"]["name"], t["spec"]["arn"], t["metadata"].get("labels") or {})
-                for t in tgs
-                if (t.get("spec") or {}).get("arn")
-            ),
-            cell.spec.labels_for_version(),
-        )
         config = self.configs.get(name, ns)
-        forward: tuple[Forward, ...] | None = None
-        synced = False
-        if config is not None:
-            version_of = {
-                tg.arn: tg.version.text for group in grouped.by_version.values() for tg in group
-            }
-            forward = tuple(
-                Forward(f["name"], f["arn"], int(f["weight"]), version_of.get(f["arn"], ""))
-                for f in config["spec"].get("forwardTargetGroups") or []
-            )
-            cst = config.get("status") or {}
-            synced = cst.get("observedGeneration") == config["metadata"].get("generation") and any(
-                c.get("type") == "Synced" and c.get("status") == "True"
-                for c in cst.get("conditions") or []
-            )
-        blocked = {
-            i["version"]: i.get("cause", "")
-            for i in ((blocklist or {}).get("spec") or {}).get("items") or []
-        }
         uid = cell.metadata.uid or ""
-        runs = {
-            r["metadata"]["name"]: (r.get("status") or {}).get("phase", "")
-            for r in self.runs.by_index(OWNER_INDEX, uid)
-        }
-        pauses = {
-            p["metadata"]["name"]: (p.get("status") or {}).get("phase", "")
-            for p in self.pauses.by_index(OWNER_INDEX, uid)
-        }
-        annotations = cell.metadata.annotations
-        return Observed(
-            cell_name=name,
-            generation=cell.metadata.generation or 0,
-            spec=cell.spec,
-            status=cell.status or CellStatus(),
-            grouped=grouped,
-            forward=forward,
-            synced=synced,
-            blocked=blocked,
-            runs=runs,
-            pauses=pauses,
-            promote=annotations.get(PROMOTE),
-            abort=annotations.get(ABORT),
-            now=self.clock(),
-            paused=annotations.get(PAUSED) == "true",
-        ), config
+        observed = observe(
+            cell,
+            tgs,
+            config,
+            blocklist,
+            self.runs.by_index(OWNER_INDEX, uid),
+            self.pauses.by_index(OWNER_INDEX, uid),
+            self.clock(),
+        )
+        return observed, config
 
     # -- reconcile -------------------------------------------------------------
 

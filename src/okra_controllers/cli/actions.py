@@ -25,7 +25,7 @@ from typing import Any
 
 from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.api.v1alpha1.cell import CanaryStep, Cell, CellStatus
-from okra_controllers.cell.controller import ABORT, PAUSED, PROMOTE
+from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.plan import run_name
 from okra_controllers.cell.versions import parse_version
 from okra_controllers.cli.kube import CliError
