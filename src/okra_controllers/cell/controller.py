@@ -71,6 +71,38 @@ CANARY_WEIGHT = Gauge(
 STEP_INDEX = Gauge(
     "okra_cell_step_index", "Current canary step index", ["namespace", "cell"], registry=REGISTRY
 )
+CELL_INFO = Gauge(
+    "okra_cell_info",
+    "1 for each Cell, labelled with its phase and its stable and canary versions",
+    ["namespace", "cell", "phase", "stable", "canary"],
+    registry=REGISTRY,
+)
+_INFO_LABELS: dict[tuple[str, str], tuple[str, ...]] = {}  # the series each Cell has now
+
+
+def report_info(namespace: str, name: str, status: CellStatus | None) -> None:
+    """One `okra_cell_info` series per Cell (none once it is deleted: `status` None)."""
+    key = (namespace, name)
+    old = _INFO_LABELS.pop(key, None)
+    new = None
+    if status is not None:
+        new = (
+            namespace,
+            name,
+            status.phase or "Pending",
+            status.stable_version or "",
+            status.canary_version or "",
+        )
+    if old is not None and old != new:
+        with contextlib.suppress(KeyError):
+            CELL_INFO.remove(*old)
+    if new is not None:
+        CELL_INFO.labels(*new).set(1)
+        _INFO_LABELS[key] = new
+    else:
+        for gauge in (CANARY_WEIGHT, STEP_INDEX):
+            with contextlib.suppress(KeyError):
+                gauge.remove(namespace, name)
 
 
 HealthCheck = Callable[[str], Any]  # async (target group arn) -> bool (has a healthy target)
@@ -121,6 +153,7 @@ class CellReconciler:
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.cells.get(req.name, req.namespace)
         if raw is None:
+            report_info(req.namespace or "", req.name, None)
             return None
         cell = Cell.model_validate(raw)
         if (
@@ -207,6 +240,7 @@ class CellReconciler:
         for e in p.events:
             self.events.event(raw, e.type, e.reason, e.message)
             log.info("cell event", reason=e.reason, message=e.message)
+        report_info(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
         return True
