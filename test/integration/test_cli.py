@@ -908,3 +908,48 @@ async def test_version_with_and_without_a_cluster(
     lines = out_b.decode().splitlines()
     assert lines[0] == "okra (client): 0.1.0"
     assert lines[1].startswith("server: unreachable (cannot reach the API server")
+
+
+async def test_plan_a_file_over_the_live_cell_without_aws(
+    control_plane: ControlPlane,
+    rt_client: Client,
+    namespace: str,
+    world: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    """`okra plan FILE`: the file's spec with the live Cell's status. Changing the steps
+    restarts the rollout (a new step hash), so the plan starts from step 1 again."""
+    cell = await rt_client.get(CELL, "web", namespace)
+    before = cell["metadata"]["resourceVersion"]
+    doc = {
+        "apiVersion": API,
+        "kind": "Cell",
+        "metadata": {"name": "web"},
+        "spec": {**cell["spec"], "updateStrategy": {"canary": {"steps": [{"setWeight": 50}]}}},
+    }
+    path = tmp_path / "cell.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code, out, err = await okra(control_plane, namespace, "plan", str(path), "--no-aws")
+    assert (code, err) == (0, ""), err
+    assert f"from {path} (over the live Cell's status)" in out
+    assert "AWS:      not read (--no-aws)" in out
+    assert "  v3: web-a-v2" not in out
+    assert "Desired:  v2" in out
+    assert "1. at step 1/1: setWeight 50; RolloutStarted" in out
+    assert "weights: web-a-v1=25  web-b-v1=25  web-a-v2=50" in out
+    assert "weights: web-a-v2=100" in out
+    assert "Result:   v2 serves 100%" in out
+    # Planning wrote nothing.
+    cell = await rt_client.get(CELL, "web", namespace)
+    assert cell["metadata"]["resourceVersion"] == before
+
+    code, out, _ = await okra(control_plane, namespace, "plan", "web", "--no-aws", "-o", "json")
+    doc = json.loads(out)
+    assert doc["cell"]["source"] == "live"
+    # This hand-made status has no step hash, so the controller would start the rollout of
+    # v2 over; the plan says so and walks it to the end.
+    assert doc["now"]["phase"] == "Progressing"
+    assert (doc["finished"], doc["resultVersion"], doc["blockedBy"]) == (True, "v2", None)
+    assert [e["reason"] for e in doc["stages"][0]["events"]] == ["RolloutStarted"]
+    code, _, err = await okra(control_plane, namespace, "plan", "nope", "--no-aws")
+    assert (code, err) == (1, f"error: cell nope not found in namespace {namespace}\n")
