@@ -52,6 +52,7 @@ class Settings:
     okra_namespace: str
     aws: AwsConfig
     concurrency: int
+    drift_check: float = 60.0  # seconds between looks at each listener rule (drift repair)
 
 
 Setup = Callable[[Manager, Settings], None]
@@ -190,6 +191,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="max concurrent reconciles per controller",
     )
     p.add_argument(
+        "--drift-check-period",
+        type=float,
+        default=float(_env("drift-check-period", "60") or 60),
+        help="seconds between looks at each listener rule: one changed outside okra is "
+        "restored (and a DriftRepaired Event recorded) within this period",
+    )
+    p.add_argument(
         "--controllers",
         default=_env("controllers", ",".join(CONTROLLERS)),
         help=f"comma-separated controllers to run (known: {', '.join(CONTROLLERS)})",
@@ -200,6 +208,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error(f"unknown controllers: {', '.join(unknown)} (known: {', '.join(CONTROLLERS)})")
     if a.concurrency < 1:
         p.error("--concurrency must be at least 1")
+    if a.drift_check_period < 1:
+        p.error("--drift-check-period must be at least 1 (second)")
     return a
 
 
@@ -223,6 +233,7 @@ async def run(a: argparse.Namespace) -> int:
         okra_namespace=a.okra_namespace,
         aws=AwsConfig(region=a.aws_region, endpoint_url=a.aws_endpoint_url),
         concurrency=a.concurrency,
+        drift_check=a.drift_check_period,
     )
     async with await Client.from_environment(a.kubeconfig) as client:
         mgr = Manager(
