@@ -57,6 +57,7 @@ class Settings:
     cluster_poll_interval: float = 30.0
     """Seconds between reads of workload clusters (TargetGroupBindings, nodes, pods): they are
     reached through Argo CD cluster Secrets and not watched."""
+    drift_check: float = 60.0  # seconds between looks at each listener rule (drift repair)
 
 
 Setup = Callable[[Manager, Settings], None]
@@ -205,6 +206,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=float,
         default=float(_env("cluster-poll-interval", "30") or 30),
         help="seconds between reads of workload clusters (TargetGroupBindings, targets)",
+        "--drift-check-period",
+        type=float,
+        default=float(_env("drift-check-period", "60") or 60),
+        help="seconds between looks at each listener rule: one changed outside okra is "
+        "restored (and a DriftRepaired Event recorded) within this period",
     )
     p.add_argument(
         "--controllers",
@@ -219,6 +225,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--concurrency must be at least 1")
     if a.eks_poll_interval <= 0 or a.cluster_poll_interval <= 0:
         p.error("--eks-poll-interval and --cluster-poll-interval must be positive")
+    if a.drift_check_period < 1:
+        p.error("--drift-check-period must be at least 1 (second)")
     return a
 
 
@@ -244,6 +252,7 @@ async def run(a: argparse.Namespace) -> int:
         concurrency=a.concurrency,
         eks_poll_interval=a.eks_poll_interval,
         cluster_poll_interval=a.cluster_poll_interval,
+        drift_check=a.drift_check_period,
     )
     async with await Client.from_environment(a.kubeconfig) as client:
         mgr = Manager(

@@ -22,6 +22,7 @@ import structlog
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, NotFoundError
 from okra_runtime.gvk import GVK
+from okra_runtime.metrics import LEADER
 from okra_runtime.timeutil import micro_time
 
 LEASE = GVK("coordination.k8s.io", "v1", "Lease")
@@ -48,10 +49,15 @@ class LeaderElector:
     def __post_init__(self) -> None:
         if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
             raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+        LEADER.labels(self.name).set(0)
 
     @property
     def is_leader(self) -> bool:
         return self._is_leader
+
+    def _set_leader(self, leading: bool) -> None:
+        self._is_leader = leading
+        LEADER.labels(self.name).set(1 if leading else 0)
 
     async def acquire(self) -> None:
         """Return once this candidate holds the lease."""
@@ -60,7 +66,7 @@ class LeaderElector:
         )
         while not await self._try_acquire_or_renew():  # noqa: ASYNC110 - polls the API server
             await asyncio.sleep(self.retry_period * (1 + 0.2 * random.random()))
-        self._is_leader = True
+        self._set_leader(True)
         log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
 
     async def hold(self) -> None:
@@ -71,7 +77,7 @@ class LeaderElector:
             deadline = time.monotonic() + self.renew_deadline
             while not await self._try_acquire_or_renew():
                 if time.monotonic() >= deadline:
-                    self._is_leader = False
+                    self._set_leader(False)
                     log.error("lost leadership", lease=f"{self.namespace}/{self.name}")
                     raise LeadershipLostError(
                         f"could not renew lease {self.namespace}/{self.name} "
@@ -83,7 +89,7 @@ class LeaderElector:
         """Give the lease up (holder cleared) if we hold it."""
         if not self._is_leader:
             return
-        self._is_leader = False
+        self._set_leader(False)
         try:
             lease = await self.client.get(LEASE, self.name, self.namespace)
             spec = lease.get("spec") or {}

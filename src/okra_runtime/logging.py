@@ -5,6 +5,15 @@ namespace, name and reconcile_id around each reconcile) appears on every line.
 Values under keys that name secrets (token, password, secret, caData,
 authorization, ...) are replaced with `[redacted]` before rendering, wherever
 they are nested.
+
+Standard-library logging (botocore, aiohttp, asyncio, ...) goes through the
+same renderer, so in JSON mode every line is one JSON object. Keys, on every
+line: `timestamp` (ISO 8601, UTC), `level` (debug, info, warning, error,
+critical), `event` (the message); on standard-library lines also `logger` (the
+logger's name, e.g. `botocore.credentials`); `exception` when one is logged;
+then whatever the caller bound (`controller`, `namespace`, `name`,
+`reconcile_id`, ...). Standard-library loggers log at `warning` and above
+(their debug output is noise), or at the configured level if it is higher.
 """
 
 from __future__ import annotations
@@ -72,17 +81,40 @@ def configure_logging(
         if fmt == "json"
         else structlog.dev.ConsoleRenderer(colors=stream is None and sys.stderr.isatty())
     )
+    tail: list[Any] = [
+        structlog.processors.format_exc_info if fmt == "json" else structlog.dev.set_exc_info,
+        redact,
+    ]
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info if fmt == "json" else structlog.dev.set_exc_info,
-            redact,
+            *tail,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
         logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=max(lvl, logging.WARNING), stream=stream or sys.stderr)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.contextvars.merge_contextvars,
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+            ],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                *tail,
+                renderer,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(max(lvl, logging.WARNING))

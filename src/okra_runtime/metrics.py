@@ -8,9 +8,22 @@ labels are a stable API: never rename one.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
 
+# Counters and histograms without a `<name>_created` series beside each (controller-runtime
+# has none; they double the series count for nothing a dashboard uses).
+disable_created_metrics()  # type: ignore[no-untyped-call]
 REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)  # process_cpu_seconds_total, process_resident_memory_bytes
+PlatformCollector(registry=REGISTRY)  # python_info
 
 _RECONCILE_BUCKETS = (
     0.005,
@@ -156,5 +169,13 @@ INFORMER_RELISTS = Counter(
     "okra_runtime_informer_relists_total",
     "Full relists performed by an informer",
     ["group", "version", "kind"],
+    registry=REGISTRY,
+)
+
+# -- leader election (client-go's name) --------------------------------------------
+LEADER = Gauge(
+    "leader_election_master_status",
+    "1 while this process holds the leader election lease `name`, else 0",
+    ["name"],
     registry=REGISTRY,
 )

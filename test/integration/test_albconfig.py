@@ -160,18 +160,22 @@ async def env(
     counted = dataclasses.replace(moto.config, on_call=calls)
     running: list[tuple[Manager, asyncio.Task[None]]] = []
 
-    async def start(resync: float | None = None, endpoint_url: str | None = None) -> None:
+    async def start(
+        resync: float | None = None,
+        endpoint_url: str | None = None,
+        drift_check: float | None = None,
+    ) -> None:
         """Run the controller in-process: through `setup` (as okra-manager does), or
-        `register` when a test needs a short resync; `endpoint_url` sends its AWS calls
-        elsewhere (a fault proxy in front of moto)."""
+        `register` when a test needs a short resync or drift check; `endpoint_url` sends
+        its AWS calls elsewhere (a fault proxy in front of moto)."""
         mgr = Manager(
             rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
         )
         aws = dataclasses.replace(counted, endpoint_url=endpoint_url or counted.endpoint_url)
-        if resync is None:
+        if resync is None and drift_check is None:
             setup(mgr, Settings(namespace, namespace, aws, concurrency=2))
         else:
-            register(mgr, aws, resync=resync)
+            register(mgr, aws, resync=resync or 300.0, drift_check=drift_check or 60.0)
         running.append((mgr, asyncio.create_task(mgr.start())))
 
     yield Env(rt_client, namespace, moto, calls, alb, tgs, start)
@@ -270,6 +274,52 @@ async def test_idle_resync_reads_once_and_writes_nothing(env: Env) -> None:
     assert await eventually(resynced_three_times, within=30)
     assert set(env.calls.since(mark)) == {"DescribeRules"}
     assert (await env.get("web"))["metadata"]["resourceVersion"] == version  # no status write
+
+
+async def test_a_rule_changed_by_hand_is_restored_and_reported(env: Env) -> None:
+    """Weights, priority, deletion: each edit made outside okra is undone within the drift
+    check period, with a DriftRepaired Event saying what was found."""
+    await env.start(drift_check=1.0)
+    await env.client.create(config(env, "web", [50, 50]))
+    arn = (await env.wait_synced("web"))["ruleARN"]
+    want = {env.tgs[0]: 50, env.tgs[1]: 50}
+
+    async def restored() -> bool:
+        rule = await env.rule_at(10)
+        return rule is not None and weights_of(rule) == want
+
+    async def reported(text: str) -> bool:
+        return any(text in e.get("note", "") for e in await env.events("web", "DriftRepaired"))
+
+    hand = [
+        {"TargetGroupArn": env.tgs[0], "Weight": 10},
+        {"TargetGroupArn": env.tgs[1], "Weight": 90},
+    ]
+    async with env.aws.client("elbv2") as elb:
+        await elb.modify_rule(
+            RuleArn=arn,
+            Actions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": hand}}],
+        )
+    assert not await restored()
+    assert await eventually(restored, within=30)
+    name0, name1 = (t.split(":targetgroup/")[1].split("/")[0] for t in env.tgs[:2])
+    found = f"weights {name0}=10, {name1}=90 instead of {name0}=50, {name1}=50"
+    assert await eventually(lambda: reported(found), within=30)
+
+    async with env.aws.client("elbv2") as elb:
+        await elb.set_rule_priorities(RulePriorities=[{"RuleArn": arn, "Priority": 20}])
+    assert await eventually(lambda: reported("priority 20 instead of 10"), within=30)
+    assert await eventually(restored, within=30)
+
+    await elbv2.delete_rule(env.aws, arn)
+    assert await eventually(lambda: reported("rule deleted"), within=30)
+    assert await eventually(restored, within=30)
+    # A change made through the spec is no drift.
+    await env.client.patch(
+        ALB_CONFIG, "web", {"spec": config(env, "web", [40, 60])["spec"]}, namespace=env.namespace
+    )
+    await env.wait_synced("web", generation=2)
+    assert len(await env.events("web", "DriftRepaired")) == 3
 
 
 async def test_the_api_server_rejects_what_the_schema_can_say(env: Env) -> None:

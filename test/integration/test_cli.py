@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN
 from okra_controllers.cell.controller import BLOCKLIST, CELL
@@ -651,3 +652,304 @@ async def test_namespace_defaults_to_the_contexts(
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0
     assert out.decode().splitlines()[1].split()[:2] == ["web", "Paused"]
+
+
+# -- status / pause / -A / analysisrun / version ---------------------------------
+
+
+async def set_status(c: Client, ns: str, name: str, **fields: Any) -> None:
+    cell = await c.get(CELL, name, ns)
+    cell["status"] = {**(cell.get("status") or {}), **fields}
+    await c.update_status(cell)
+
+
+async def test_status_exit_codes(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> None:
+    """0 once Healthy (at the current generation), 1 when Degraded, 3 on timeout or, with
+    --no-watch, while not finished."""
+    await make_cell(rt_client, namespace, {"observedGeneration": 1, "phase": "Healthy"})
+    code, out, _ = await okra(control_plane, namespace, "status", "web")
+    assert (code, out) == (0, "Healthy\n")
+
+    await set_status(rt_client, namespace, "web", phase="Progressing", message="canary v2 at 20%")
+    code, out, err = await okra(control_plane, namespace, "status", "web", "--timeout", "1s")
+    assert code == 3
+    assert out == "Progressing - canary v2 at 20%\n"
+    assert err == "error: cell web: not finished after 1s\n"
+    code, out, _ = await okra(control_plane, namespace, "status", "web", "--no-watch")
+    assert (code, out) == (3, "Progressing - canary v2 at 20%\n")
+
+    # Waiting, then Degraded: the command follows the changes and exits 1.
+    proc = await asyncio.create_subprocess_exec(
+        *command(control_plane, namespace, "status", "web", "--timeout", "60s"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert proc.stdout is not None
+    buf = bytearray()
+    await read_until(proc.stdout, buf, b"Progressing - canary v2 at 20%")
+    await set_status(rt_client, namespace, "web", phase="Paused", message="paused at step 2")
+    await read_until(proc.stdout, buf, b"Paused - paused at step 2")
+    await set_status(rt_client, namespace, "web", phase="Degraded", message="v2 failed")
+    rest, _ = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1
+    assert (bytes(buf) + rest).decode().splitlines() == [
+        "Progressing - canary v2 at 20%",
+        "Paused - paused at step 2",
+        "Degraded - v2 failed",
+    ]
+
+    # Healthy for an older generation is not finished: the controller has not seen the spec.
+    await rt_client.patch(CELL, "web", {"spec": {"replicas": 2}}, namespace=namespace)
+    await set_status(rt_client, namespace, "web", phase="Healthy", message="v1 serves 100%")
+    code, out, _ = await okra(control_plane, namespace, "status", "web", "--no-watch")
+    assert (code, out) == (3, "Healthy - v1 serves 100%; waiting for the controller\n")
+    code, _, err = await okra(control_plane, namespace, "status", "nope")
+    assert (code, err) == (1, f"error: cell nope not found in namespace {namespace}\n")
+
+
+async def test_pause_then_promote_resumes(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
+) -> None:
+    code, out, err = await okra(control_plane, namespace, "pause", "web")
+    assert (code, err) == (0, "")
+    assert "the rollout of v2 holds at 20% before its next step" in out
+    cell = await rt_client.get(CELL, "web", namespace)
+    assert cell["metadata"]["annotations"]["okra.mumo.co/pause"] == "true"
+    code, out, _ = await okra(control_plane, namespace, "pause", "web")
+    assert out == "cell web: already paused (okra promote web resumes)\n"
+
+    code, out, _ = await okra(control_plane, namespace, "promote", "web")
+    assert (code, out) == (0, "cell web: resumed (removed okra.mumo.co/pause)\n")
+    cell = await rt_client.get(CELL, "web", namespace)
+    annotations = cell["metadata"].get("annotations") or {}
+    assert "okra.mumo.co/pause" not in annotations
+    assert "okra.mumo.co/promote" not in annotations  # resuming does not also skip a step
+
+
+async def test_get_across_namespaces_and_output_formats(
+    control_plane: ControlPlane,
+    rt_client: Client,
+    namespace: str,
+    world: dict[str, Any],
+) -> None:
+    other = f"{namespace}-b"
+    await rt_client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    try:
+        await make_cell(rt_client, other, {"phase": "Healthy", "stableVersion": "v7"}, "api")
+        code, out, _ = await okra(control_plane, namespace, "get", "cells", "-A")
+        assert code == 0
+        rows = [line.split() for line in out.splitlines()]
+        assert rows[0][:3] == ["NAMESPACE", "NAME", "PHASE"]
+        assert [namespace, "web", "Paused"] in [r[:3] for r in rows]
+        assert [other, "api", "Healthy"] in [r[:3] for r in rows]
+
+        code, out, _ = await okra(control_plane, namespace, "get", "cells", "-o", "wide")
+        rows = [line.split() for line in out.splitlines()]
+        assert rows[0] == [
+            "NAME",
+            "PHASE",
+            "STABLE",
+            "CANARY",
+            "WEIGHT",
+            "STEP",
+            "AGE",
+            "LISTENER",
+            "MESSAGE",
+        ]
+        assert rows[1][7] == "web"  # the load balancer's name from the listener ARN
+        assert " ".join(rows[1][8:]) == "canary v2 at 20%: paused at step 2"
+
+        code, out, _ = await okra(control_plane, namespace, "get", "cells", "-o", "name")
+        assert out == "cell.okra.mumo.co/web\n"
+        code, out, _ = await okra(control_plane, namespace, "get", "tg", "-o", "name")
+        assert out.splitlines() == [
+            "awstargetgroup.okra.mumo.co/web-a-v1",
+            "awstargetgroup.okra.mumo.co/web-a-v2",
+            "awstargetgroup.okra.mumo.co/web-b-v1",
+        ]
+        code, out, _ = await okra(control_plane, namespace, "get", "tg", "-A", "-o", "wide")
+        rows = [line.split() for line in out.splitlines()]
+        assert rows[0] == ["NAMESPACE", "NAME", "VERSION", "CELL", "WEIGHT", "ARN", "LABELS"]
+        assert rows[1][:5] == [namespace, "web-a-v1", "v1", "web", "40"]
+        assert rows[1][6] == "app=web,okra.mumo.co/version=v1"
+        code, out, _ = await okra(control_plane, namespace, "get", "cells", "-A", "-o", "json")
+        assert {c["metadata"]["name"] for c in json.loads(out)["items"]} >= {"web", "api"}
+    finally:
+        await rt_client.delete(GVK("", "v1", "Namespace"), other)
+
+
+async def test_get_cells_all_namespaces_watch(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
+) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *command(control_plane, namespace, "get", "cells", "-A", "--watch"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert proc.stdout is not None
+    buf = bytearray()
+    try:
+        await read_until(proc.stdout, buf, b"Paused")
+        await set_status(rt_client, namespace, "web", canaryWeight=60, currentStepIndex=3)
+        await read_until(proc.stdout, buf, b"---")
+        await read_until(proc.stdout, buf, b"4/4")
+        proc.send_signal(signal.SIGINT)
+        rest, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    frames = (bytes(buf) + rest).decode().split("---\n")
+    row = {
+        f: next(line.split() for line in f.splitlines() if line.startswith(namespace))
+        for f in frames[-2:]
+    }
+    first, second = row.values()
+    assert first[1:7] == ["web", "Paused", "v1", "v2", "20", "3/4"]
+    assert second[1:7] == ["web", "Paused", "v1", "v2", "60", "4/4"]
+
+
+async def test_get_and_terminate_analysisrun(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
+) -> None:
+    name = f"web-v2-{RID}-step-1"
+    code, out, err = await okra(control_plane, namespace, "get", "analysisrun", name)
+    assert (code, err) == (0, "")
+    assert f"AnalysisRun: {name}" in out
+    assert "Phase:    Successful" in out
+    assert f"Cell:     web  (rollout {RID})" in out
+    assert "Metric success-rate: Successful  count 2, successful 2" in out
+    measured = [line.split()[-2:] for line in out.splitlines() if "ago" in line]
+    assert measured == [["Successful", "0.981"], ["Successful", "0.993"]]
+
+    code, out, _ = await okra(control_plane, namespace, "get", "analysisruns", "--cell", "web")
+    rows = [line.split() for line in out.splitlines()]
+    assert rows[0] == ["NAME", "PHASE", "CELL", "ROLLOUT", "AGE"]
+    assert rows[1][:4] == [name, "Successful", "web", RID]
+
+    code, out, _ = await okra(control_plane, namespace, "terminate", "analysisrun", name)
+    assert (code, out) == (
+        0,
+        f"analysisrun {name}: already finished (Successful); nothing to terminate\n",
+    )
+    run = await rt_client.get(ANALYSIS_RUN, name, namespace)
+    run["status"]["phase"] = "Running"
+    await rt_client.update_status(run)
+    code, out, _ = await okra(control_plane, namespace, "terminate", "okar", name)
+    assert code == 0
+    assert out.startswith(f"analysisrun {name}: terminating (was Running)")
+    assert (await rt_client.get(ANALYSIS_RUN, name, namespace))["spec"]["terminate"] is True
+    code, _, err = await okra(control_plane, namespace, "get", "analysisrun", "nope")
+    assert (code, err) == (1, f"error: analysisrun nope not found in namespace {namespace}\n")
+
+
+async def test_version_with_and_without_a_cluster(
+    control_plane: ControlPlane,
+    rt_client: Client,
+    namespace: str,
+    okra_crds: list[str],
+    tmp_path: Path,
+) -> None:
+    code, out, _ = await okra(control_plane, namespace, "version", "-o", "json")
+    doc = json.loads(out)
+    assert code == 0
+    assert doc["client"]["version"] == "0.1.0"
+    assert doc["kubernetes"]["gitVersion"].startswith("v1.")
+    assert doc["manager"].startswith("not found")
+    await rt_client.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": "okra-manager",
+                "namespace": namespace,
+                "labels": {
+                    "app.kubernetes.io/name": "okra",
+                    "app.kubernetes.io/component": "manager",
+                },
+            },
+            "spec": {
+                "selector": {"matchLabels": {"app": "okra"}},
+                "template": {
+                    "metadata": {"labels": {"app": "okra"}},
+                    "spec": {
+                        "containers": [{"name": "manager", "image": "r.io/okra-manager:0.1.0"}]
+                    },
+                },
+            },
+        }
+    )
+    code, out, _ = await okra(control_plane, namespace, "version")
+    assert code == 0
+    assert f"okra-manager: 0.1.0  ({namespace}/okra-manager, 0/1 ready" in out
+    # Unreachable: still exit 0, with the client's version and the reason.
+    config = yaml.safe_load(control_plane.kubeconfig(ADMIN).read_text())
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
+    dead = tmp_path / "dead.kubeconfig"
+    dead.write_text(yaml.safe_dump(config))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "okra_controllers.cli",
+        "--kubeconfig",
+        str(dead),
+        "version",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    out_b, _ = await proc.communicate()
+    assert proc.returncode == 0
+    lines = out_b.decode().splitlines()
+    assert lines[0] == "okra (client): 0.1.0"
+    assert lines[1].startswith("server: unreachable (cannot reach the API server")
+
+
+async def test_plan_a_file_over_the_live_cell_without_aws(
+    control_plane: ControlPlane,
+    rt_client: Client,
+    namespace: str,
+    world: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    """`okra plan FILE`: the file's spec with the live Cell's status. Changing the steps
+    restarts the rollout (a new step hash), so the plan starts from step 1 again."""
+    cell = await rt_client.get(CELL, "web", namespace)
+    before = cell["metadata"]["resourceVersion"]
+    doc = {
+        "apiVersion": API,
+        "kind": "Cell",
+        "metadata": {"name": "web"},
+        "spec": {**cell["spec"], "updateStrategy": {"canary": {"steps": [{"setWeight": 50}]}}},
+    }
+    path = tmp_path / "cell.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code, out, err = await okra(control_plane, namespace, "plan", str(path), "--no-aws")
+    assert (code, err) == (0, ""), err
+    assert f"from {path} (over the live Cell's status)" in out
+    assert "AWS:      not read (--no-aws)" in out
+    assert "  v3: web-a-v2" not in out
+    assert "Desired:  v2" in out
+    assert "1. at step 1/1: setWeight 50; RolloutStarted" in out
+    assert "weights: web-a-v1=25  web-b-v1=25  web-a-v2=50" in out
+    assert "weights: web-a-v2=100" in out
+    assert "Result:   v2 serves 100%" in out
+    # Planning wrote nothing.
+    cell = await rt_client.get(CELL, "web", namespace)
+    assert cell["metadata"]["resourceVersion"] == before
+
+    code, out, _ = await okra(control_plane, namespace, "plan", "web", "--no-aws", "-o", "json")
+    doc = json.loads(out)
+    assert doc["cell"]["source"] == "live"
+    # This hand-made status has no step hash, so the controller would start the rollout of
+    # v2 over; the plan says so and walks it to the end.
+    assert doc["now"]["phase"] == "Progressing"
+    assert (doc["finished"], doc["resultVersion"], doc["blockedBy"]) == (True, "v2", None)
+    assert [e["reason"] for e in doc["stages"][0]["events"]] == ["RolloutStarted"]
+    code, _, err = await okra(control_plane, namespace, "plan", "nope", "--no-aws")
+    assert (code, err) == (1, f"error: cell nope not found in namespace {namespace}\n")

@@ -113,3 +113,46 @@ def test_reset_forgets_everything(moto: MotoServer) -> None:
     assert asyncio.run(count_vpcs()) >= 2  # the default VPC and ours
     moto.reset()
     assert asyncio.run(count_vpcs()) == 1  # only moto's default VPC is back
+
+
+async def test_every_call_is_counted_by_outcome_and_timed(moto: MotoServer) -> None:
+    """okra_aws_api_calls_total{service,operation,outcome} and the duration histogram,
+    from the clients' own events: a success, an AWS error, an unreachable endpoint."""
+    from dataclasses import replace
+
+    from okra_controllers.aws.config import API_CALLS, API_DURATION
+    from okra_runtime.metrics import REGISTRY
+
+    def count(operation: str, outcome: str) -> float:
+        return float(API_CALLS.labels("elbv2", operation, outcome)._value.get())
+
+    def timed(operation: str) -> float:
+        value = REGISTRY.get_sample_value(
+            "okra_aws_api_call_duration_seconds_count",
+            {"service": "elbv2", "operation": operation},
+        )
+        return value or 0.0
+
+    before = (
+        count("DescribeLoadBalancers", "success"),
+        count("DescribeRules", "error"),
+        timed("DescribeLoadBalancers"),
+    )
+    async with moto.config.client("elbv2") as elb:
+        await elb.describe_load_balancers()
+        with pytest.raises(elb.exceptions.ListenerNotFoundException):
+            await elb.describe_rules(
+                ListenerArn="arn:aws:elasticloadbalancing:us-east-1:123456789012:"
+                "listener/app/nope/0123456789abcdef/0123456789abcdef"
+            )
+    assert count("DescribeLoadBalancers", "success") == before[0] + 1
+    assert count("DescribeRules", "error") == before[1] + 1
+    assert timed("DescribeLoadBalancers") == before[2] + 1
+    assert API_DURATION is not None
+
+    dead = replace(moto.config, endpoint_url="http://127.0.0.1:1", max_attempts=1)
+    unreachable = count("DescribeTargetGroups", "error")
+    async with dead.client("elbv2") as elb:
+        with pytest.raises(Exception, match=r"127\.0\.0\.1:1"):
+            await elb.describe_target_groups()
+    assert count("DescribeTargetGroups", "error") == unreachable + 1

@@ -61,6 +61,7 @@ class World:
     status: CellStatus = field(default_factory=CellStatus)
     promote: str | None = None
     abort: str | None = None
+    paused: bool = False
     outcome: Callable[[str], str] = lambda name: "Successful"
     history: list[Plan] = field(default_factory=list)
     timed: set[str] = field(default_factory=set)
@@ -101,6 +102,7 @@ class World:
                 abort=self.abort,
                 now=self.now,
                 health={arn: name not in self.unhealthy for name, arn, _ in self.tgs},
+                paused=self.paused,
             )
         )
         self.history.append(p)
@@ -603,3 +605,39 @@ def test_pinned_rollback_mid_rollout_ends_its_pauses_and_runs() -> None:
     assert w.weights() == {"a-v1": 100}
     w.run(3)
     assert not any(p.cancel_pauses for p in w.history[-2:])  # once ended, left alone
+
+
+def test_okra_pause_holds_the_canary_weight_until_resumed() -> None:
+    w = World(spec([{"setWeight": 20}, {"setWeight": 50}, {"setWeight": 80}]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.tick()  # the weights of step 1 written
+    w.paused = True
+    w.run(10)
+    assert w.weights() == {"a-v1": 80, "a-v2": 20}
+    assert (w.status.phase, w.status.paused_reason) == ("Paused", "PausedByUser")
+    assert w.status.current_step_index == 1
+    assert "paused by okra pause before step 2" in (w.status.message or "")
+    w.paused = False
+    w.run(10)
+    assert canary_weights(w) == [20, 50, 80, 100]
+    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v2")
+
+
+def test_okra_pause_does_not_stop_a_failing_background_analysis() -> None:
+    w = World(
+        spec(
+            [{"setWeight": 20}, {"setWeight": 50}],
+            background={"templates": [{"templateName": "err"}]},
+        ),
+        outcome=lambda name: "Failed",
+    )
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.paused = True
+    w.add_tg("a-v2", "v2")
+    w.run(5)
+    assert w.status.phase == "Degraded"
+    assert "a-v2" not in w.weights()
+    assert "v2" in w.blocked

@@ -233,6 +233,36 @@ def test_logs_redact_secrets_wherever_they_are() -> None:
     configure_logging("console", "info")
 
 
+def test_standard_library_logs_are_json_lines_with_the_logger_name() -> None:
+    """botocore, aiohttp, asyncio log through `logging`: in JSON mode their lines are JSON
+    too, with the same keys as okra's own, plus `logger`."""
+    import logging
+
+    import structlog
+
+    out = io.StringIO()
+    configure_logging("json", "info", stream=out)
+    try:
+        logging.getLogger("botocore.credentials").warning("found %s in %s", "keys", "env")
+        logging.getLogger("aiohttp.access").info("below warning: dropped")
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logging.getLogger("asyncio").exception("task failed", extra={"x": 1})
+        structlog.get_logger("t").warning("own line", authorization="Bearer abc")
+        lines = [json.loads(line) for line in out.getvalue().strip().splitlines()]
+    finally:
+        configure_logging("console", "info")
+    assert [(x["level"], x["event"], x.get("logger")) for x in lines] == [
+        ("warning", "found keys in env", "botocore.credentials"),
+        ("error", "task failed", "asyncio"),
+        ("warning", "own line", None),
+    ]
+    assert all(x["timestamp"].endswith("Z") for x in lines)
+    assert "ValueError: boom" in lines[1]["exception"]
+    assert lines[2]["authorization"] == "[redacted]"
+
+
 def test_informer_backoff_is_capped_low_while_the_server_is_unreachable() -> None:
     from okra_runtime.informer import InformerOptions, backoff_delay
 

@@ -68,7 +68,12 @@ ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 FINALIZER = "okra.mumo.co/listener-rule"
 SYNCED = "Synced"
 DEFAULT_RESYNC = 300.0
-"""Seconds between idle checks of the rule (one DescribeRules each)."""
+"""Seconds between full resyncs of a config."""
+DEFAULT_DRIFT_CHECK = 60.0
+"""Seconds between idle looks at the rule in AWS: a rule changed by hand (weights,
+conditions, priority, deleted) is restored, with a `DriftRepaired` Event, within this
+period plus the shared listing's age (at most half of it): at most two DescribeRules per
+listener per period, however many configs it has."""
 
 log = structlog.get_logger("okra.albconfig")
 
@@ -328,6 +333,8 @@ class Outcome:
     wrote: str | None = None
     """The AWS write made (`RuleCreated`, `RuleModified`, `RuleMoved`, `RuleDeleted`)."""
     notes: list[str] = field(default_factory=list)
+    drift: str | None = None
+    """What was found changed in AWS since okra last applied this spec (drift repaired)."""
 
 
 class ListenerRules:
@@ -368,15 +375,16 @@ class AlbConfigReconciler:
         aws: AwsConfig,
         *,
         resync: float = DEFAULT_RESYNC,
+        drift_check: float = DEFAULT_DRIFT_CHECK,
         clock: Callable[[], datetime.datetime] = utcnow,
     ) -> None:
         self.client = client
         self.configs = informer.store
         self.events = events
         self.aws = aws
-        self.resync = resync
+        self.resync = min(resync, drift_check)
         self.clock = clock
-        self.listener_rules = ListenerRules(ttl=min(60.0, resync / 5))
+        self.listener_rules = ListenerRules(ttl=min(60.0, resync / 5, drift_check / 2))
 
     @asynccontextmanager
     async def _elb(self) -> AsyncIterator[Any]:
@@ -414,6 +422,10 @@ class AlbConfigReconciler:
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message, rule_arn=status.rule_arn))
             raise
+        if outcome.drift:
+            message = f"the listener rule was changed outside okra ({outcome.drift}); restored"
+            self.events.event(raw, "Warning", "DriftRepaired", message)
+            log.warning("listener rule drift repaired", drift=outcome.drift, notes=outcome.notes)
         if outcome.wrote:
             self.events.event(raw, "Normal", outcome.wrote, "; ".join(outcome.notes))
             log.info("wrote listener rule", action=outcome.wrote, notes=outcome.notes)
@@ -440,6 +452,12 @@ class AlbConfigReconciler:
         if isinstance(action, Conflict):
             return Outcome("Conflict", action.message, rule_arn=previous)
         out = Outcome("", "")
+        if not isinstance(action, Nothing) and _was_synced(
+            status, spec, config.metadata.generation
+        ):
+            # A rule okra had in sync now differs (or is gone): changed outside okra.
+            found = next((r for r in rules if r["RuleArn"] == previous), None)
+            out.drift = drift(spec, found)
         if isinstance(action, Create):
             try:
                 arn = await self._act(elb, spec.listener_arn, action, owner, out)
@@ -667,6 +685,42 @@ def _weights(actions: Sequence[Json] | None) -> str:
     return ""
 
 
+def _was_synced(
+    status: AWSApplicationLoadBalancerConfigStatus,
+    spec: AWSApplicationLoadBalancerConfigSpec,
+    generation: int | None,
+) -> bool:
+    """Whether okra had this very spec applied and read back: a write needed now means
+    the rule changed in AWS, not in the spec."""
+    synced = any(c.type == SYNCED and c.status == "True" for c in status.conditions or [])
+    return (
+        synced
+        and status.observed_generation == generation
+        and status.applied is not None
+        and same_spec(status.applied, spec)
+    )
+
+
+def drift(spec: AWSApplicationLoadBalancerConfigSpec, rule: Mapping[str, Any] | None) -> str:
+    """What differs between okra's applied rule and `rule` as found in AWS."""
+    if rule is None:
+        return "rule deleted"
+    want = elbv2.effective_rule(spec)
+    found: list[str] = []
+    if _priority(rule) != want.priority:
+        found.append(f"priority {_priority(rule)} instead of {want.priority}")
+    if not elbv2.same_conditions(rule.get("Conditions") or [], elbv2.rule_conditions(want)):
+        found.append(
+            f"conditions {_describe(rule.get('Conditions') or [])} instead of "
+            f"{_describe(elbv2.rule_conditions(want))}"
+        )
+    wanted = [elbv2.forward_action(spec.forward_target_groups)]
+    if not elbv2.same_forward(rule.get("Actions") or [], wanted):
+        have = _weights(rule.get("Actions") or []).removeprefix(": ") or "no forward action"
+        found.append(f"weights {have} instead of {_weights(wanted).removeprefix(': ')}")
+    return "; ".join(found) or "rule differs"
+
+
 def _code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", ""))
 
@@ -693,14 +747,17 @@ def register(
     *,
     concurrency: int = 1,
     resync: float = DEFAULT_RESYNC,
+    drift_check: float = DEFAULT_DRIFT_CHECK,
 ) -> AlbConfigReconciler:
-    """Build the reconciler and its controller on `mgr` (tests pick their own `resync`)."""
+    """Build the reconciler and its controller on `mgr` (tests pick their own `resync`
+    and `drift_check`)."""
     rec = AlbConfigReconciler(
         mgr.client,
         mgr.informer_for(ALB_CONFIG),
         mgr.event_recorder("albconfig-controller"),
         aws,
         resync=resync,
+        drift_check=drift_check,
     )
     (
         mgr.builder("albconfig")
@@ -713,4 +770,4 @@ def register(
 
 def setup(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["albconfig"]`)."""
-    register(mgr, settings.aws, concurrency=settings.concurrency)
+    register(mgr, settings.aws, concurrency=settings.concurrency, drift_check=settings.drift_check)

@@ -4,6 +4,10 @@ All AWS calls go through aiobotocore (asyncio, no boto3 on the event loop). An
 endpoint URL points every service at LocalStack or a moto server; without one
 the standard AWS credential chain and endpoints apply.
 
+Every call is counted in `okra_aws_api_calls_total{service,operation,outcome}`
+(outcome `success`, `throttled` or `error`) and timed in
+`okra_aws_api_call_duration_seconds{service,operation}`, retries included.
+
 `on_call`, when set, is told `"<service>:<Operation>"` (e.g. `elbv2:ModifyRule`)
 once per API call, retries not counted, from every client this config makes:
 tests and benches count the AWS calls a controller makes without patching
@@ -12,6 +16,7 @@ botocore or reading the emulator's logs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +24,9 @@ from typing import Any
 
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession, get_session
+from prometheus_client import Counter, Histogram
+
+from okra_runtime.metrics import REGISTRY
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,9 @@ class AwsConfig:
         process-wide session unless `session` is given."""
         sess: Any = session or shared_session()  # typed per-service overloads need a Literal
         async with sess.create_client(service, **self._client_kwargs()) as c:
+            c.meta.events.register("before-call", _started)
+            c.meta.events.register("after-call", _Finished(service))
+            c.meta.events.register("after-call-error", _Failed(service))
             if self.on_call is not None:
                 c.meta.events.register("before-call", _Counter(service, self.on_call))
             yield c
@@ -64,6 +75,75 @@ def shared_session() -> AioSession:
     if _SESSION is None:
         _SESSION = get_session()
     return _SESSION
+
+
+THROTTLING = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "SlowDown",
+    }
+)
+API_CALLS = Counter(
+    "okra_aws_api_calls_total",
+    "AWS API calls by service, operation and outcome (success, throttled, error)",
+    ["service", "operation", "outcome"],
+    registry=REGISTRY,
+)
+API_DURATION = Histogram(
+    "okra_aws_api_call_duration_seconds",
+    "Time an AWS API call takes, retries included",
+    ["service", "operation"],
+    registry=REGISTRY,
+)
+_STARTED, _OPERATION = "okra_started", "okra_operation"
+
+
+def _started(model: Any, context: dict[str, Any], **_: Any) -> None:
+    context[_STARTED] = time.monotonic()
+    context[_OPERATION] = model.name
+
+
+def _observe(service: str, operation: str, context: dict[str, Any], outcome: str) -> None:
+    API_CALLS.labels(service, operation, outcome).inc()
+    started = context.get(_STARTED)
+    if started is not None:
+        API_DURATION.labels(service, operation).observe(time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """`after-call`: the response (success or an AWS error) of one call."""
+
+    service: str
+
+    def __call__(
+        self, http_response: Any, parsed: dict[str, Any], model: Any, context: Any, **_: Any
+    ) -> None:
+        code = ((parsed or {}).get("Error") or {}).get("Code")
+        status = getattr(http_response, "status_code", 200)
+        outcome = (
+            "throttled"
+            if code in THROTTLING or status == 429
+            else "error"
+            if code or status >= 400
+            else "success"
+        )
+        _observe(self.service, model.name, context, outcome)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """`after-call-error`: the call raised before a response (connection, timeout)."""
+
+    service: str
+
+    def __call__(self, context: Any, **_: Any) -> None:
+        _observe(self.service, str(context.get(_OPERATION, "unknown")), context, "error")
 
 
 @dataclass(frozen=True)

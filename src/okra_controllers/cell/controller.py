@@ -38,9 +38,9 @@ from okra_controllers.api.v1alpha1.cell import (
 from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
+from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
-from okra_controllers.cell.versions import group_target_groups
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -56,8 +56,6 @@ CELL = GVK(GROUP, VERSION, "Cell")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
 ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
-PROMOTE = "okra.mumo.co/promote"
-ABORT = "okra.mumo.co/abort"
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
@@ -73,6 +71,38 @@ CANARY_WEIGHT = Gauge(
 STEP_INDEX = Gauge(
     "okra_cell_step_index", "Current canary step index", ["namespace", "cell"], registry=REGISTRY
 )
+CELL_INFO = Gauge(
+    "okra_cell_info",
+    "1 for each Cell, labelled with its phase and its stable and canary versions",
+    ["namespace", "cell", "phase", "stable", "canary"],
+    registry=REGISTRY,
+)
+_INFO_LABELS: dict[tuple[str, str], tuple[str, ...]] = {}  # the series each Cell has now
+
+
+def report_info(namespace: str, name: str, status: CellStatus | None) -> None:
+    """One `okra_cell_info` series per Cell (none once it is deleted: `status` None)."""
+    key = (namespace, name)
+    old = _INFO_LABELS.pop(key, None)
+    new = None
+    if status is not None:
+        new = (
+            namespace,
+            name,
+            status.phase or "Pending",
+            status.stable_version or "",
+            status.canary_version or "",
+        )
+    if old is not None and old != new:
+        with contextlib.suppress(KeyError):
+            CELL_INFO.remove(*old)
+    if new is not None:
+        CELL_INFO.labels(*new).set(1)
+        _INFO_LABELS[key] = new
+    else:
+        for gauge in (CANARY_WEIGHT, STEP_INDEX):
+            with contextlib.suppress(KeyError):
+                gauge.remove(namespace, name)
 
 
 HealthCheck = Callable[[str], Any]  # async (target group arn) -> bool (has a healthy target)
@@ -105,65 +135,25 @@ class CellReconciler:
         alb = cell.spec.ingress.aws_application_load_balancer
         selector = alb.target_group_selector.match_labels if alb else {}
         tgs = self.target_groups.list(ns, selector_from_dict({"matchLabels": selector}))
-        grouped = group_target_groups(
-            (
-                (t["metadata"]["name"], t["spec"]["arn"], t["metadata"].get("labels") or {})
-                for t in tgs
-                if (t.get("spec") or {}).get("arn")
-            ),
-            cell.spec.labels_for_version(),
-        )
         config = self.configs.get(name, ns)
-        forward: tuple[Forward, ...] | None = None
-        synced = False
-        if config is not None:
-            version_of = {
-                tg.arn: tg.version.text for group in grouped.by_version.values() for tg in group
-            }
-            forward = tuple(
-                Forward(f["name"], f["arn"], int(f["weight"]), version_of.get(f["arn"], ""))
-                for f in config["spec"].get("forwardTargetGroups") or []
-            )
-            cst = config.get("status") or {}
-            synced = cst.get("observedGeneration") == config["metadata"].get("generation") and any(
-                c.get("type") == "Synced" and c.get("status") == "True"
-                for c in cst.get("conditions") or []
-            )
-        blocked = {
-            i["version"]: i.get("cause", "")
-            for i in ((blocklist or {}).get("spec") or {}).get("items") or []
-        }
         uid = cell.metadata.uid or ""
-        runs = {
-            r["metadata"]["name"]: (r.get("status") or {}).get("phase", "")
-            for r in self.runs.by_index(OWNER_INDEX, uid)
-        }
-        pauses = {
-            p["metadata"]["name"]: (p.get("status") or {}).get("phase", "")
-            for p in self.pauses.by_index(OWNER_INDEX, uid)
-        }
-        annotations = cell.metadata.annotations
-        return Observed(
-            cell_name=name,
-            generation=cell.metadata.generation or 0,
-            spec=cell.spec,
-            status=cell.status or CellStatus(),
-            grouped=grouped,
-            forward=forward,
-            synced=synced,
-            blocked=blocked,
-            runs=runs,
-            pauses=pauses,
-            promote=annotations.get(PROMOTE),
-            abort=annotations.get(ABORT),
-            now=self.clock(),
-        ), config
+        observed = observe(
+            cell,
+            tgs,
+            config,
+            blocklist,
+            self.runs.by_index(OWNER_INDEX, uid),
+            self.pauses.by_index(OWNER_INDEX, uid),
+            self.clock(),
+        )
+        return observed, config
 
     # -- reconcile -------------------------------------------------------------
 
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.cells.get(req.name, req.namespace)
         if raw is None:
+            report_info(req.namespace or "", req.name, None)
             return None
         cell = Cell.model_validate(raw)
         if (
@@ -250,6 +240,7 @@ class CellReconciler:
         for e in p.events:
             self.events.event(raw, e.type, e.reason, e.message)
             log.info("cell event", reason=e.reason, message=e.message)
+        report_info(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
         return True

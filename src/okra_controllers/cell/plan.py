@@ -17,7 +17,8 @@ It never does I/O, so every rule below is tested directly:
   `startingStep`. After the last step the canary gets 100.
 - Any analysis Failed/Error: all weight back to stable at once, the version is
   blocked with the cause. Inconclusive pauses until promote or abort. Abort
-  holds on stable until retry.
+  holds on stable until retry. `okra pause` (the pause annotation) holds the
+  canary at its current weight, before the next step, until promote.
 - Weights are split evenly across a version's target groups (remainder to the
   last by name) and always total exactly 100.
 - A newer version with fewer than `replicas` target groups is reported as
@@ -86,6 +87,7 @@ class Observed:
     # target group ARN -> it has a healthy target; only ARNs about to get weight
     # for the first time are looked at (the caller fills it when asked).
     health: Mapping[str, bool] = field(default_factory=dict)
+    paused: bool = False  # okra.mumo.co/pause annotation: hold before the next step
 
 
 @dataclass(frozen=True)
@@ -632,6 +634,19 @@ def _canary(
         if i >= len(steps):
             break
         step = steps[i]
+        weight_step = step.set_weight is not None or step.step_weight is not None
+        if o.paused and not (weight_step and _applied(o, at(weight_before(steps, i + 1)))):
+            # Held before this step; a weight step already written is kept, not undone.
+            paused = paused or f"paused by okra pause before step {i + 1} (okra promote resumes)"
+            target = at(weight_before(steps, i + 1))
+            if (
+                weight_step
+                and o.forward is not None
+                and sorted((f.arn, f.weight) for f in o.forward)
+                == sorted((f.arn, f.weight) for f in target)
+            ):
+                p.forward = target
+            break
         if step.set_weight is not None or step.step_weight is not None:
             target = at(weight_before(steps, i + 1))
             if _applied(o, target):
@@ -697,7 +712,13 @@ def _canary(
     st.canary_weight = sum(f.weight for f in p.forward if f.version == canary.text)
     st.stable_version = stable.text
     if paused:
-        st.paused_reason = "Inconclusive" if "inconclusive" in paused else "Pause"
+        st.paused_reason = (
+            "Inconclusive"
+            if "inconclusive" in paused
+            else "PausedByUser"
+            if paused.startswith("paused by okra pause")
+            else "Pause"
+        )
         _set_phase(p, o, "Paused", f"canary {canary.text} at {st.canary_weight}%: {paused}")
     else:
         st.paused_reason = None

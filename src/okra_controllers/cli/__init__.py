@@ -1,6 +1,9 @@
 """okra: the operator CLI.
 
     okra get cell web --watch        the rollout, live
+    okra status web --timeout 30m    wait for Healthy (exit 0) or Degraded (exit 1)
+    okra plan web                    the rollout okra would perform, from live reads
+    okra lint cell.yaml              offline checks with file:line messages
     okra promote web                 end the current pause
     okra abort web / okra retry web
     okra set version web v1.4.2
@@ -13,32 +16,45 @@ survives the CLI exiting. Expected failures (a missing Cell, an API error,
 no rollout to promote) print one `error:` line with the server's message and
 exit 1; a traceback means a bug.
 
-Modules: `parser` (the command line), `get` (views, --watch), `render` (pure
-text rendering), `view` (which objects a Cell's view shows), `actions` (pure:
-what promote/abort/retry/set write), `commands` (those writes), `analysis`
-(run analysis), `kube` (connection, namespace, errors).
+Modules: `parser` (the command line) and `groups/` (one module per resource
+registering its commands), `get` (views, --watch), `render` (pure text
+rendering), `view` (which objects a Cell's view shows), `actions` (pure: what
+promote/pause/abort/retry/set write), `commands` (those writes), `status`,
+`plan`, `lint`, `analysis` (run, get, terminate), `version`, `completion`,
+`kube` (connection, namespace, errors).
+
+Start-up cost matters (`okra --help`, completion): this package and the
+parser import only the standard library; a command's module (and with it the
+Kubernetes client, pydantic, the controllers) is imported when it runs.
+`kubectl okra ...` runs the same `main` (console script `kubectl-okra`).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import importlib.util
-import inspect
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from okra_controllers.cli.kube import CliError, Context, connect, default_namespace, explain
-from okra_controllers.cli.parser import build_parser
-from okra_runtime.logging import configure_logging
+from okra_controllers.cli.parser import build_parser, resolve
+
+if TYPE_CHECKING:
+    from okra_controllers.cli.kube import Context
 
 DEMO_MODULE = "okra_controllers.demo"
 
 
+def prog_name() -> str:
+    """`kubectl okra` when run as the kubectl plugin, else `okra`."""
+    base = os.path.basename(sys.argv[0] or "okra")
+    return "kubectl okra" if base.startswith("kubectl-okra") else "okra"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(prog_name())
     args = parser.parse_args(argv)
     if getattr(args, "demo", False):
         return demo(args.demo_args)
@@ -46,11 +62,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         usage: argparse.ArgumentParser = getattr(args, "usage", parser)
         usage.print_help(sys.stderr)
         return 2
+    import asyncio
+    import inspect
+
+    from okra_runtime.logging import configure_logging
+
     configure_logging("console", "debug" if args.verbose else "critical")
     if args.kubeconfig is not None and not os.path.isfile(os.path.expanduser(args.kubeconfig)):
         print(f"error: kubeconfig {args.kubeconfig} does not exist", file=sys.stderr)
         return 1
     try:
+        if args.offline:
+            result = resolve(args.handler)(args)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_offline(result))
+            assert isinstance(result, int)
+            return result
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         return 130
@@ -61,12 +88,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+async def _offline(awaitable: object) -> int:
+    result = await awaitable  # type: ignore[misc]
+    assert isinstance(result, int)
+    return result
+
+
 async def _run(args: argparse.Namespace) -> int:
-    namespace = args.namespace or default_namespace(args.kubeconfig, args.context)
+    from okra_controllers.cli.kube import CliError, Context, connect, default_namespace, explain
+
+    handler = resolve(args.handler)
+    if getattr(args, "all_namespaces", False):
+        namespace: str | None = None
+    else:
+        namespace = args.namespace or default_namespace(args.kubeconfig, args.context)
     try:
         client = await connect(args.kubeconfig, args.context)
         try:
-            code: int = await args.handler(Context(client, namespace), args)
+            ctx: Context = Context(client, namespace or "", all_namespaces=namespace is None)
+            code = await handler(ctx, args)  # type: ignore[misc]
+            assert isinstance(code, int)
             return code
         finally:
             await client.close()
@@ -92,6 +133,9 @@ def demo(argv: Sequence[str]) -> int:
     if entry is None:
         print(f"error: {DEMO_MODULE} has no main()", file=sys.stderr)
         return 1
+    import asyncio
+    import inspect
+
     sys.argv = ["okra demo", *argv]
     try:
         result = entry()

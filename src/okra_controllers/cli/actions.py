@@ -9,6 +9,9 @@ The Cell controller reads two annotations (see `okra_controllers.cell.plan`):
   annotation harmless: it never promotes a later step or a later rollout.
 - `okra.mumo.co/abort: "<rolloutId>"` sends all traffic back to the stable
   version and holds; removing it (`okra retry`) starts the rollout over.
+- `okra.mumo.co/pause: "true"` (`okra pause`) holds the rollout at its current
+  weights before its next step, as `spec.paused` does in Argo Rollouts; `okra
+  promote` removes it (and only that: the next promote moves a step).
 
 A timed or indefinite pause is also ended at its source: `spec.cancelled` on
 the step's Pause, so the pause shows `Cancelled` rather than waiting forever.
@@ -22,7 +25,7 @@ from typing import Any
 
 from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.api.v1alpha1.cell import CanaryStep, Cell, CellStatus
-from okra_controllers.cell.controller import ABORT, PROMOTE
+from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.plan import run_name
 from okra_controllers.cell.versions import parse_version
 from okra_controllers.cli.kube import CliError
@@ -197,6 +200,7 @@ def parse_arguments(pairs: Iterable[str]) -> list[Argument]:
 
 __all__ = [
     "ABORT",
+    "PAUSED",
     "PROMOTE",
     "Promote",
     "Retry",

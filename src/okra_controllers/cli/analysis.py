@@ -1,4 +1,6 @@
-"""`okra run analysis`: an AnalysisRun from templates, optionally followed to
+"""`okra run analysis`, `okra get analysisrun(s)`, `okra terminate analysisrun`.
+
+`run analysis` creates an AnalysisRun from templates, optionally followed to
 its verdict. okra's AnalysisRun controller measures it; this command only
 creates it and, with `--wait`, watches it (an informer on that one run),
 printing each measurement as it completes. Exit 0 when Successful, 1 for any
@@ -14,8 +16,10 @@ from okra_controllers.analysis.run_controller import ANALYSIS_RUN
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
 from okra_controllers.cli.actions import parse_arguments
-from okra_controllers.cli.kube import CliError, Context, on_interrupt, synced
-from okra_controllers.cli.view import Obj
+from okra_controllers.cli.get import dump, follow, now, objects
+from okra_controllers.cli.kube import CliError, Context, get_or_none, on_interrupt, synced
+from okra_controllers.cli.render import render_analysis_run, render_analysis_runs
+from okra_controllers.cli.view import Obj, strip
 from okra_runtime.informer import FuncHandler, Informer, InformerOptions
 
 TERMINAL = ("Successful", "Failed", "Error", "Inconclusive")
@@ -115,3 +119,70 @@ async def wait_run(ctx: Context, name: str) -> int:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def cmd_get_analysisrun(ctx: Context, args: argparse.Namespace) -> int:
+    def text(run: Obj) -> str:
+        if args.output:
+            return dump(strip(run), args.output)
+        return render_analysis_run(run, now(), color=ctx.color)
+
+    run = await get_or_none(ctx.client, ANALYSIS_RUN, args.name, ctx.namespace)
+    if run is None:
+        raise CliError(f"analysisrun {args.name} not found in namespace {ctx.namespace}")
+    if not args.watch:
+        ctx.out.write(text(run))
+        return 0
+    informer = Informer(
+        ctx.client,
+        ANALYSIS_RUN,
+        InformerOptions(namespace=ctx.namespace, field_selector=f"metadata.name={args.name}"),
+    )
+
+    def view() -> tuple[str, str]:
+        current = informer.store.get(args.name, ctx.namespace)
+        if current is None:
+            return "missing", f"analysisrun {args.name} was deleted\n"
+        return str(current["metadata"].get("resourceVersion")), text(current)
+
+    return await follow(ctx, [informer], view, json_frames=args.output == "json")
+
+
+async def cmd_get_analysisruns(ctx: Context, args: argparse.Namespace) -> int:
+    selector = f"okra.mumo.co/cell={args.cell}" if args.cell else None
+    runs = (await ctx.client.list(ANALYSIS_RUN, ctx.list_namespace, label_selector=selector)).items
+    shown = objects(runs, args.output, "analysisrun.okra.mumo.co")
+    if shown is not None:
+        ctx.out.write(shown)
+    elif not runs:
+        where = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
+        ctx.err.write(f"No analysis runs found in {where}.\n")
+    else:
+        ctx.out.write(
+            render_analysis_runs(
+                runs,
+                now(),
+                color=ctx.color,
+                namespaces=ctx.all_namespaces,
+                wide=args.output == "wide",
+            )
+        )
+    return 0
+
+
+async def cmd_terminate_analysisrun(ctx: Context, args: argparse.Namespace) -> int:
+    run = await get_or_none(ctx.client, ANALYSIS_RUN, args.name, ctx.namespace)
+    if run is None:
+        raise CliError(f"analysisrun {args.name} not found in namespace {ctx.namespace}")
+    phase = (run.get("status") or {}).get("phase") or "Pending"
+    if phase in TERMINAL:
+        ctx.say(f"analysisrun {args.name}: already finished ({phase}); nothing to terminate")
+        return 0
+    await ctx.client.patch(
+        ANALYSIS_RUN, args.name, {"spec": {"terminate": True}}, namespace=ctx.namespace
+    )
+    ctx.say(
+        f"analysisrun {args.name}: terminating (was {phase}); measurements in flight finish, "
+        "no new ones start"
+    )
+    return 0

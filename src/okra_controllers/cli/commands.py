@@ -1,4 +1,4 @@
-"""`okra promote`, `abort`, `retry` and `set version`: small writes (merge
+"""`okra promote`, `pause`, `abort`, `retry` and `set version`: small writes (merge
 patches) the Cell controller acts on. What to write is decided in `actions`."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.versions import parse_version
 from okra_controllers.cli.actions import (
     ABORT,
+    PAUSED,
     PROMOTE,
     annotation_patch,
     plan_promote,
@@ -29,6 +30,11 @@ RETRIES = 5
 async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
     ns, name = ctx.namespace, args.cell
     cell = await get_cell(ctx.client, name, ns)
+    if (cell["metadata"].get("annotations") or {}).get(PAUSED) is not None:
+        await ctx.client.patch(CELL, name, annotation_patch(PAUSED, None), namespace=ns)
+        ctx.say(f"cell {name}: resumed (removed {PAUSED})")
+        if not args.full:
+            return 0
     p = plan_promote(cell, full=args.full)
     r = rollout(cell)
     if p.pause is not None:
@@ -42,6 +48,25 @@ async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
         f"cell {name}: {p.summary} of rollout {r.rollout_id} ({r.stable} → {r.canary}) "
         f"[{PROMOTE}={p.annotation}]"
     )
+    return 0
+
+
+async def cmd_pause(ctx: Context, args: argparse.Namespace) -> int:
+    ns, name = ctx.namespace, args.cell
+    cell = await get_cell(ctx.client, name, ns)
+    if (cell["metadata"].get("annotations") or {}).get(PAUSED) == "true":
+        ctx.say(f"cell {name}: already paused (okra promote {name} resumes)")
+        return 0
+    await ctx.client.patch(CELL, name, annotation_patch(PAUSED, "true"), namespace=ns)
+    st = cell.get("status") or {}
+    if st.get("canaryVersion"):
+        where = (
+            f"the rollout of {st['canaryVersion']} holds at {st.get('canaryWeight') or 0}% "
+            "before its next step"
+        )
+    else:
+        where = "no rollout is in progress; the next one holds before its first step"
+    ctx.say(f"cell {name}: paused; {where} until okra promote {name} [{PAUSED}=true]")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""`okra get cell NAME [--watch]`, `okra get cells`, `okra get targetgroups`, `okra get clusters`.
+"""`okra get cell NAME [--watch]`, `okra get cells [-A] [--watch]`, `okra get targetgroups`,
+`okra get clusters`; `-o json|yaml|wide|name` where a table is printed.
 
 `--watch` keeps an informer per kind shown (the Cell, the namespace's
 AWSTargetGroups and AnalysisRuns, the Cell's load balancer config and
@@ -8,6 +9,8 @@ the caches; a frame is printed only when something shown changed (resource
 versions), so unrelated objects in the namespace cause no output. On a
 terminal the screen is cleared between frames; otherwise frames are separated
 by `---` lines (JSON frames are simply concatenated, as `jq` reads them).
+`follow` is that loop for any view; `get cells --watch` and `get analysisrun
+--watch` use it too.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import asyncio
 import datetime
 import json
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import yaml
@@ -63,6 +67,20 @@ def as_list(items: list[Obj]) -> Obj:
     return {"apiVersion": "v1", "kind": "List", "items": [strip(i) for i in items]}
 
 
+def names(items: list[Obj], resource: str) -> str:
+    """`-o name`: `<resource>/<name>` per line, as kubectl prints it."""
+    return "".join(f"{resource}/{(i.get('metadata') or {}).get('name')}\n" for i in items)
+
+
+def objects(items: list[Obj], output: str | None, resource: str) -> str | None:
+    """The `-o json|yaml|name` rendering of a list; None for a table (`wide` or none)."""
+    if output in ("json", "yaml"):
+        return dump(as_list(items), output)
+    if output == "name":
+        return names(items, resource)
+    return None
+
+
 def frame(view: CellView, output: str | None, color: bool) -> str:
     if output:
         return dump(view.document(), output)
@@ -80,35 +98,72 @@ async def cmd_get_cell(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def cmd_get_cells(ctx: Context, args: argparse.Namespace) -> int:
-    cells = (await ctx.client.list(CELL, ctx.namespace)).items
-    if args.output:
-        ctx.out.write(dump(as_list(cells), args.output))
-    elif not cells:
-        ctx.err.write(f"No cells found in namespace {ctx.namespace}.\n")
+    wide = args.output == "wide"
+
+    def text(cells: list[Obj]) -> str:
+        shown = objects(cells, args.output, "cell.okra.mumo.co")
+        if shown is not None:
+            return shown
+        if not cells:
+            where = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
+            return f"No cells found in {where}.\n"
+        return render_cells(cells, now(), color=ctx.color, namespaces=ctx.all_namespaces, wide=wide)
+
+    if args.watch:
+        informer = Informer(ctx.client, CELL, InformerOptions(namespace=ctx.list_namespace))
+
+        def view() -> tuple[Hashable, str]:
+            cells = informer.store.list()
+            key = tuple(sorted(_version_key(c) for c in cells))
+            return key, text(cells)
+
+        return await follow(ctx, [informer], view, json_frames=args.output == "json")
+    cells = (await ctx.client.list(CELL, ctx.list_namespace)).items
+    if not cells and args.output is None:
+        ctx.err.write(text(cells))
     else:
-        ctx.out.write(render_cells(cells, now(), color=ctx.color))
+        ctx.out.write(text(cells))
     return 0
 
 
+def _version_key(obj: Obj) -> str:
+    m = obj.get("metadata") or {}
+    return f"{m.get('namespace')}/{m.get('name')}@{m.get('resourceVersion')}"
+
+
 async def cmd_get_target_groups(ctx: Context, args: argparse.Namespace) -> int:
-    ns = ctx.namespace
+    ns = ctx.list_namespace
     tgs = (await ctx.client.list(TARGET_GROUP, ns)).items
     if args.cell:
-        cell = await get_cell(ctx.client, args.cell, ns)
-        tgs = [t for t in tgs if selects(cell_selector(cell), t)]
-        config = await get_or_none(ctx.client, ALB_CONFIG, args.cell, ns)
+        cell = await get_cell(ctx.client, args.cell, ctx.namespace)
+        tgs = [
+            t
+            for t in tgs
+            if t["metadata"].get("namespace") == ctx.namespace and selects(cell_selector(cell), t)
+        ]
+        config = await get_or_none(ctx.client, ALB_CONFIG, args.cell, ctx.namespace)
         cells, configs = [cell], [config] if config else []
     else:
         cells = (await ctx.client.list(CELL, ns)).items
         configs = (await ctx.client.list(ALB_CONFIG, ns)).items
-    if args.output:
-        ctx.out.write(dump(as_list(tgs), args.output))
+    shown = objects(tgs, args.output, "awstargetgroup.okra.mumo.co")
+    if shown is not None:
+        ctx.out.write(shown)
     elif not tgs:
         where = f" for cell {args.cell}" if args.cell else ""
-        ctx.err.write(f"No target groups found{where} in namespace {ns}.\n")
+        in_ = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
+        ctx.err.write(f"No target groups found{where} in {in_}.\n")
     else:
         ctx.out.write(
-            render_target_groups(tgs, cells, configs, show_cell=not args.cell, color=ctx.color)
+            render_target_groups(
+                tgs,
+                cells,
+                configs,
+                show_cell=not args.cell,
+                color=ctx.color,
+                namespaces=ctx.all_namespaces,
+                wide=args.output == "wide",
+            )
         )
     return 0
 
@@ -120,19 +175,25 @@ async def cmd_get_clusters(ctx: Context, args: argparse.Namespace) -> int:
     """Argo CD cluster Secrets. `-o` prints the same fields as the table, not the Secrets:
     their `config` holds credentials and CA data, which this command never prints."""
     secrets = (
-        await ctx.client.list(SECRET, ctx.namespace, label_selector=f"{ARGOCD_SECRET_TYPE}=cluster")
+        await ctx.client.list(
+            SECRET, ctx.list_namespace, label_selector=f"{ARGOCD_SECRET_TYPE}=cluster"
+        )
     ).items
-    if args.output:
+    if args.output in ("json", "yaml"):
         ctx.out.write(dump(cluster_rows(secrets), args.output))
+    elif args.output == "name":
+        ctx.out.write(names(secrets, "secret"))
     elif not secrets:
-        ctx.err.write(f"No Argo CD cluster Secrets found in namespace {ctx.namespace}.\n")
+        in_ = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
+        ctx.err.write(f"No Argo CD cluster Secrets found in {in_}.\n")
     else:
-        ctx.out.write(render_clusters(secrets, color=ctx.color))
+        ctx.out.write(render_clusters(secrets, color=ctx.color, namespaces=ctx.all_namespaces))
     return 0
 
 
 class CellWatch:
-    """Informers for everything `okra get cell` shows, and a flag raised on any change."""
+    """Informers for everything `okra get cell` shows (`follow` raises `changed` on any
+    change)."""
 
     def __init__(self, ctx: Context, name: str) -> None:
         self.name, self.namespace = name, ctx.namespace
@@ -141,17 +202,9 @@ class CellWatch:
         ns = ctx.namespace
 
         def inf(gvk: Any, field_selector: str | None = None) -> Informer:
-            i = Informer(
+            return Informer(
                 ctx.client, gvk, InformerOptions(namespace=ns, field_selector=field_selector)
             )
-            i.add_handler(
-                FuncHandler(
-                    add=lambda _: self.changed.set(),
-                    update=lambda _a, _b: self.changed.set(),
-                    delete=lambda _: self.changed.set(),
-                )
-            )
-            return i
 
         self.cell = inf(CELL, by_name)
         self.target_groups = inf(TARGET_GROUP)
@@ -177,50 +230,75 @@ async def watch_cell(ctx: Context, name: str, output: str | None) -> int:
     """Print the view, then a new frame on every change, until SIGINT/SIGTERM (exit 0)."""
     await get_cell(ctx.client, name, ctx.namespace)  # a clear error before watching
     w = CellWatch(ctx, name)
+
+    def view() -> tuple[Hashable, str]:
+        v = w.view()
+        if v is None:
+            return (
+                "missing",
+            ), f"cell {w.name} not found in namespace {w.namespace}; waiting for it\n"
+        try:
+            return v.fingerprint(), frame(v, output, ctx.color)
+        except ValueError as e:
+            return v.fingerprint(), f"cell {w.name} cannot be shown: {e}\n"
+
+    return await follow(ctx, w.informers, view, json_frames=output == "json", changed=w.changed)
+
+
+async def follow(
+    ctx: Context,
+    informers: list[Informer],
+    view: Callable[[], tuple[Hashable, str]],
+    *,
+    json_frames: bool = False,
+    changed: asyncio.Event | None = None,
+    until: Callable[[], int | None] | None = None,
+) -> int:
+    """Run `informers`; print `view()`'s text whenever its key changes, until SIGINT/SIGTERM
+    (exit 0) or until `until()` returns an exit code."""
+    changed = changed or asyncio.Event()
+    for i in informers:
+        i.add_handler(
+            FuncHandler(
+                add=lambda _: changed.set(),
+                update=lambda _a, _b: changed.set(),
+                delete=lambda _: changed.set(),
+            )
+        )
     stop = asyncio.Event()
 
     def interrupt() -> None:
         stop.set()
-        w.changed.set()
+        changed.set()
 
-    tasks = [asyncio.create_task(i.run(), name=f"informer {i.name}") for i in w.informers]
+    tasks = [asyncio.create_task(i.run(), name=f"informer {i.name}") for i in informers]
     try:
         with on_interrupt(interrupt):
-            if not await synced(w.informers, stop):
+            if not await synced(informers, stop):
                 return 0
-            await _frames(ctx, w, output, stop)
+            last: Hashable = object()
+            first = True
+            while not stop.is_set():
+                changed.clear()
+                key, text = view()
+                if key != last:
+                    last = key
+                    if ctx.tty:
+                        ctx.out.write(CLEAR)
+                        if not json_frames:
+                            text += f"\n(updated {now():%H:%M:%S}; watching, Ctrl-C to stop)\n"
+                    elif not first and not json_frames:
+                        ctx.out.write(SEPARATOR)
+                    ctx.out.write(text)
+                    ctx.out.flush()
+                    first = False
+                if until is not None and (code := until()) is not None:
+                    return code
+                await changed.wait()
+                if not stop.is_set():
+                    await asyncio.sleep(DEBOUNCE)  # one frame for a burst of events
     finally:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     return 0
-
-
-async def _frames(ctx: Context, w: CellWatch, output: str | None, stop: asyncio.Event) -> None:
-    last: tuple[str, ...] | None = None
-    first = True
-    while not stop.is_set():
-        w.changed.clear()
-        view = w.view()
-        key = view.fingerprint() if view is not None else ("missing",)
-        if key != last:
-            last = key
-            if view is None:
-                text = f"cell {w.name} not found in namespace {w.namespace}; waiting for it\n"
-            else:
-                try:
-                    text = frame(view, output, ctx.color)
-                except ValueError as e:
-                    text = f"cell {w.name} cannot be shown: {e}\n"
-            if ctx.tty:
-                ctx.out.write(CLEAR)
-                if not output:
-                    text += f"\n(updated {now():%H:%M:%S}; watching, Ctrl-C to stop)\n"
-            elif not first and output != "json":
-                ctx.out.write(SEPARATOR)
-            ctx.out.write(text)
-            ctx.out.flush()
-            first = False
-        await w.changed.wait()
-        if not stop.is_set():
-            await asyncio.sleep(DEBOUNCE)  # one frame for a burst of events

@@ -44,8 +44,14 @@ class Context:
 
     client: Client
     namespace: str
+    all_namespaces: bool = False
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
+
+    @property
+    def list_namespace(self) -> str | None:
+        """The namespace to list in: None (every namespace) with `-A`."""
+        return None if self.all_namespaces else self.namespace
 
     @property
     def tty(self) -> bool:

@@ -1,34 +1,60 @@
-"""The command line: `okra <command> ...`. Global flags (`--kubeconfig`,
-`--context`, `-n`, `-v`) are accepted before the command and after it."""
+"""The command line: `okra <command> ...` (also `kubectl okra ...`).
+
+Commands are registered by command groups, one module per resource under
+`okra_controllers.cli.groups` (listed in `GROUPS`). A group's `register(v)`
+adds its commands to the shared verbs (`v.get`, `v.terminate`, `v.run`,
+`v.set`) or as top-level commands (`v.top`), naming each handler as a string
+`"module:function"`. The handler module is imported only when its command
+runs, so `okra --help` and completion never import the Kubernetes client,
+pydantic or the controllers.
+
+A handler is `async def handler(ctx: Context, args) -> int` and gets a
+connected client; with `offline=True` it is `def handler(args) -> int` (sync or
+async) and no connection is made.
+
+Global flags (`--kubeconfig`, `--context`, `-n`, `-A` where accepted, `-v`)
+work before and after the command.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from okra_controllers.cli.analysis import cmd_run_analysis
-from okra_controllers.cli.commands import cmd_abort, cmd_promote, cmd_retry, cmd_set_version
-from okra_controllers.cli.get import (
-    cmd_get_cell,
-    cmd_get_cells,
-    cmd_get_clusters,
-    cmd_get_target_groups,
+GROUPS = (
+    "okra_controllers.cli.groups.cell",
+    "okra_controllers.cli.groups.analysis",
+    "okra_controllers.cli.groups.cluster",
+    "okra_controllers.cli.groups.tools",
 )
 
 DESCRIPTION = """\
 Operate okra: inspect Cells and their target groups, move a rollout along
-(promote, abort, retry), pin a version, run an analysis.
+(promote, pause, abort, retry), pin a version, plan or lint a rollout, run an
+analysis.
 
 examples:
-  okra get cells
+  okra get cells -A --watch
   okra get cell web --watch
-  okra get clusters -n argocd
-  okra promote web            # end the current pause / accept an inconclusive analysis
-  okra promote web --full     # skip every remaining step
-  okra abort web              # all traffic back to stable, hold
-  okra retry web              # resume: unblock failed versions, remove the abort
+  okra status web --timeout 30m     # exit 0 once Healthy, 1 if Degraded
+  okra plan web                     # what okra would do now (reads only)
+  okra lint config/samples/*.yaml
+  okra promote web                  # end the current pause / accept an inconclusive analysis
+  okra promote web --full           # skip every remaining step
+  okra pause web                    # hold the rollout where it is (okra promote resumes)
+  okra abort web                    # all traffic back to stable, hold
+  okra retry web                    # resume: unblock failed versions, remove the abort
   okra set version web v1.4.2
   okra run analysis --template success-rate --arg service=web --wait
+  okra get analysisrun web-v2-5e7a1b2c-step-1
 """
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+OUTPUTS = ("json", "yaml", "wide", "name")
 
 
 def _globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -55,116 +81,92 @@ def _globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
 
 
-def _output(parser: argparse.ArgumentParser) -> None:
+@dataclass
+class Verbs:
+    """Where command groups add their commands."""
+
+    top: Subparsers
+    get: Subparsers
+    set: Subparsers
+    run: Subparsers
+    terminate: Subparsers
+    common: argparse.ArgumentParser
+
+    def command(
+        self,
+        group: Subparsers,
+        name: str,
+        help_: str,
+        handler: str,
+        *,
+        aliases: tuple[str, ...] = (),
+        offline: bool = False,
+        epilog: str | None = None,
+    ) -> argparse.ArgumentParser:
+        """A command; `handler` is `"module:function"`, imported when it runs."""
+        p: argparse.ArgumentParser = group.add_parser(
+            name,
+            help=help_,
+            description=help_,
+            parents=[self.common],
+            aliases=list(aliases),
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.set_defaults(handler=handler, offline=offline)
+        return p
+
+
+def output(parser: argparse.ArgumentParser, *, choices: tuple[str, ...] = OUTPUTS) -> None:
     parser.add_argument(
-        "-o", "--output", choices=("yaml", "json"), help="print objects instead of the view"
+        "-o",
+        "--output",
+        choices=choices,
+        help="json|yaml: the objects; wide: more columns; name: kind/name per line",
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def all_namespaces(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="every namespace (a NAMESPACE column)"
+    )
+
+
+def watch(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-w", "--watch", action="store_true", help="re-render on every change")
+
+
+def build_parser(prog: str = "okra") -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _globals(common, top=False)
     parser = argparse.ArgumentParser(
-        prog="okra", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     _globals(parser, top=True)
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    top = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    def command(
-        group: argparse._SubParsersAction[argparse.ArgumentParser],
-        name: str,
-        help_: str,
-        **kw: object,
-    ) -> argparse.ArgumentParser:
-        return group.add_parser(name, help=help_, description=help_, parents=[common], **kw)  # type: ignore[arg-type]
+    def verb(name: str, help_: str, metavar: str) -> Subparsers:
+        p = top.add_parser(name, help=help_, description=help_)
+        sub = p.add_subparsers(title="what", metavar=metavar)
+        p.set_defaults(usage=p)
+        return sub
 
-    get = commands.add_parser("get", help="show Cells, target groups and clusters")
-    what = get.add_subparsers(title="what", metavar="KIND")
-    p = command(what, "cell", "a Cell's rollout: versions, weights, steps, analyses, blocklist")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("-w", "--watch", action="store_true", help="re-render on every change")
-    _output(p)
-    p.set_defaults(handler=cmd_get_cell)
-    p = command(what, "cells", "every Cell in the namespace", aliases=["cl"])
-    _output(p)
-    p.set_defaults(handler=cmd_get_cells)
-    p = command(
-        what,
-        "targetgroups",
-        "AWSTargetGroups with their versions and weights",
-        aliases=["targetgroup", "tg", "tgs"],
+    verbs = Verbs(
+        top=top,
+        get=verb("get", "show Cells, target groups, clusters, analysis runs", "KIND"),
+        set=verb("set", "change a Cell", "FIELD"),
+        run=verb("run", "run something once", "KIND"),
+        terminate=verb("terminate", "stop something running", "KIND"),
+        common=common,
     )
-    p.add_argument("--cell", metavar="NAME", help="only the target groups this Cell selects")
-    _output(p)
-    p.set_defaults(handler=cmd_get_target_groups)
-    p = command(
-        what,
-        "clusters",
-        "Argo CD cluster Secrets: cluster, server, labels, owning ClusterSet",
-        aliases=["cluster"],
-    )
-    _output(p)
-    p.set_defaults(handler=cmd_get_clusters)
-    get.set_defaults(usage=get)
-
-    p = command(
-        commands,
-        "promote",
-        "end the current pause (or accept an inconclusive analysis) of a Cell's rollout",
-    )
-    p.add_argument("cell", metavar="CELL")
-    p.add_argument("--full", action="store_true", help="skip every remaining step: canary to 100%%")
-    p.set_defaults(handler=cmd_promote)
-
-    p = command(commands, "abort", "send all traffic back to the stable version and hold")
-    p.add_argument("cell", metavar="CELL")
-    p.set_defaults(handler=cmd_abort)
-
-    p = command(
-        commands,
-        "retry",
-        "resume after abort or failure: remove the abort, unblock VERSION "
-        "(default: every blocked version newer than the stable one)",
-    )
-    p.add_argument("cell", metavar="CELL")
-    p.add_argument("version", metavar="VERSION", nargs="?")
-    p.set_defaults(handler=cmd_retry)
-
-    set_ = commands.add_parser("set", help="change a Cell")
-    set_what = set_.add_subparsers(title="what", metavar="FIELD")
-    p = command(set_what, "version", "pin (or, lower, roll back to) a version: spec.version")
-    p.add_argument("cell", metavar="CELL")
-    p.add_argument("version", metavar="VERSION", nargs="?")
-    p.add_argument("--clear", action="store_true", help="remove spec.version: newest wins again")
-    p.set_defaults(handler=cmd_set_version)
-    set_.set_defaults(usage=set_)
-
-    run = commands.add_parser("run", help="run something once")
-    run_what = run.add_subparsers(title="what", metavar="KIND")
-    p = command(run_what, "analysis", "create an AnalysisRun from templates")
-    p.add_argument(
-        "--template",
-        action="append",
-        required=True,
-        metavar="NAME",
-        help="AnalysisTemplate name (repeat to combine templates)",
-    )
-    p.add_argument(
-        "--cluster-template",
-        action="store_true",
-        help="the templates are ClusterAnalysisTemplates",
-    )
-    p.add_argument("--arg", action="append", metavar="NAME=VALUE", help="a template argument")
-    p.add_argument("--name", help="the run's name (default: generated from the template's)")
-    p.add_argument(
-        "--wait",
-        action="store_true",
-        help="follow the run; exit 0 if Successful, 1 otherwise",
-    )
-    p.set_defaults(handler=cmd_run_analysis)
-    run.set_defaults(usage=run)
-
-    p = command(commands, "demo", "run the local demo (control plane, AWS emulator, a rollout)")
-    p.add_argument("demo_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    p.set_defaults(demo=True)
+    for module in GROUPS:
+        register: Callable[[Verbs], None] = importlib.import_module(module).register
+        register(verbs)
     return parser
+
+
+def resolve(handler: str) -> Callable[..., object]:
+    """The function a `"module:function"` handler names."""
+    module, _, name = handler.partition(":")
+    fn: Callable[..., object] = getattr(importlib.import_module(module), name)
+    return fn

@@ -562,25 +562,57 @@ def _conditions(st: CellStatus, paint: Paint, now: datetime.datetime) -> list[st
 # -- tables --------------------------------------------------------------------
 
 
-def render_cells(cells: Sequence[Obj], now: datetime.datetime, *, color: bool = False) -> str:
-    """`okra get cells`: one line per Cell."""
+def cell_row(c: Obj, now: datetime.datetime) -> list[str]:
+    """NAME, PHASE, STABLE, CANARY, WEIGHT, STEP, AGE of one Cell."""
+    st = c.get("status") or {}
+    canary = ((c.get("spec") or {}).get("updateStrategy") or {}).get("canary") or {}
+    total = len(canary.get("steps") or [])
+    index = st.get("currentStepIndex") if st.get("canaryVersion") else None
+    weight = st.get("canaryWeight")
+    return [
+        str(_meta(c).get("name")),
+        st.get("phase") or "Pending",
+        st.get("stableVersion") or "-",
+        st.get("canaryVersion") or "-",
+        "-" if weight is None or not st.get("canaryVersion") else str(weight),
+        step_label(index, total) if total else "-",
+        age(created(c), now),
+    ]
+
+
+def render_cells(
+    cells: Sequence[Obj],
+    now: datetime.datetime,
+    *,
+    color: bool = False,
+    namespaces: bool = False,
+    wide: bool = False,
+) -> str:
+    """`okra get cells`: one line per Cell; `namespaces` adds a NAMESPACE column (`-A`),
+    `wide` the listener and the status message."""
     paint = Paint(color)
-    rows: list[list[Col]] = [["NAME", "PHASE", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]]
-    for c in sorted(cells, key=lambda c: str(_meta(c).get("name"))):
-        st = c.get("status") or {}
-        canary = ((c.get("spec") or {}).get("updateStrategy") or {}).get("canary") or {}
-        total = len(canary.get("steps") or [])
-        index = st.get("currentStepIndex") if st.get("canaryVersion") else None
-        weight = st.get("canaryWeight")
+    head = ["NAME", "PHASE", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]
+    rows: list[list[Col]] = [
+        [*(["NAMESPACE"] if namespaces else []), *head, *(["LISTENER", "MESSAGE"] if wide else [])]
+    ]
+    for c in sorted(
+        cells, key=lambda c: (str(_meta(c).get("namespace")), str(_meta(c).get("name")))
+    ):
+        name, phase, *rest = cell_row(c, now)
+        extra: list[Col] = []
+        if wide:
+            ingress = (c.get("spec") or {}).get("ingress") or {}
+            lb = ingress.get("awsApplicationLoadBalancer") or ingress.get("awsNetworkLoadBalancer")
+            listener = str((lb or {}).get("listenerARN") or "-")
+            extra = [listener.rsplit("/", 3)[-3] if "/" in listener else listener]
+            extra.append(str((c.get("status") or {}).get("message") or "-"))
         rows.append(
             [
-                str(_meta(c).get("name")),
-                (st.get("phase") or "Pending", ""),
-                st.get("stableVersion") or "-",
-                st.get("canaryVersion") or "-",
-                "-" if weight is None or not st.get("canaryVersion") else str(weight),
-                step_label(index, total) if total else "-",
-                age(created(c), now),
+                *([str(_meta(c).get("namespace"))] if namespaces else []),
+                name,
+                (phase, ""),
+                *rest,
+                *extra,
             ]
         )
     if len(rows) == 1:
@@ -594,12 +626,20 @@ def target_group_rows(
     """(name, version, cell, weight, arn) per target group. The version is read with
     the labels of the first Cell selecting it (default label otherwise), the weight
     from that Cell's load balancer config (`-` when not in it)."""
-    config_by_name = {_meta(c).get("name"): c for c in configs}
+    config_by_name = {(_meta(c).get("namespace"), _meta(c).get("name")): c for c in configs}
     out = []
     for tg in sorted(target_groups, key=lambda t: str(_meta(t).get("name"))):
         arn = str((tg.get("spec") or {}).get("arn") or "")
         labels = _meta(tg).get("labels") or {}
-        owner = next((c for c in cells if selects(cell_selector(c), tg)), None)
+        ns = _meta(tg).get("namespace")
+        owner = next(
+            (
+                c
+                for c in cells
+                if _meta(c).get("namespace") in (ns, None) and selects(cell_selector(c), tg)
+            ),
+            None,
+        )
         version_labels = [DEFAULT_VERSION_LABEL]
         if owner is not None:
             with contextlib.suppress(ValueError):
@@ -609,7 +649,7 @@ def target_group_rows(
         cell_name = "-"
         if owner is not None:
             cell_name = str(_meta(owner).get("name"))
-            config = config_by_name.get(cell_name) or {}
+            config = config_by_name.get((_meta(owner).get("namespace"), cell_name)) or {}
             for f in (config.get("spec") or {}).get("forwardTargetGroups") or []:
                 if f.get("arn") == arn:
                     weight = str(f.get("weight"))
@@ -624,11 +664,45 @@ def render_target_groups(
     *,
     show_cell: bool = True,
     color: bool = False,
+    namespaces: bool = False,
+    wide: bool = False,
 ) -> str:
-    """`okra get targetgroups`: name, version, (cell,) weight in the config, ARN."""
-    rows: list[list[Col]] = [["NAME", "VERSION", *(["CELL"] if show_cell else []), "WEIGHT", "ARN"]]
-    for name, version, cell, weight, arn in target_group_rows(target_groups, cells, configs):
-        rows.append([name, version, *([cell] if show_cell else []), weight, arn])
+    """`okra get targetgroups`: (namespace,) name, version, (cell,) weight in the config,
+    ARN; `wide` adds the labels."""
+    rows: list[list[Col]] = [
+        [
+            *(["NAMESPACE"] if namespaces else []),
+            "NAME",
+            "VERSION",
+            *(["CELL"] if show_cell else []),
+            "WEIGHT",
+            "ARN",
+            *(["LABELS"] if wide else []),
+        ]
+    ]
+    by_name = {(_meta(t).get("namespace"), str(_meta(t).get("name"))): t for t in target_groups}
+    ordered = sorted(
+        target_groups, key=lambda t: (str(_meta(t).get("namespace")), str(_meta(t).get("name")))
+    )
+    for tg in ordered:
+        ns = _meta(tg).get("namespace")
+        for name, version, cell, weight, arn in target_group_rows([tg], cells, configs):
+            labels = _meta(by_name[(ns, name)]).get("labels") or {}
+            rows.append(
+                [
+                    *([str(ns)] if namespaces else []),
+                    name,
+                    version,
+                    *([cell] if show_cell else []),
+                    weight,
+                    arn,
+                    *(
+                        [",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "-"]
+                        if wide
+                        else []
+                    ),
+                ]
+            )
     if len(rows) == 1:
         return "No target groups found.\n"
     return "\n".join(table(rows, Paint(color), indent="")) + "\n"
@@ -678,15 +752,20 @@ def _secret_field(secret: Obj, key: str) -> str | None:
         return None
 
 
-def render_clusters(secrets: Sequence[Obj], *, color: bool = False) -> str:
+def render_clusters(
+    secrets: Sequence[Obj], *, color: bool = False, namespaces: bool = False
+) -> str:
     """`okra get clusters`: one line per Argo CD cluster Secret."""
     paint = Paint(color)
-    rows: list[list[Col]] = [["NAME", "CLUSTER", "SERVER", "CLUSTERSET", "LABELS"]]
+    head = ["NAME", "CLUSTER", "SERVER", "CLUSTERSET", "LABELS"]
+    rows: list[list[Col]] = [[*(["NAMESPACE"] if namespaces else []), *head]]
+    ns_of = {str(_meta(s).get("name")): str(_meta(s).get("namespace")) for s in secrets}
     for r in cluster_rows(secrets):
         labels = r["labels"]
         assert isinstance(labels, dict)
         rows.append(
             [
+                *([ns_of.get(str(r["name"]), "-")] if namespaces else []),
                 str(r["name"]),
                 str(r["cluster"] or "-"),
                 str(r["server"] or "-"),
@@ -696,4 +775,128 @@ def render_clusters(secrets: Sequence[Obj], *, color: bool = False) -> str:
         )
     if len(rows) == 1:
         return "No clusters found.\n"
+    return "\n".join(table(rows, paint, indent="")) + "\n"
+
+
+# -- analysis runs -----------------------------------------------------------------
+
+
+def _run_status(run: Obj) -> AnalysisRunStatus:
+    try:
+        return AnalysisRunStatus.model_validate(run.get("status") or {})
+    except ValueError:
+        return AnalysisRunStatus()
+
+
+def render_analysis_run(run: Obj, now: datetime.datetime, *, color: bool = False) -> str:
+    """`okra get analysisrun NAME`: the run's phase, then each metric with its counts
+    and every measurement kept in status (oldest first)."""
+    paint = Paint(color)
+    meta = _meta(run)
+    st = _run_status(run)
+    labels = meta.get("labels") or {}
+    out = [f"{paint.bold('AnalysisRun:')} {meta.get('name')}   (namespace {meta.get('namespace')})"]
+    phase = st.phase or "Pending"
+    out.append(
+        f"{paint.bold('Phase:')}    {paint.auto(phase)}" + (f"  {st.message}" if st.message else "")
+    )
+    owner = labels.get("okra.mumo.co/cell")
+    if owner:
+        rollout = labels.get("okra.mumo.co/rollout")
+        out.append(
+            f"{paint.bold('Cell:')}     {owner}" + (f"  (rollout {rollout})" if rollout else "")
+        )
+    started = st.started_at
+    if started is not None:
+        ended = st.completed_at
+        took = f", took {duration((ended - started).total_seconds())}" if ended else ""
+        out.append(f"{paint.bold('Started:')}  {age(started, now)} ago{took}")
+    if (run.get("spec") or {}).get("terminate"):
+        out.append(f"{paint.bold('Terminated:')} yes (no new measurements)")
+    if st.run_summary is not None:
+        s = st.run_summary
+        out.append(
+            f"{paint.bold('Summary:')}  {s.count} metric(s): {s.successful} successful, "
+            f"{s.failed} failed, {s.inconclusive} inconclusive, {s.error} error"
+        )
+    out.append("")
+    results = {r.name: r for r in st.metric_results or []}
+    metrics = [str(m.get("name")) for m in (run.get("spec") or {}).get("metrics") or []]
+    for name in [*metrics, *(n for n in results if n not in metrics)]:
+        r = results.get(name)
+        if r is None:
+            out.append(
+                f"{paint.bold('Metric')} {name}: {paint.auto('Pending')}, no measurement yet"
+            )
+            continue
+        dry = " (dry run)" if r.dry_run else ""
+        out.append(
+            f"{paint.bold('Metric')} {name}{dry}: {paint.auto(r.phase or 'Pending')}  "
+            f"count {r.count}, successful {r.successful}, failed {r.failed}, "
+            f"inconclusive {r.inconclusive}, error {r.error}"
+            + (f"  {r.message}" if r.message else "")
+        )
+        rows: list[list[Col]] = [
+            [("STARTED", "2"), ("FINISHED", "2"), ("PHASE", "2"), ("VALUE", "2"), ("MESSAGE", "2")]
+        ]
+        for m in r.measurements:
+            rows.append(
+                [
+                    f"{age(m.started_at, now)} ago" if m.started_at else "-",
+                    f"{age(m.finished_at, now)} ago" if m.finished_at else "-",
+                    (m.phase or "Pending", ""),
+                    m.value if m.value not in (None, "") else "-",
+                    m.message or "",
+                ]
+            )
+        if len(rows) > 1:
+            out += table(rows, paint, indent="    ")
+    return "\n".join(out) + "\n"
+
+
+def render_analysis_runs(
+    runs: Sequence[Obj],
+    now: datetime.datetime,
+    *,
+    color: bool = False,
+    namespaces: bool = False,
+    wide: bool = False,
+) -> str:
+    """`okra get analysisruns`: one line per run, newest last."""
+    paint = Paint(color)
+    rows: list[list[Col]] = [
+        [
+            *(["NAMESPACE"] if namespaces else []),
+            "NAME",
+            "PHASE",
+            "CELL",
+            "ROLLOUT",
+            "AGE",
+            *(["METRICS", "MESSAGE"] if wide else []),
+        ]
+    ]
+    epoch = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+    for r in sorted(runs, key=lambda r: (str(_meta(r).get("namespace")), created(r) or epoch)):
+        st = _run_status(r)
+        labels = _meta(r).get("labels") or {}
+        extra: list[Col] = []
+        if wide:
+            extra = [
+                ",".join(f"{m.name}={m.phase or 'Pending'}" for m in st.metric_results or [])
+                or "-",
+                st.message or "-",
+            ]
+        rows.append(
+            [
+                *([str(_meta(r).get("namespace"))] if namespaces else []),
+                str(_meta(r).get("name")),
+                (st.phase or "Pending", ""),
+                labels.get("okra.mumo.co/cell") or "-",
+                labels.get("okra.mumo.co/rollout") or "-",
+                age(created(r), now),
+                *extra,
+            ]
+        )
+    if len(rows) == 1:
+        return "No analysis runs found.\n"
     return "\n".join(table(rows, paint, indent="")) + "\n"

@@ -86,7 +86,7 @@ class AnalysisTemplate(ApiModel):
         version=VERSION,
         kind="AnalysisTemplate",
         plural="analysistemplates",
-        short_names=("at",),
+        short_names=("okat",),
         categories=("okra",),
     )
     api_version: str = f"{GROUP}/{VERSION}"
@@ -104,7 +104,7 @@ class ClusterAnalysisTemplate(ApiModel):
         kind="ClusterAnalysisTemplate",
         plural="clusteranalysistemplates",
         scope="Cluster",
-        short_names=("cat",),
+        short_names=("okcat",),
         categories=("okra",),
     )
     api_version: str = f"{GROUP}/{VERSION}"
@@ -175,7 +175,7 @@ class AnalysisRun(ApiModel):
         version=VERSION,
         kind="AnalysisRun",
         plural="analysisruns",
-        short_names=("ar",),
+        short_names=("okar",),
         categories=("okra",),
         printer_columns=(
             PrinterColumn("Status", "string", ".status.phase", "AnalysisRun status"),

@@ -1,0 +1,83 @@
+"""From API objects to the plan's input: a pure function shared by the Cell
+controller (objects from its caches) and `okra plan` (objects from plain reads),
+so both plan from exactly the same `Observed`."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+from typing import Any
+
+from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
+from okra_controllers.cell.plan import Forward, Observed
+from okra_controllers.cell.versions import group_target_groups
+
+PROMOTE = "okra.mumo.co/promote"
+ABORT = "okra.mumo.co/abort"
+PAUSED = "okra.mumo.co/pause"  # "true": hold the rollout before its next step (okra pause)
+
+Obj = dict[str, Any]
+
+
+def selects(cell: Cell, tg: Obj) -> bool:
+    alb = cell.spec.ingress.aws_application_load_balancer
+    selector = alb.target_group_selector.match_labels if alb else {}
+    labels = (tg.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def observe(
+    cell: Cell,
+    target_groups: Iterable[Obj],
+    config: Obj | None,
+    blocklist: Obj | None,
+    runs: Iterable[Obj],
+    pauses: Iterable[Obj],
+    now: datetime.datetime,
+) -> Observed:
+    """`target_groups` already selected by the Cell's selector; `runs` and `pauses` the
+    ones the Cell owns."""
+    grouped = group_target_groups(
+        (
+            (t["metadata"]["name"], t["spec"]["arn"], t["metadata"].get("labels") or {})
+            for t in target_groups
+            if (t.get("spec") or {}).get("arn")
+        ),
+        cell.spec.labels_for_version(),
+    )
+    forward: tuple[Forward, ...] | None = None
+    synced = False
+    if config is not None:
+        version_of = {
+            tg.arn: tg.version.text for group in grouped.by_version.values() for tg in group
+        }
+        forward = tuple(
+            Forward(f["name"], f["arn"], int(f["weight"]), version_of.get(f["arn"], ""))
+            for f in config["spec"].get("forwardTargetGroups") or []
+        )
+        cst = config.get("status") or {}
+        synced = cst.get("observedGeneration") == config["metadata"].get("generation") and any(
+            c.get("type") == "Synced" and c.get("status") == "True"
+            for c in cst.get("conditions") or []
+        )
+    blocked = {
+        i["version"]: i.get("cause", "")
+        for i in ((blocklist or {}).get("spec") or {}).get("items") or []
+    }
+    annotations = cell.metadata.annotations
+    return Observed(
+        cell_name=cell.metadata.name,
+        generation=cell.metadata.generation or 0,
+        spec=cell.spec,
+        status=cell.status or CellStatus(),
+        grouped=grouped,
+        forward=forward,
+        synced=synced,
+        blocked=blocked,
+        runs={r["metadata"]["name"]: (r.get("status") or {}).get("phase", "") for r in runs},
+        pauses={p["metadata"]["name"]: (p.get("status") or {}).get("phase", "") for p in pauses},
+        promote=annotations.get(PROMOTE),
+        abort=annotations.get(ABORT),
+        now=now,
+        paused=annotations.get(PAUSED) == "true",
+    )

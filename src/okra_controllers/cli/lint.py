@@ -1,0 +1,456 @@
+"""`okra lint FILE...`: check okra manifests offline, before `kubectl apply`.
+
+Each YAML document of a known kind (okra.mumo.co/v1alpha1, and argoproj.io
+AnalysisTemplates, which okra reads unchanged) is checked for:
+
+- schema: the pydantic model the CRD is generated from (unknown fields, types,
+  ranges, patterns, required fields);
+- validation rules: the CRD's `x-kubernetes-validations` (CEL), evaluated here
+  by translating the subset okra's rules use into the condition language of
+  `analysis/expr.py` (`has()`, `size()`, `!`, `&&`, `||`, `?:`, comparisons,
+  list `filter(x, x).size()`); a rule outside that subset is reported as not
+  checked, never silently passed;
+- conditions: every `successCondition` / `failureCondition` parsed by the
+  same parser the AnalysisRun controller evaluates them with;
+- ALB limits: at most 5 target groups in one forward action, weights 0..999
+  (schema), a listener rule needs at least one condition, a Cell's versions
+  are semver;
+- template arguments: every `{{args.NAME}}` is declared; a Cell's analysis step
+  supplies every argument without a default of a template in the same files,
+  and only arguments the template declares;
+- steps: pause durations, `startingStep` within the steps.
+
+Messages are `FILE:LINE: KIND/NAME: PATH: message` (LINE of the offending
+field, or of the nearest enclosing one). Exit 0 when no error, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+Path_ = tuple[str | int, ...]
+MAX_FORWARD = 5
+OKRA = "okra.mumo.co/v1alpha1"
+ARGO_KINDS = ("AnalysisTemplate", "ClusterAnalysisTemplate")
+_ARG = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    obj: str
+    path: str
+    message: str
+    level: str = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        tag = "" if self.level == "error" else f"{self.level}: "
+        return f"{self.file}:{self.line}: {tag}{self.obj}: {where}{self.message}"
+
+
+@dataclass
+class Doc:
+    file: str
+    data: dict[str, Any]
+    lines: dict[Path_, int]
+    start: int
+
+    @property
+    def kind(self) -> str:
+        return str(self.data.get("kind") or "")
+
+    @property
+    def name(self) -> str:
+        return str((self.data.get("metadata") or {}).get("name") or "")
+
+    def line(self, path: Path_) -> int:
+        """The line of `path`, or of its nearest ancestor present in the file."""
+        for n in range(len(path), -1, -1):
+            if path[:n] in self.lines:
+                return self.lines[path[:n]]
+        return self.start
+
+
+@dataclass
+class Linter:
+    problems: list[Problem] = field(default_factory=list)
+    docs: list[Doc] = field(default_factory=list)
+
+    def report(self, doc: Doc, path: Path_, message: str, level: str = "error") -> None:
+        self.problems.append(
+            Problem(
+                doc.file, doc.line(path), f"{doc.kind}/{doc.name}", dotted(path), message, level
+            )
+        )
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.level == "error"]
+
+
+def dotted(path: Path_) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _lines(node: yaml.Node, path: Path_, out: dict[Path_, int]) -> None:
+    out[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = k.value if isinstance(k, yaml.ScalarNode) else str(k.start_mark)
+            out[(*path, key)] = k.start_mark.line + 1
+            _lines(v, (*path, key), out)
+            out[(*path, key)] = k.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _lines(v, (*path, i), out)
+
+
+def load(file: str, text: str, linter: Linter) -> None:
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        datas = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        linter.problems.append(Problem(file, line, "-", "", f"not valid YAML: {e}"))
+        return
+    for node, data in zip(nodes, datas, strict=True):
+        if node is None or data is None:
+            continue
+        if not isinstance(data, dict):
+            linter.problems.append(
+                Problem(file, node.start_mark.line + 1, "-", "", "a document must be an object")
+            )
+            continue
+        lines: dict[Path_, int] = {}
+        _lines(node, (), lines)
+        items = data.get("items") if data.get("kind") == "List" else None
+        if isinstance(items, list):
+            for i, item in enumerate(items):
+                if isinstance(item, dict):
+                    sub = {p[2:]: n for p, n in lines.items() if p[:2] == ("items", i)}
+                    linter.docs.append(Doc(file, item, sub, lines.get(("items", i), 1)))
+            continue
+        linter.docs.append(Doc(file, data, lines, node.start_mark.line + 1))
+
+
+# -- the checks ------------------------------------------------------------------
+
+
+def models() -> dict[str, type[BaseModel]]:
+    from okra_controllers.api.v1alpha1 import CRD_MODELS
+    from okra_runtime.crdgen import crd_info
+
+    return {crd_info(m).kind: m for m in CRD_MODELS}
+
+
+def lint_doc(linter: Linter, doc: Doc, known: dict[str, type[BaseModel]]) -> None:
+    api, kind = str(doc.data.get("apiVersion") or ""), doc.kind
+    if (api == OKRA and kind in known) or (api.startswith("argoproj.io/") and kind in ARGO_KINDS):
+        model = known[kind]
+    elif api.split("/")[0] == OKRA.split("/")[0]:
+        linter.report(
+            doc, ("kind",), f"unknown kind {kind!r} in {api} (known: {', '.join(sorted(known))})"
+        )
+        return
+    else:
+        return  # not okra's: other tools check it
+    if not doc.name:
+        linter.report(doc, ("metadata",), "metadata.name is required")
+    try:
+        model.model_validate(doc.data)
+    except ValidationError as e:
+        for err in e.errors():
+            path = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+            linter.report(doc, path, _schema_message(err, path))
+    _cel(linter, doc, model)
+    if kind in ("AnalysisTemplate", "ClusterAnalysisTemplate", "AnalysisRun"):
+        _analysis(linter, doc)
+    elif kind == "Cell":
+        _cell(linter, doc)
+    elif kind == "AWSApplicationLoadBalancerConfig":
+        spec = doc.data.get("spec") or {}
+        _forward_limit(
+            linter, doc, ("spec", "forwardTargetGroups"), spec.get("forwardTargetGroups")
+        )
+        _listener_rule(linter, doc, ("spec", "listenerRule"), spec.get("listenerRule"))
+
+
+def _schema_message(err: Any, path: Path_) -> str:
+    kind, msg = err.get("type", ""), str(err.get("msg", ""))
+    if kind == "too_long" and path[-1:] == ("forwardTargetGroups",):
+        n = len(err.get("input") or [])
+        return f"{n} target groups: an ALB forward action holds at most {MAX_FORWARD}"
+    if kind == "extra_forbidden":
+        return "unknown field (check its spelling and indentation)"
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "literal_error" or kind == "string_pattern_mismatch":
+        return f"{msg} (got {err.get('input')!r})"
+    return msg
+
+
+def _analysis(linter: Linter, doc: Doc) -> None:
+    from okra_controllers.analysis.expr import ExprError, compile_condition
+
+    spec = doc.data.get("spec") or {}
+    declared = {a.get("name") for a in spec.get("args") or [] if isinstance(a, dict)}
+    seen: set[str] = set()
+    for i, metric in enumerate(spec.get("metrics") or []):
+        if not isinstance(metric, dict):
+            continue
+        name = metric.get("name")
+        if name in seen:
+            linter.report(
+                doc, ("spec", "metrics", i, "name"), f"metric name {name!r} is used twice"
+            )
+        seen.add(str(name))
+        for key in ("successCondition", "failureCondition"):
+            source = metric.get(key)
+            if isinstance(source, str):
+                try:
+                    compile_condition(source)
+                except ExprError as e:
+                    linter.report(doc, ("spec", "metrics", i, key), str(e))
+        for used in sorted(set(_ARG.findall(yaml.safe_dump(metric)))):
+            if used not in declared:
+                linter.report(
+                    doc,
+                    ("spec", "metrics", i),
+                    f"{{{{args.{used}}}}} is used but spec.args declares no {used!r}",
+                )
+
+
+def _forward_limit(linter: Linter, doc: Doc, path: Path_, forward: Any) -> None:
+    """Weights 0..999 (the schema checks them too, but not in a list already too long)."""
+    if not isinstance(forward, list) or len(forward) <= MAX_FORWARD:
+        return
+    for i, f in enumerate(forward):
+        w = f.get("weight") if isinstance(f, dict) else None
+        if isinstance(w, int) and not 0 <= w <= 999:
+            linter.report(doc, (*path, i, "weight"), f"weight {w}: an ALB weight is 0..999")
+
+
+CONDITIONS = ("hosts", "pathPatterns", "methods", "sourceIPs", "headers", "queryStrings")
+
+
+def _listener_rule(linter: Linter, doc: Doc, path: Path_, rule: Any) -> None:
+    if isinstance(rule, dict) and not any(rule.get(k) for k in CONDITIONS):
+        linter.report(
+            doc,
+            path,
+            "a listener rule other than the default needs at least one condition "
+            f"({', '.join(CONDITIONS)}); omit listenerRule for a catch-all pathPatterns: ['/*']",
+        )
+
+
+def _cell(linter: Linter, doc: Doc) -> None:
+    from okra_controllers.analysis.duration import parse_duration
+    from okra_controllers.cell.versions import parse_version
+
+    spec = doc.data.get("spec") or {}
+    alb = (spec.get("ingress") or {}).get("awsApplicationLoadBalancer")
+    if isinstance(alb, dict):
+        _listener_rule(
+            linter,
+            doc,
+            ("spec", "ingress", "awsApplicationLoadBalancer", "listenerRule"),
+            alb.get("listenerRule"),
+        )
+    if (spec.get("ingress") or {}).get("type", "AWSApplicationLoadBalancer") == (
+        "AWSApplicationLoadBalancer"
+    ) and not alb:
+        linter.report(doc, ("spec", "ingress"), "set ingress.awsApplicationLoadBalancer")
+    version = spec.get("version")
+    if version is not None and parse_version(str(version)) is None:
+        linter.report(
+            doc, ("spec", "version"), f"{version!r} is not a version (semver like v1.2.3)"
+        )
+    canary = (spec.get("updateStrategy") or {}).get("canary") or {}
+    steps = canary.get("steps") or []
+    base: Path_ = ("spec", "updateStrategy", "canary")
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            continue
+        pause = step.get("pause")
+        if isinstance(pause, dict) and isinstance(pause.get("duration"), str):
+            d = pause["duration"]
+            if not d.isdigit():
+                try:
+                    parse_duration(d)
+                except ValueError as e:
+                    linter.report(doc, (*base, "steps", i, "pause", "duration"), str(e))
+        if isinstance(step.get("analysis"), dict):
+            _step_args(linter, doc, (*base, "steps", i, "analysis"), step["analysis"])
+    background = canary.get("analysis")
+    if isinstance(background, dict):
+        _step_args(linter, doc, (*base, "analysis"), background)
+        start = background.get("startingStep")
+        if isinstance(start, int) and steps and start >= len(steps):
+            linter.report(
+                doc,
+                (*base, "analysis", "startingStep"),
+                f"startingStep {start} is past the last step (there are {len(steps)} steps, "
+                "numbered from 0)",
+            )
+
+
+def _step_args(linter: Linter, doc: Doc, path: Path_, analysis: dict[str, Any]) -> None:
+    """Arguments against the templates found in the linted files (others cannot be known)."""
+    given = {a.get("name") for a in analysis.get("args") or [] if isinstance(a, dict)}
+    refs = [r for r in analysis.get("templates") or [] if isinstance(r, dict)]
+    found: list[Doc] = []
+    for j, ref in enumerate(refs):
+        kind = "ClusterAnalysisTemplate" if ref.get("clusterScope") else "AnalysisTemplate"
+        template = next(
+            (d for d in linter.docs if d.kind == kind and d.name == ref.get("templateName")),
+            None,
+        )
+        if template is None:
+            continue
+        found.append(template)
+        for a in (template.data.get("spec") or {}).get("args") or []:
+            if not isinstance(a, dict) or "value" in a or "valueFrom" in a:
+                continue
+            if a.get("name") not in given:
+                linter.report(
+                    doc,
+                    (*path, "templates", j),
+                    f"{kind} {template.name} needs argument {a.get('name')!r} "
+                    f"({template.file}:{template.start}); add it to args",
+                )
+    if not refs or len(found) < len(refs):
+        return  # a template lives elsewhere: its arguments are unknown here
+    declared = {
+        a.get("name")
+        for t in found
+        for a in (t.data.get("spec") or {}).get("args") or []
+        if isinstance(a, dict)
+    }
+    for k, a in enumerate(analysis.get("args") or []):
+        if isinstance(a, dict) and a.get("name") not in declared:
+            linter.report(
+                doc,
+                (*path, "args", k),
+                f"argument {a.get('name')!r} is declared by none of the templates",
+            )
+
+
+# -- CEL validation rules ----------------------------------------------------------
+
+
+def cel_to_expr(rule: str) -> str:
+    """A CEL rule of the subset okra's CRDs use, as an expr condition over `result`."""
+    s = re.sub(
+        r"\[([^\[\]]*)\]\.filter\(\s*x\s*,\s*x\s*\)\.size\(\)", r"len(filter([\1], {#}))", rule
+    )
+
+    def has(m: re.Match[str]) -> str:
+        parts = m.group(1).split(".")[1:]
+        return "(result" + "".join(f"?.{p}" for p in parts) + " != nil)"
+
+    s = re.sub(r"has\((self(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\)", has, s)
+    s = re.sub(r"size\(", "len(", s)
+    s = re.sub(
+        r"\bself((?:\.[A-Za-z_][A-Za-z0-9_]*)+)",
+        lambda m: "result" + m.group(1).replace(".", "?."),
+        s,
+    )
+    if re.search(r"\bself\b", s):
+        raise ValueError(f"rule {rule!r} uses `self` in a way lint cannot check")
+    return s
+
+
+def _rules(
+    schema: dict[str, Any], data: Any, path: Path_
+) -> Iterator[tuple[Path_, dict[str, Any], Any]]:
+    """(path, rule, value) for every validation rule whose object is present in `data`."""
+    if data is None:
+        return
+    for rule in schema.get("x-kubernetes-validations") or []:
+        yield path, rule, data
+    if isinstance(data, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key in data:
+                yield from _rules(sub, data[key], (*path, key))
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key, value in data.items():
+                if key not in (schema.get("properties") or {}):
+                    yield from _rules(extra, value, (*path, key))
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        for i, value in enumerate(data):
+            yield from _rules(schema["items"], value, (*path, i))
+
+
+def _cel(linter: Linter, doc: Doc, model: type[BaseModel]) -> None:
+    from okra_controllers.analysis.expr import ExprError, evaluate_condition
+    from okra_runtime.crdgen import openapi_schema
+
+    schema = openapi_schema(model)
+    for path, rule, value in _rules(schema, doc.data, ()):
+        source = str(rule.get("rule", ""))
+        try:
+            ok = evaluate_condition(cel_to_expr(source), value)
+        except (ExprError, ValueError) as e:
+            if isinstance(e, ExprError) and "type" in str(e).lower():
+                continue  # a wrong type is the schema's error, reported above
+            linter.report(
+                doc, path, f"validation rule not checked by lint ({source}): {e}", "warning"
+            )
+            continue
+        if not ok:
+            linter.report(doc, path, str(rule.get("message") or f"fails {source}"))
+
+
+# -- the command -----------------------------------------------------------------
+
+
+def lint_texts(texts: list[tuple[str, str]]) -> Linter:
+    linter = Linter()
+    for file, text in texts:
+        load(file, text, linter)
+    known = models()
+    for doc in linter.docs:
+        lint_doc(linter, doc, known)
+    linter.problems.sort(key=lambda p: (p.file, p.line))
+    return linter
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    texts = []
+    for f in args.files:
+        try:
+            texts.append((f, sys.stdin.read() if f == "-" else Path(f).read_text(encoding="utf-8")))
+        except OSError as e:
+            print(f"{f}: cannot read: {e.strerror}", file=sys.stderr)
+            return 1
+    linter = lint_texts(texts)
+    for p in linter.problems:
+        print(p)
+    errors = len(linter.errors)
+    checked = sum(
+        1
+        for d in linter.docs
+        if d.data.get("apiVersion", "").split("/")[0] in ("okra.mumo.co", "argoproj.io")
+    )
+    print(
+        f"{len(args.files)} file(s), {checked} object(s) checked: "
+        f"{errors} error(s), {len(linter.problems) - errors} warning(s)",
+        file=sys.stderr,
+    )
+    return 1 if errors else 0

@@ -1,0 +1,111 @@
+"""`okra status CELL [--timeout D] [--no-watch]`: wait for a Cell's rollout to finish,
+for pipelines (`okra status web --timeout 30m && deploy-next`).
+
+A line is printed each time the Cell's phase or message changes. The Cell is
+finished when the controller has seen its current spec (`observedGeneration`
+equals `generation`) and its phase is Healthy (exit 0) or Degraded (exit 1;
+Argo Rollouts' `status` exits the same way). Paused and Progressing keep
+waiting: a pause ends by itself or by `okra promote`. Exit 3 when `--timeout`
+passes first, or, with `--no-watch`, when the Cell is not finished yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from okra_controllers.analysis.duration import parse_duration
+from okra_controllers.cell.controller import CELL
+from okra_controllers.cli.kube import CliError, Context, on_interrupt, synced
+from okra_controllers.cli.view import get_cell
+from okra_runtime.informer import FuncHandler, Informer, InformerOptions
+
+HEALTHY, DEGRADED, NOT_DONE = 0, 1, 3
+
+
+def verdict(cell: dict[str, Any]) -> int | None:
+    """The exit code for a finished Cell; None while it is not finished."""
+    st = cell.get("status") or {}
+    generation = (cell.get("metadata") or {}).get("generation")
+    if generation is not None and st.get("observedGeneration") != generation:
+        return None  # the controller has not acted on the latest spec yet
+    phase = st.get("phase")
+    if phase == "Healthy":
+        return HEALTHY
+    if phase == "Degraded":
+        return DEGRADED
+    return None
+
+
+def line(cell: dict[str, Any]) -> str:
+    st = cell.get("status") or {}
+    phase = st.get("phase") or "Pending"
+    message = st.get("message") or ""
+    generation = (cell.get("metadata") or {}).get("generation")
+    if generation is not None and st.get("observedGeneration") not in (None, generation):
+        message = (message + "; " if message else "") + "waiting for the controller"
+    return f"{phase} - {message}" if message else phase
+
+
+async def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
+    timeout: float | None = None
+    if args.timeout:
+        try:
+            timeout = parse_duration(args.timeout)
+        except ValueError as e:
+            raise CliError(f"--timeout: {e}") from None
+    cell = await get_cell(ctx.client, args.cell, ctx.namespace)
+    if args.no_watch:
+        ctx.say(line(cell))
+        code = verdict(cell)
+        return NOT_DONE if code is None else code
+    try:
+        return await asyncio.wait_for(_wait(ctx, args.cell), timeout)
+    except TimeoutError:
+        ctx.err.write(f"error: cell {args.cell}: not finished after {args.timeout}\n")
+        return NOT_DONE
+
+
+async def _wait(ctx: Context, name: str) -> int:
+    changed, stop = asyncio.Event(), asyncio.Event()
+    informer = Informer(
+        ctx.client,
+        CELL,
+        InformerOptions(namespace=ctx.namespace, field_selector=f"metadata.name={name}"),
+    )
+    informer.add_handler(
+        FuncHandler(
+            add=lambda _: changed.set(),
+            update=lambda _a, _b: changed.set(),
+            delete=lambda _: changed.set(),
+        )
+    )
+
+    def interrupt() -> None:
+        stop.set()
+        changed.set()
+
+    task = asyncio.create_task(informer.run(), name=f"informer {name}")
+    last = ""
+    try:
+        with on_interrupt(interrupt):
+            if not await synced([informer], stop):
+                return 130
+            while not stop.is_set():
+                changed.clear()
+                cell = informer.store.get(name, ctx.namespace)
+                if cell is None:
+                    raise CliError(f"cell {name} was deleted")
+                text = line(cell)
+                if text != last:
+                    ctx.say(text)
+                    last = text
+                code = verdict(cell)
+                if code is not None:
+                    return code
+                await changed.wait()
+            return 130
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
