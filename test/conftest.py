@@ -141,6 +141,8 @@ def logs() -> Iterator[LogCapture]:
     finally:
         root.removeHandler(handler)
         structlog.configure(**before)
+
+
 class Fleet:
     """Workload control planes by name, each started on first use and kept for the session
     (no kube-controller-manager: nothing is garbage-collected in a workload cluster)."""

@@ -206,6 +206,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=float,
         default=float(_env("cluster-poll-interval", "30") or 30),
         help="seconds between reads of workload clusters (TargetGroupBindings, targets)",
+    )
+    p.add_argument(
         "--drift-check-period",
         type=float,
         default=float(_env("drift-check-period", "60") or 60),
