@@ -124,8 +124,15 @@ def setup_albconfigs(mgr: Manager, s: Settings) -> None:
     setup(mgr, s)
 
 
+def setup_nlbconfigs(mgr: Manager, s: Settings) -> None:
+    from okra_controllers.nlbconfig.controller import setup
+
+    setup(mgr, s)
+
+
 CONTROLLERS: dict[str, Setup] = {
     "albconfig": setup_albconfigs,
+    "nlbconfig": setup_nlbconfigs,
     "analysisrun": setup_analysisruns,
     "check": setup_checks,
     "cell": setup_cells,

@@ -120,6 +120,12 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         *_primary("awsapplicationloadbalancerconfigs", verbs=(*READ, "update", "patch")),
         EVENTS,
     ),
+    # Makes an NLB listener's default action match its config (no finalizer: deleting the
+    # config leaves the listener forwarding as it last did).
+    "nlbconfig": (
+        *_primary("awsnetworkloadbalancerconfigs"),
+        EVENTS,
+    ),
     # Ends timed Pauses and reports cancelled ones (status only, no Events).
     "pause": (*_primary("pauses"),),
     # Discovers EKS clusters and writes Argo CD cluster Secrets owned by the ClusterSet.

@@ -205,12 +205,14 @@ ALLOWED = [
     ("watch", "cells.okra.mumo.co", ALL),
     ("watch", "awstargetgroups.okra.mumo.co", ALL),
     ("watch", "awsapplicationloadbalancerconfigs.okra.mumo.co", ALL),
+    ("watch", "awsnetworkloadbalancerconfigs.okra.mumo.co", ALL),
     ("watch", "pauses.okra.mumo.co", ALL),
     # status written by each controller
     ("update", "analysisruns.okra.mumo.co/status", APPS),
     ("update", "checks.okra.mumo.co/status", APPS),
     ("patch", "cells.okra.mumo.co/status", APPS),
     ("update", "awsapplicationloadbalancerconfigs.okra.mumo.co/status", APPS),
+    ("patch", "awsnetworkloadbalancerconfigs.okra.mumo.co/status", APPS),
     ("update", "pauses.okra.mumo.co/status", APPS),
     # what a Cell creates and changes
     ("create", "analysisruns.okra.mumo.co", APPS),

@@ -1,4 +1,5 @@
-"""Cell, AWSApplicationLoadBalancerConfig, AWSTargetGroup, Pause and VersionBlocklist.
+"""Cell, AWSApplicationLoadBalancerConfig, AWSNetworkLoadBalancerConfig, AWSTargetGroup,
+Pause and VersionBlocklist.
 
 Manifests written for the original okra (`okra.mumoshu.github.io` docs) keep
 their field names: `ingress.awsApplicationLoadBalancer.listenerARN`,
@@ -225,13 +226,19 @@ class AWSApplicationLoadBalancerConfigSpec(ApiModel):
     forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
 
 
-class AWSApplicationLoadBalancerConfigStatus(ApiModel):
+class LoadBalancerConfigStatus(ApiModel):
+    """What every load balancer config reports: the generation seen, when okra last
+    wrote to AWS, and a `Synced` condition (AWS shows exactly the spec)."""
+
     observed_generation: int | None = None
+    last_applied_time: datetime.datetime | None = None
+    conditions: list[Condition] | None = None
+
+
+class AWSApplicationLoadBalancerConfigStatus(LoadBalancerConfigStatus):
     rule_arn: str | None = Field(default=None, alias="ruleARN")
     applied: AWSApplicationLoadBalancerConfigSpec | None = None
     """What okra last read back from AWS after applying; equal to spec when in sync."""
-    last_applied_time: datetime.datetime | None = None
-    conditions: list[Condition] | None = None
 
 
 class AWSApplicationLoadBalancerConfig(ApiModel):
@@ -254,6 +261,40 @@ class AWSApplicationLoadBalancerConfig(ApiModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AWSApplicationLoadBalancerConfigSpec
     status: AWSApplicationLoadBalancerConfigStatus | None = None
+
+
+class AWSNetworkLoadBalancerConfigSpec(ApiModel):
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    """A TCP/UDP/TLS listener of a Network Load Balancer: okra owns its default action."""
+    forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
+
+
+class AWSNetworkLoadBalancerConfigStatus(LoadBalancerConfigStatus):
+    applied: AWSNetworkLoadBalancerConfigSpec | None = None
+    """What okra last read back from AWS after applying; equal to spec when in sync."""
+
+
+class AWSNetworkLoadBalancerConfig(ApiModel):
+    """The forward of one NLB listener's default action (one target group, or weighted
+    target groups); its controller makes AWS match."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="AWSNetworkLoadBalancerConfig",
+        plural="awsnetworkloadbalancerconfigs",
+        short_names=("nlbconfig",),
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+            PrinterColumn("Listener", "string", ".spec.listenerARN", priority=1),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "AWSNetworkLoadBalancerConfig"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AWSNetworkLoadBalancerConfigSpec
+    status: AWSNetworkLoadBalancerConfigStatus | None = None
 
 
 class AWSTargetGroupSpec(ApiModel):
@@ -340,6 +381,7 @@ class VersionBlocklist(ApiModel):
 CELL_MODELS: tuple[type[ApiModel], ...] = (
     Cell,
     AWSApplicationLoadBalancerConfig,
+    AWSNetworkLoadBalancerConfig,
     AWSTargetGroup,
     Pause,
     VersionBlocklist,
