@@ -30,6 +30,7 @@ from okra_controllers.cell.controller import (
 )
 from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
 from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.targetgroupbinding.controller import setup_targetgroupbindings
 from okra_controllers.targetgroupset.controller import setup_targetgroupsets
 from okra_runtime import (
@@ -98,6 +99,7 @@ def setup_cells(mgr: Manager, s: Settings) -> None:
         .owns(ANALYSIS_RUN)
         .owns(PAUSE)
         .owns(ALB_CONFIG)
+        .owns(NLB_CONFIG)
         .watches(TARGET_GROUP, cells_for_target_group(cells))
         .watches(
             BLOCKLIST,

@@ -100,14 +100,15 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(CORE, "secrets", verbs=("get",)),
         EVENTS,
     ),
-    # Walks a Cell's canary steps: watches its target groups, writes the ALB config (server-side
-    # apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates and terminates
-    # them, creates Pauses and blocks versions. What it owns goes with the Cell (ownerReferences,
-    # garbage collection): it deletes nothing itself.
+    # Walks a Cell's canary steps: watches its target groups, writes the ALB or NLB config
+    # (server-side apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates
+    # and terminates them, creates Pauses and blocks versions. What it owns goes with the Cell
+    # (ownerReferences, garbage collection): it deletes nothing itself.
     "cell": (
         *_primary("cells", owner=True),
         rule(GROUP, "awstargetgroups", verbs=READ),
         rule(GROUP, "awsapplicationloadbalancerconfigs", verbs=KEEP),
+        rule(GROUP, "awsnetworkloadbalancerconfigs", verbs=KEEP),
         rule(GROUP, "analysisruns", verbs=KEEP),
         rule(GROUP, "pauses", verbs=KEEP),
         rule(GROUP, "versionblocklists", verbs=KEEP),

@@ -41,6 +41,7 @@ from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
 from okra_controllers.cell.versions import group_target_groups
+from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -90,6 +91,7 @@ class CellReconciler:
         self.cells: Store = mgr.informer_for(CELL).store
         self.target_groups: Store = mgr.informer_for(TARGET_GROUP).store
         self.configs: Store = mgr.informer_for(ALB_CONFIG).store
+        self.nlb_configs: Store = mgr.informer_for(NLB_CONFIG).store
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
         self.pauses: Store = mgr.informer_for(PAUSE).store
         self.events = events
@@ -102,8 +104,8 @@ class CellReconciler:
         self, raw: dict[str, Any], cell: Cell, blocklist: dict[str, Any] | None
     ) -> tuple[Observed, dict[str, Any] | None]:
         ns, name = cell.metadata.namespace or "", cell.metadata.name
-        alb = cell.spec.ingress.aws_application_load_balancer
-        selector = alb.target_group_selector.match_labels if alb else {}
+        lb = cell.spec.ingress.listener()
+        selector = lb.target_group_selector.match_labels if lb else {}
         tgs = self.target_groups.list(ns, selector_from_dict({"matchLabels": selector}))
         grouped = group_target_groups(
             (
@@ -113,7 +115,7 @@ class CellReconciler:
             ),
             cell.spec.labels_for_version(),
         )
-        config = self.configs.get(name, ns)
+        config = (self.nlb_configs if cell.spec.ingress.network else self.configs).get(name, ns)
         forward: tuple[Forward, ...] | None = None
         synced = False
         if config is not None:
@@ -166,16 +168,17 @@ class CellReconciler:
         if raw is None:
             return None
         cell = Cell.model_validate(raw)
-        if (
-            cell.spec.ingress.type != "AWSApplicationLoadBalancer"
-            or cell.spec.ingress.aws_application_load_balancer is None
-        ):
+        if cell.spec.ingress.listener() is None:  # the CRD's rules say this too
+            key = (
+                "awsNetworkLoadBalancer"
+                if cell.spec.ingress.network
+                else ("awsApplicationLoadBalancer")
+            )
             await self._report_only(
                 raw,
                 cell,
-                "spec.ingress: okra rolls out Cells behind an "
-                "AWS Application Load Balancer "
-                "(set ingress.awsApplicationLoadBalancer)",
+                f"spec.ingress: type {cell.spec.ingress.type} needs ingress.{key} "
+                "(listenerARN, targetGroupSelector)",
             )
             return None
         # The blocklist decides which version may roll out: read it live, never from a
@@ -269,22 +272,25 @@ class CellReconciler:
         forward: Iterable[Forward],
         config: dict[str, Any] | None,
     ) -> None:
-        alb = cell.spec.ingress.aws_application_load_balancer
-        assert alb is not None
-        rule = alb.listener_rule or DEFAULT_RULE
-        spec = {
-            "listenerARN": alb.listener_arn,
-            "listenerRule": rule.model_dump(by_alias=True, exclude_defaults=False, mode="json"),
-            "forwardTargetGroups": [
-                {"name": f.name, "arn": f.arn, "weight": f.weight}
-                for f in sorted(forward, key=lambda f: f.name)
-            ],
-        }
+        lb = cell.spec.ingress.listener()
+        assert lb is not None
+        spec: dict[str, Any] = {"listenerARN": lb.listener_arn}
+        kind = "AWSNetworkLoadBalancerConfig"
+        if not cell.spec.ingress.network:  # an ALB: okra's rule; an NLB: the default action
+            kind = "AWSApplicationLoadBalancerConfig"
+            rule = getattr(lb, "listener_rule", None) or DEFAULT_RULE
+            spec["listenerRule"] = rule.model_dump(
+                by_alias=True, exclude_defaults=False, mode="json"
+            )
+        spec["forwardTargetGroups"] = [
+            {"name": f.name, "arn": f.arn, "weight": f.weight}
+            for f in sorted(forward, key=lambda f: f.name)
+        ]
         if config is not None and config.get("spec") == spec:
             return  # nothing to write: keeps an idle Cell from touching anything
         obj = {
             "apiVersion": API_VERSION,
-            "kind": "AWSApplicationLoadBalancerConfig",
+            "kind": kind,
             "metadata": {
                 "name": cell.metadata.name,
                 "namespace": cell.metadata.namespace,
@@ -406,8 +412,13 @@ def cells_for_target_group(cells: Store) -> Callable[[dict[str, Any]], list[Requ
         labels = tg["metadata"].get("labels") or {}
         out = []
         for c in cells.list(ns):
-            alb = ((c.get("spec") or {}).get("ingress") or {}).get("awsApplicationLoadBalancer")
-            sel = ((alb or {}).get("targetGroupSelector") or {}).get("matchLabels") or {}
+            ingress = (c.get("spec") or {}).get("ingress") or {}
+            lb = (
+                ingress.get("awsNetworkLoadBalancer")
+                if ingress.get("type") == "AWSNetworkLoadBalancer"
+                else None
+            ) or ingress.get("awsApplicationLoadBalancer")
+            sel = ((lb or {}).get("targetGroupSelector") or {}).get("matchLabels") or {}
             if all(labels.get(k) == v for k, v in sel.items()):
                 out.append(Request(c["metadata"]["name"], ns))
         return out

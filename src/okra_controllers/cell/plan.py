@@ -43,6 +43,7 @@ from typing import Literal
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.api.v1alpha1.cell import (
+    BackgroundAnalysis,
     CanaryStep,
     CellSpec,
     CellStatus,
@@ -124,10 +125,41 @@ class Plan:
 
 def step_hash(version: str, spec: CellSpec) -> str:
     canary = spec.update_strategy.canary
-    raw = json.dumps(
-        [version, canary.model_dump(mode="json", by_alias=True) if canary else None], sort_keys=True
-    )
+    parts: list[object] = [
+        version,
+        canary.model_dump(mode="json", by_alias=True) if canary else None,
+    ]
+    blue_green = spec.update_strategy.blue_green
+    if spec.update_strategy.type == "BlueGreen":
+        parts.append(blue_green.model_dump(mode="json", by_alias=True) if blue_green else None)
+    raw = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:10]
+
+
+def _blue_green(spec: CellSpec) -> bool:
+    return spec.update_strategy.type == "BlueGreen"
+
+
+def steps_of(spec: CellSpec) -> list[CanaryStep]:
+    """The strategy's steps as canary steps. BlueGreen is a canary whose only weights
+    are 0 and 100: `analysis` runs while the new version has no traffic, `promote: {}`
+    is `setWeight: 100` (everything moves at once, and only once AWS shows it does the
+    step complete), and what follows runs with the new version serving."""
+    strategy = spec.update_strategy
+    if _blue_green(spec):
+        return [
+            CanaryStep(analysis=s.analysis)
+            if s.analysis is not None
+            else CanaryStep(set_weight=100)
+            for s in (strategy.blue_green.steps if strategy.blue_green else [])
+        ]
+    return list(strategy.canary.steps) if strategy.canary else []
+
+
+def _background(spec: CellSpec) -> BackgroundAnalysis | None:
+    """Background analysis: a Canary's only."""
+    canary = spec.update_strategy.canary
+    return canary.analysis if canary is not None and not _blue_green(spec) else None
 
 
 def _dns(text: str) -> str:
@@ -259,13 +291,61 @@ def _desired(o: Observed) -> tuple[Version | None, str]:
 
 def plan(o: Observed) -> Plan:
     """What to do next: the rollout's plan, then the gates that may hold it back."""
+    p = _gated(o)
+    if o.spec.ingress.misspelled() and o.status.observed_generation != o.generation:
+        p.events.append(
+            Event(
+                "Warning",
+                "MisplacedListener",
+                "spec.ingress.awsApplicationLoadBalancer holds the listener of this "
+                "AWSNetworkLoadBalancer Cell (the original okra's spelling, read as it "
+                "is): rename the key to spec.ingress.awsNetworkLoadBalancer",
+            )
+        )
+    return p
+
+
+def _gated(o: Observed) -> Plan:
     p = _plan(o)
     _report_waiting(p, o)
     problem = _limit_problem(o, p.forward)
     if problem is not None:
         reason, message = problem
         return _hold(p, o, "Degraded", message, Event("Warning", reason, message))
+    held = _analysis_health_gate(p, o)
+    if held is not None:
+        return held
     return _health_gate(p, o)
+
+
+def _analysis_health_gate(p: Plan, o: Observed) -> Plan | None:
+    """BlueGreen: the new version's target groups need a healthy target before an
+    analysis is started against them (they have no traffic yet, so the load balancer's
+    health checks are the only sign they serve at all). Health is observed input;
+    unknown health asks for a look."""
+    canary = p.status.canary_version
+    if not _blue_green(o.spec) or not canary or not p.create_runs:
+        return None
+    serving = {f.arn for f in p.forward or () if f.weight > 0}
+    tgs = [tg for tg in o.grouped.by_version.get(canary, []) if tg.arn not in serving]
+    unknown = tuple(tg.arn for tg in tgs if tg.arn not in o.health)
+    if unknown:
+        names = ", ".join(tg.name for tg in tgs if tg.arn in unknown)
+        held = _hold(p, o, "Progressing", f"checking for a healthy target in {names}", None)
+        held.needs_health = unknown
+        return held
+    unhealthy = [tg.name for tg in tgs if not o.health[tg.arn]]
+    if not unhealthy:
+        return None
+    message = f"waiting for a healthy target in {', '.join(unhealthy)} before analysing {canary}"
+    return _hold(
+        p,
+        o,
+        "Progressing",
+        message,
+        Event("Warning", "TargetGroupUnhealthy", message),
+        ("TargetGroupsHealthy", "NoHealthyTargets"),
+    )
 
 
 def _plan(o: Observed) -> Plan:
@@ -296,10 +376,10 @@ def _plan(o: Observed) -> Plan:
         return _steady(p, o, stable_v, why)
     if desired.parsed < stable_v.parsed:
         return _switch(p, o, desired, f"rollback from {stable}", first=False)
-    steps = o.spec.update_strategy.canary.steps if o.spec.update_strategy.canary else []
-    if not steps and not (o.spec.update_strategy.canary and o.spec.update_strategy.canary.analysis):
-        return _switch(p, o, desired, f"update from {stable} (no canary steps)", first=False)
-    return _canary(p, o, stable_v, desired, list(steps), by_version)
+    steps = steps_of(o.spec)
+    if not steps and _background(o.spec) is None:
+        return _switch(p, o, desired, f"update from {stable} (no steps)", first=False)
+    return _canary(p, o, stable_v, desired, steps, by_version)
 
 
 def _waiting(o: Observed) -> tuple[Version, int] | None:
@@ -346,9 +426,16 @@ def _report_waiting(p: Plan, o: Observed) -> None:
 
 
 def _limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[str, str] | None:
-    """ALB limits the config would break, as (Event reason, what to fix)."""
+    """Load balancer limits the config would break, as (Event reason, what to fix). An
+    NLB forward has the ALB's limits (5 target groups, weights 0..999) and no rule."""
+    lb = "NLB" if o.spec.ingress.network else "ALB"
     alb = o.spec.ingress.aws_application_load_balancer
-    if alb is not None and alb.listener_rule is not None and not alb.listener_rule.has_condition():
+    if (
+        not o.spec.ingress.network
+        and alb is not None
+        and alb.listener_rule is not None
+        and not alb.listener_rule.has_condition()
+    ):
         return "InvalidListenerRule", (
             "spec.ingress.awsApplicationLoadBalancer.listenerRule has no condition: an ALB "
             "rule other than the default needs at least one of hosts, pathPatterns, methods, "
@@ -359,14 +446,14 @@ def _limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[st
     if len(forward) > MAX_FORWARD:
         names = ", ".join(f.name for f in forward)
         return "TooManyTargetGroups", (
-            f"cannot route to {len(forward)} target groups ({names}): an ALB forward "
+            f"cannot route to {len(forward)} target groups ({names}): an {lb} forward "
             f"action holds at most {MAX_FORWARD}; lower the number of target groups "
             "per version"
         )
     bad = [f for f in forward if not 0 <= f.weight <= MAX_WEIGHT]
     if bad:
         return "InvalidWeight", (
-            f"weights out of range for {', '.join(f.name for f in bad)}: an ALB target "
+            f"weights out of range for {', '.join(f.name for f in bad)}: an {lb} target "
             f"group weight is 0..{MAX_WEIGHT}"
         )
     return None
@@ -609,7 +696,7 @@ def _canary(
     i = st.current_step_index or 0
     if o.promote == f"{rid}/full":
         i = len(steps)
-    background = o.spec.update_strategy.canary.analysis if o.spec.update_strategy.canary else None
+    background = _background(o.spec)
     paused: str | None = None
     requested: set[str] = set()
 

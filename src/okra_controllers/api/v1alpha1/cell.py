@@ -73,11 +73,58 @@ class CellNLB(ApiModel):
 
 
 class CellIngress(ApiModel):
+    """Where the Cell's traffic comes in. `AWSApplicationLoadBalancer`: okra owns one
+    listener rule (`awsApplicationLoadBalancer`). `AWSNetworkLoadBalancer`: okra owns the
+    listener's default action (`awsNetworkLoadBalancer`; the original okra's docs nest
+    it under `awsApplicationLoadBalancer`, which is accepted with a warning Event)."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.type != 'AWSNetworkLoadBalancer' || "
+                    "has(self.awsNetworkLoadBalancer) || has(self.awsApplicationLoadBalancer)",
+                    "message": "type AWSNetworkLoadBalancer needs awsNetworkLoadBalancer "
+                    "(listenerARN, targetGroupSelector)",
+                },
+                {
+                    "rule": "self.type == 'AWSNetworkLoadBalancer' || "
+                    "has(self.awsApplicationLoadBalancer)",
+                    "message": "type AWSApplicationLoadBalancer needs awsApplicationLoadBalancer "
+                    "(listenerARN, targetGroupSelector)",
+                },
+                {
+                    "rule": "self.type == 'AWSNetworkLoadBalancer' || "
+                    "!has(self.awsNetworkLoadBalancer)",
+                    "message": "awsNetworkLoadBalancer is for type AWSNetworkLoadBalancer",
+                },
+            ]
+        }
+    }
     type: Literal["AWSApplicationLoadBalancer", "AWSNetworkLoadBalancer"] = (
         "AWSApplicationLoadBalancer"
     )
     aws_application_load_balancer: CellALB | None = None
     aws_network_load_balancer: CellNLB | None = None
+
+    @property
+    def network(self) -> bool:
+        return self.type == "AWSNetworkLoadBalancer"
+
+    def listener(self) -> CellALB | CellNLB | None:
+        """The load balancer section that applies: for an NLB `awsNetworkLoadBalancer`,
+        else the seed's spelling (`awsApplicationLoadBalancer`) if only that is given."""
+        if self.network:
+            return self.aws_network_load_balancer or self.aws_application_load_balancer
+        return self.aws_application_load_balancer
+
+    def misspelled(self) -> bool:
+        """An NLB given under `awsApplicationLoadBalancer` (the original docs' spelling)."""
+        return (
+            self.network
+            and self.aws_network_load_balancer is None
+            and self.aws_application_load_balancer is not None
+        )
 
 
 class VersionedBy(ApiModel):
@@ -129,11 +176,29 @@ class CanaryStrategy(ApiModel):
 
 
 class BlueGreenStep(ApiModel):
+    """Exactly one of: `analysis` (run against the new version, which has no traffic
+    before `promote`, and wait for success) or `promote: {}` (all traffic to the new
+    version at once). Steps after `promote` run with the new version serving; a failure
+    there sends all traffic back to the old version."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "(has(self.analysis) ? 1 : 0) + (has(self.promote) ? 1 : 0) == 1",
+                    "message": "a blueGreen step has exactly one of analysis, promote",
+                }
+            ]
+        }
+    }
     analysis: StepAnalysis | None = None
     promote: dict[str, Any] | None = None
 
 
 class BlueGreenStrategy(ApiModel):
+    """The new version's target groups get a healthy target, then the steps run; after
+    the last step (with or without an explicit `promote`) the new version serves 100%."""
+
     steps: list[BlueGreenStep] = Field(default_factory=list, max_length=64)
 
 
