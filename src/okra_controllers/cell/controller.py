@@ -198,7 +198,10 @@ class CellReconciler:
             p = plan(dataclasses.replace(observed, health=health))
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
-        return Result(requeue_after=HEALTH_RECHECK if p.held else RESYNC)
+        after = HEALTH_RECHECK if p.held else RESYNC
+        if p.requeue_after is not None:
+            after = min(after, p.requeue_after + 0.5)  # just past the progress deadline
+        return Result(requeue_after=after)
 
     async def _healthy(self, arn: str) -> bool:
         try:

@@ -24,6 +24,9 @@ It never does I/O, so every rule below is tested directly:
   waiting (condition `ReplicasReady`, an Event when that changes, the message).
 - Ending a rollout (completion, rollback, failure, abort, restart) terminates
   its AnalysisRuns and cancels its Pauses.
+- Progress deadline (`progressDeadlineSeconds`, Argo Rollouts' meaning): a
+  Progressing Cell that makes no progress that long is reported; with
+  `progressDeadlineAbort` its canary fails (stable back to 100, version blocked).
 - Gates, decided here with the rest: ALB limits (at most 5 target groups in a
   forward action, weights 0..999, a listener rule with at least one condition)
   turn the plan into a Degraded status that says what to fix; a target group
@@ -121,6 +124,7 @@ class Plan:
     cancel_pauses: list[str] = field(default_factory=list)
     needs_health: tuple[str, ...] = ()  # plan again with `health` for these ARNs
     held: bool = False  # a gate holds the plan back; look again soon
+    requeue_after: float | None = None  # seconds until the progress deadline passes
 
 
 def step_hash(version: str, spec: CellSpec) -> str:
@@ -291,7 +295,7 @@ def _desired(o: Observed) -> tuple[Version | None, str]:
 
 def plan(o: Observed) -> Plan:
     """What to do next: the rollout's plan, then the gates that may hold it back."""
-    p = _gated(o)
+    p = _deadline(_gated(o), o)
     if o.spec.ingress.misspelled() and o.status.observed_generation != o.generation:
         p.events.append(
             Event(
@@ -302,6 +306,67 @@ def plan(o: Observed) -> Plan:
                 "is): rename the key to spec.ingress.awsNetworkLoadBalancer",
             )
         )
+    return p
+
+
+def _deadline(p: Plan, o: Observed) -> Plan:
+    """Argo Rollouts' progress deadline. The clock (`lastProgressTime`) runs while the
+    Cell is Progressing and restarts at each step; a Paused or settled Cell has none.
+    Exceeded: condition `Progressing` False (reason `ProgressDeadlineExceeded`), one
+    Event, a requeue at the deadline; with `progressDeadlineAbort`, a canary is failed
+    (stable back to 100, the version blocked) as a failed analysis would."""
+    st = p.status
+    if st.phase != "Progressing":
+        st.last_progress_time = None
+        return p
+    since = st.last_progress_time or o.now
+    st.last_progress_time = since
+    limit = o.spec.progress_deadline_seconds
+    if limit is None:
+        return p
+    waited = (o.now - since).total_seconds()
+    if waited < limit:
+        p.requeue_after = limit - waited
+        return p
+    stuck = f": {st.message}" if st.message else ""
+    message = (
+        f"no progress since {since.isoformat().replace('+00:00', 'Z')}, more than "
+        f"progressDeadlineSeconds ({limit}s){stuck}"
+    )
+    before = next(
+        (
+            c
+            for c in o.status.conditions or []
+            if c.type == "Progressing" and c.reason == "ProgressDeadlineExceeded"
+        ),
+        None,
+    )
+    versions = {v.text: v for v in o.grouped.versions}
+    canary, stable = st.canary_version, st.stable_version
+    if (
+        o.spec.progress_deadline_abort
+        and canary in versions
+        and stable in versions
+        and canary != stable
+        and canary is not None
+        and stable is not None
+    ):
+        failed = Plan(forward=None, status=st)
+        failed.events = [e for e in p.events if e.type == "Warning"]
+        failed.events.append(Event("Warning", "ProgressDeadlineExceeded", message))
+        st.last_progress_time = None
+        return _fail(failed, o, versions[stable], versions[canary], message)
+    _condition(st, "Progressing", False, "ProgressDeadlineExceeded", message, o.now, o.generation)
+    st.message = message
+    if before is None:
+        p.events.append(Event("Warning", "ProgressDeadlineExceeded", message))
+    else:  # still exceeded: the same condition, so an idle stuck Cell writes nothing new
+        st.conditions = [
+            c.model_copy(update={"last_transition_time": before.last_transition_time})
+            if c.type == "Progressing"
+            else c
+            for c in st.conditions or []
+        ]
     return p
 
 
@@ -657,6 +722,7 @@ def _canary(
         _end_rollout(p, o)
         st.canary_version, st.current_step_hash = canary.text, h
         st.current_step_index, st.step_started_at = 0, o.now
+        st.last_progress_time = o.now
         st.rollout_id = rollout_id(h, o.now)
         st.analysis_runs, st.paused_reason, st.aborted = {}, None, None
         p.events.append(
@@ -767,6 +833,7 @@ def _canary(
         i += 1  # a step kind okra does not know (the CRD rejects these)
     if i != (st.current_step_index or 0):
         st.step_started_at = o.now
+        st.last_progress_time = o.now
     st.current_step_index = i
     st.analysis_runs = runs
     if i >= len(steps):

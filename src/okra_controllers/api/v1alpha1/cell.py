@@ -219,6 +219,15 @@ class CellSpec(ApiModel):
     """Labels carrying a target group's version; the first present wins.
     Default: versionedBy.label, else okra.mumo.co/version."""
     update_strategy: UpdateStrategy = Field(default_factory=UpdateStrategy)
+    progress_deadline_seconds: int | None = Field(default=None, ge=1)
+    """A rollout that makes no progress this long (weights not shown by AWS, an
+    analysis still running, a health gate holding, a timed pause not ending) is reported:
+    condition `Progressing` False with reason `ProgressDeadlineExceeded` and an Event.
+    Waiting for the user (an indefinite pause, an inconclusive analysis) does not count,
+    as in Argo Rollouts. Unset: no deadline (Argo Rollouts' default is 600)."""
+    progress_deadline_abort: bool = False
+    """With a deadline exceeded, send all traffic back to the stable version and block the
+    new one (as a failed analysis does; `okra retry` unblocks it)."""
 
     def labels_for_version(self) -> list[str]:
         labels = list(self.version_labels)
@@ -247,6 +256,9 @@ class CellStatus(ApiModel):
     rollout_id: str | None = None
     """Names this rollout attempt: its AnalysisRuns and Pauses; promote/abort target it."""
     step_started_at: datetime.datetime | None = None
+    last_progress_time: datetime.datetime | None = None
+    """When the rollout last made progress (began, completed a step, began waiting);
+    the progress deadline counts from here. Unset when not progressing."""
     analysis_runs: dict[str, str] | None = None
     """Names of the AnalysisRuns of the current rollout: `step-N` and `background`."""
     paused_reason: str | None = None
