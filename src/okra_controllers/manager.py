@@ -24,6 +24,7 @@ from okra_controllers.cell.controller import (
     ALB_CONFIG,
     BLOCKLIST,
     CELL,
+    JOB,
     TARGET_GROUP,
     CellReconciler,
     cells_for_target_group,
@@ -100,6 +101,7 @@ def setup_cells(mgr: Manager, s: Settings) -> None:
         .owns(PAUSE)
         .owns(ALB_CONFIG)
         .owns(NLB_CONFIG)
+        .owns(JOB)
         .watches(TARGET_GROUP, cells_for_target_group(cells))
         .watches(
             BLOCKLIST,

@@ -103,12 +103,14 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # Walks a Cell's canary steps: watches its target groups, writes the ALB or NLB config
     # (server-side apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates
     # and terminates them, creates Pauses and blocks versions. What it owns goes with the Cell
-    # (ownerReferences, garbage collection): it deletes nothing itself.
+    # (ownerReferences, garbage collection): it deletes nothing itself. Prechecks and
+    # postchecks are Jobs it creates (one per rollout and check) and reads back.
     "cell": (
         *_primary("cells", owner=True),
         rule(GROUP, "awstargetgroups", verbs=READ),
         rule(GROUP, "awsapplicationloadbalancerconfigs", verbs=KEEP),
         rule(GROUP, "awsnetworkloadbalancerconfigs", verbs=KEEP),
+        rule("batch", "jobs", verbs=(*READ, "create")),
         rule(GROUP, "analysisruns", verbs=KEEP),
         rule(GROUP, "pauses", verbs=KEEP),
         rule(GROUP, "versionblocklists", verbs=KEEP),

@@ -220,6 +220,8 @@ ALLOWED = [
     ("create", "awsapplicationloadbalancerconfigs.okra.mumo.co", APPS),
     ("patch", "awsapplicationloadbalancerconfigs.okra.mumo.co", APPS),
     ("create", "pauses.okra.mumo.co", APPS),
+    ("create", "jobs.batch", APPS),  # prechecks and postchecks
+    ("watch", "jobs.batch", ALL),
     ("update", "versionblocklists.okra.mumo.co", APPS),
     ("update", "cells.okra.mumo.co/finalizers", APPS),
     # templates, okra's and Argo Rollouts'
@@ -265,6 +267,7 @@ DENIED = [
     ("deletecollection", "analysisruns.okra.mumo.co", APPS),
     ("delete", "analysisruns.okra.mumo.co", APPS),  # garbage collection removes a Cell's runs
     ("delete", "pauses.okra.mumo.co", APPS),
+    ("delete", "jobs.batch", APPS),  # a Cell's check Jobs go with it (garbage collection)
     ("update", "awsapplicationloadbalancerconfigs.okra.mumo.co/finalizers", APPS),
 ]
 

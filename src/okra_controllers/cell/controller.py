@@ -39,7 +39,7 @@ from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.cell.pause_controller import PAUSE
-from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
+from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunRequest, plan
 from okra_controllers.cell.versions import group_target_groups
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_runtime.cache import OWNER_INDEX, Store
@@ -57,6 +57,7 @@ CELL = GVK(GROUP, VERSION, "Cell")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
 ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
+JOB = GVK("batch", "v1", "Job")
 PROMOTE = "okra.mumo.co/promote"
 ABORT = "okra.mumo.co/abort"
 FIELD_MANAGER = "okra-cell-controller"
@@ -94,6 +95,7 @@ class CellReconciler:
         self.nlb_configs: Store = mgr.informer_for(NLB_CONFIG).store
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
         self.pauses: Store = mgr.informer_for(PAUSE).store
+        self.jobs: Store = mgr.informer_for(JOB).store
         self.events = events
         self.aws = aws
         self.clock = clock
@@ -144,6 +146,7 @@ class CellReconciler:
             p["metadata"]["name"]: (p.get("status") or {}).get("phase", "")
             for p in self.pauses.by_index(OWNER_INDEX, uid)
         }
+        jobs = {j["metadata"]["name"]: job_outcome(j) for j in self.jobs.by_index(OWNER_INDEX, uid)}
         annotations = cell.metadata.annotations
         return Observed(
             cell_name=name,
@@ -159,6 +162,7 @@ class CellReconciler:
             promote=annotations.get(PROMOTE),
             abort=annotations.get(ABORT),
             now=self.clock(),
+            jobs=jobs,
         ), config
 
     # -- reconcile -------------------------------------------------------------
@@ -231,6 +235,8 @@ class CellReconciler:
         for run in p.create_runs:
             if not await self._create_run(raw, cell, run, p):
                 break
+        for job in p.create_jobs:
+            await self._create(raw, check_job(raw, job))
         if p.create_pause is not None:
             expire = p.create_pause.expire_time
             await self._create(
@@ -394,6 +400,54 @@ class CellReconciler:
         self.events.event(raw, "Warning", "Unsupported", message)
         with contextlib.suppress(ApiError):
             await self._write_status(raw, status)
+
+
+def job_outcome(job: dict[str, Any]) -> tuple[str, str]:
+    """A check Job's outcome from its conditions (`Complete`/`Failed`), and why."""
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("status") != "True":
+            continue
+        if c.get("type") == "Complete":
+            return "Succeeded", ""
+        if c.get("type") == "Failed":
+            why = ": ".join(x for x in (c.get("reason"), c.get("message")) if x)
+            return "Failed", why
+    return "Running", ""
+
+
+def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
+    """The Job of one check of one rollout: the check's container, run once (no retries,
+    no restarts: a check that fails has failed), owned by the Cell."""
+    cell = raw["metadata"]["name"]
+    labels = {
+        "okra.mumo.co/cell": cell,
+        "okra.mumo.co/check": req.check.name,
+        "okra.mumo.co/check-stage": req.stage,
+        "okra.mumo.co/forward-hash": req.forward_hash,
+    }
+    container = req.check.job.template.spec.model_dump(
+        by_alias=True, exclude_defaults=True, mode="json"
+    )
+    spec: dict[str, Any] = {
+        "backoffLimit": 0,
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "check", **container}]},
+        },
+    }
+    if req.check.job.active_deadline_seconds:
+        spec["activeDeadlineSeconds"] = req.check.job.active_deadline_seconds
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": req.name,
+            "namespace": raw["metadata"]["namespace"],
+            "labels": labels,
+            "ownerReferences": [_owner_ref(raw)],
+        },
+        "spec": spec,
+    }
 
 
 def _owner_ref(raw: dict[str, Any]) -> dict[str, Any]:

@@ -50,6 +50,8 @@ from okra_controllers.api.v1alpha1.cell import (
     CanaryStep,
     CellSpec,
     CellStatus,
+    CheckResult,
+    RolloutCheck,
     StepAnalysis,
     TargetGroupWeight,
 )
@@ -57,6 +59,7 @@ from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.cell.versions import Grouped, TargetGroup, Version, split_evenly
 
 EventType = Literal["Normal", "Warning"]
+Stage = Literal["precheck", "postcheck"]
 FAILED_RUN = ("Failed", "Error")
 DONE_PAUSE = ("Expired", "Cancelled")
 DONE_RUN = ("Successful", "Failed", "Error", "Inconclusive")
@@ -90,6 +93,8 @@ class Observed:
     # target group ARN -> it has a healthy target; only ARNs about to get weight
     # for the first time are looked at (the caller fills it when asked).
     health: Mapping[str, bool] = field(default_factory=dict)
+    # the Cell's check Jobs: name -> (Running | Succeeded | Failed, why it ended)
+    jobs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,14 @@ class RunRequest:
     name: str
     analysis: StepAnalysis
     background: bool
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    name: str
+    check: RolloutCheck
+    stage: Stage
+    forward_hash: str
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,7 @@ class Plan:
     needs_health: tuple[str, ...] = ()  # plan again with `health` for these ARNs
     held: bool = False  # a gate holds the plan back; look again soon
     requeue_after: float | None = None  # seconds until the progress deadline passes
+    create_jobs: list[JobRequest] = field(default_factory=list)
 
 
 def step_hash(version: str, spec: CellSpec) -> str:
@@ -442,7 +456,7 @@ def _plan(o: Observed) -> Plan:
     if desired.parsed < stable_v.parsed:
         return _switch(p, o, desired, f"rollback from {stable}", first=False)
     steps = steps_of(o.spec)
-    if not steps and _background(o.spec) is None:
+    if not steps and _background(o.spec) is None and not _has_checks(o.spec):
         return _switch(p, o, desired, f"update from {stable} (no steps)", first=False)
     return _canary(p, o, stable_v, desired, steps, by_version)
 
@@ -698,8 +712,56 @@ def _fail(p: Plan, o: Observed, stable: Version, canary: Version, cause: str) ->
     _end_rollout(p, o)
     message = f"version {canary.text} failed: {cause}; all traffic back to {stable.text}"
     p.events.append(Event("Warning", "RolloutFailed", message))
+    if _has_checks(o.spec):
+        p.status.lifecycle = "Error"
     _set_phase(p, o, "Degraded", message)
     return p
+
+
+def _has_checks(spec: CellSpec) -> bool:
+    return bool(spec.prechecks or spec.postchecks)
+
+
+def forward_hash(forward: tuple[Forward, ...]) -> str:
+    """The forward config a check runs for (seed 002: results are paired with it)."""
+    raw = json.dumps(sorted((f.arn, f.weight) for f in forward))
+    return hashlib.sha256(raw.encode()).hexdigest()[:10]
+
+
+def job_name(cell: str, rollout: str, stage: Stage, check: str) -> str:
+    """One Job per rollout and check: a restarted manager finds it by name."""
+    return f"{_dns(cell)[:24]}-{rollout}-{stage[:4]}-{check}".strip("-")
+
+
+def _checks(
+    p: Plan, o: Observed, stage: Stage, checks: list[RolloutCheck], fhash: str, rollout: str
+) -> tuple[Literal["passed", "pending", "failed"], str]:
+    """Run `checks` in order: a check with a recorded success for this forward config is
+    not run again; otherwise its Job (one per rollout and check) is created if missing
+    and its outcome recorded. Returns the verdict and, unless passed, what to say."""
+    st = p.status
+    recorded = {(r.stage, r.name): r for r in st.checks or []}
+    for check in checks:
+        old = recorded.get((stage, check.name))
+        if old is not None and old.forward_hash == fhash and old.phase == "Succeeded":
+            continue
+        name = job_name(o.cell_name, rollout, stage, check.name)
+        seen, why = o.jobs.get(name, ("", ""))
+        if not seen:
+            p.create_jobs.append(JobRequest(name, check, stage, fhash))
+        phase: Literal["Running", "Succeeded", "Failed"] = (
+            "Succeeded" if seen == "Succeeded" else "Failed" if seen == "Failed" else "Running"
+        )
+        recorded[(stage, check.name)] = CheckResult(
+            name=check.name, stage=stage, forward_hash=fhash, job=name, phase=phase, message=why
+        )
+        st.checks = sorted(recorded.values(), key=lambda r: (r.stage != "precheck", r.name))
+        if phase == "Succeeded":
+            continue
+        if phase == "Failed":
+            return "failed", f"{stage} {check.name} failed (Job {name}: {why or 'failed'})"
+        return "pending", f"{stage} {check.name} running (Job {name})"
+    return "passed", ""
 
 
 def _canary(
@@ -760,6 +822,20 @@ def _canary(
         )
         return p
     i = st.current_step_index or 0
+    fhash = forward_hash(at(100))
+    if o.spec.prechecks:
+        verdict, said = _checks(p, o, "precheck", o.spec.prechecks, fhash, rid)
+        if verdict == "failed":
+            return _fail(p, o, stable, canary, f"{said}; {canary.text} is blocked")
+        if verdict == "pending":
+            st.lifecycle = "Init"
+            p.forward = at(weight_before(steps, i))
+            _weights_status(p)
+            st.canary_weight = sum(f.weight for f in p.forward if f.version == canary.text)
+            _set_phase(p, o, "Progressing", f"Init: {said}; no traffic moves to {canary.text}")
+            return p
+    if _has_checks(o.spec):
+        st.lifecycle = "Migrating"
     if o.promote == f"{rid}/full":
         i = len(steps)
     background = _background(o.spec)
@@ -838,9 +914,25 @@ def _canary(
     st.analysis_runs = runs
     if i >= len(steps):
         p.forward = at(100)
+        if _applied(o, p.forward) and o.spec.postchecks:
+            verdict, said = _checks(p, o, "postcheck", o.spec.postchecks, fhash, rid)
+            if verdict == "failed":
+                return _fail(p, o, stable, canary, f"{said}. Rolling back")
+            if verdict == "pending":
+                st.lifecycle = "Completing"
+                _weights_status(p)
+                st.canary_weight = 100
+                if i != (st.current_step_index or 0):
+                    st.step_started_at = st.last_progress_time = o.now
+                st.current_step_index = i
+                st.analysis_runs = runs
+                _set_phase(p, o, "Progressing", f"Completing: {canary.text} serves 100%; {said}")
+                return p
         if _applied(o, p.forward):
             _weights_status(p)
             _end_rollout(p, o)
+            if _has_checks(o.spec):
+                st.lifecycle = "Completed"
             st.stable_version = canary.text
             p.events.append(Event("Normal", "RolloutCompleted", f"{canary.text} serves 100%"))
             _set_phase(p, o, "Healthy", f"{canary.text} serves 100%")

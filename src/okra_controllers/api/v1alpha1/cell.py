@@ -208,6 +208,35 @@ class UpdateStrategy(ApiModel):
     blue_green: BlueGreenStrategy | None = None
 
 
+class CheckContainer(ApiModel):
+    """What the check's Job runs (seed 002: `job.template.spec`): one container."""
+
+    image: str = Field(min_length=1)
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    env: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CheckJobTemplate(ApiModel):
+    spec: CheckContainer
+
+
+class CheckJob(ApiModel):
+    template: CheckJobTemplate
+    active_deadline_seconds: int | None = Field(default=None, ge=1)
+    """The Job's activeDeadlineSeconds: a check that runs longer fails."""
+
+
+class RolloutCheck(ApiModel):
+    """A precheck (before any traffic moves to the new version) or a postcheck (after it
+    serves 100%): a Kubernetes Job the Cell owns, one per rollout and check. Exit 0
+    passes; anything else fails the rollout (precheck: the new version is blocked and
+    never gets traffic; postcheck: all traffic returns to the old version)."""
+
+    name: str = Field(min_length=1, max_length=20, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    job: CheckJob
+
+
 class CellSpec(ApiModel):
     ingress: CellIngress
     replicas: int = Field(default=1, ge=1)
@@ -225,6 +254,10 @@ class CellSpec(ApiModel):
     condition `Progressing` False with reason `ProgressDeadlineExceeded` and an Event.
     Waiting for the user (an indefinite pause, an inconclusive analysis) does not count,
     as in Argo Rollouts. Unset: no deadline (Argo Rollouts' default is 600)."""
+    prechecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
+    """Run, in order, before any traffic moves to a new version (seed 002)."""
+    postchecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
+    """Run, in order, once the new version serves 100%, before the rollout completes."""
     progress_deadline_abort: bool = False
     """With a deadline exceeded, send all traffic back to the stable version and block the
     new one (as a failed analysis does; `okra retry` unblocks it)."""
@@ -241,6 +274,18 @@ class TargetGroupWeight(ApiModel):
     arn: str
     weight: int = Field(ge=0, le=999)
     version: str | None = None
+
+
+class CheckResult(ApiModel):
+    """One check's outcome for one forward config (seed 002: results paired with the
+    forward config's hash; an unchanged hash with a success is not run again)."""
+
+    name: str
+    stage: Literal["precheck", "postcheck"]
+    forward_hash: str
+    job: str
+    phase: Literal["Running", "Succeeded", "Failed"]
+    message: str = ""
 
 
 class CellStatus(ApiModel):
@@ -264,6 +309,10 @@ class CellStatus(ApiModel):
     paused_reason: str | None = None
     aborted: bool | None = None
     target_groups: list[TargetGroupWeight] | None = None
+    lifecycle: Literal["Init", "Migrating", "Completing", "Completed", "Error"] | None = None
+    """Where a rollout with prechecks/postchecks is (seed 002): Init (prechecks),
+    Migrating (steps), Completing (postchecks), Completed, Error (a check failed)."""
+    checks: list[CheckResult] | None = None
     conditions: list[Condition] | None = None
 
 
