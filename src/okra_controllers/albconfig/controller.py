@@ -427,7 +427,7 @@ class AlbConfigReconciler:
             try:
                 arn = await self._act(elb, spec.listener_arn, action, owner, out)
             except ClientError as e:
-                if _code(e) != "PriorityInUse":
+                if error_code(e) != "PriorityInUse":
                     raise
                 # Our CreateRule may have been applied with its reply lost, and botocore's
                 # retry then found the priority taken (by our rule): look again. A rule
