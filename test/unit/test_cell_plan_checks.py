@@ -144,3 +144,28 @@ def test_any_checks_end_completed_or_error(
         assert w.status.lifecycle == "Completed"
         assert w.weights() == {"a-v2": 100}
     assert len(w.jobs) <= len(pre) + len(post)
+
+
+def analysis_check(name: str) -> dict[str, Any]:
+    return {"name": name, "analysis": {"templates": [{"templateName": "smoke"}]}}
+
+
+def test_an_analysis_precheck_runs_before_traffic_and_a_failure_blocks() -> None:
+    cell = spec([{"setWeight": 50}], prechecks=[analysis_check("smoke")])
+    w = rolled_out(cell)
+    w.outcome = lambda name: "Failed"
+    w.run(15)
+    assert all({f.version for f in p.forward or ()} <= {"v1"} for p in w.history)
+    assert "v2" in w.blocked
+    assert "precheck smoke failed (analysis " in (w.status.message or "")
+    assert [n for n in w.runs if n.endswith("-prec-smoke")], w.runs
+    assert not w.jobs
+
+
+def test_an_analysis_postcheck_passes_and_the_rollout_completes() -> None:
+    cell = spec([{"setWeight": 50}], postchecks=[analysis_check("smoke")])
+    w = rolled_out(cell)
+    w.run(20)
+    assert lifecycles(w) == ["Migrating", "Completing", "Completed"]
+    assert w.weights() == {"a-v2": 100}
+    assert [r.phase for r in w.status.checks or []] == ["Succeeded"]

@@ -425,6 +425,7 @@ def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
         "okra.mumo.co/check-stage": req.stage,
         "okra.mumo.co/forward-hash": req.forward_hash,
     }
+    assert req.check.job is not None  # the plan asks for Jobs of job checks only
     container = req.check.job.template.spec.model_dump(
         by_alias=True, exclude_defaults=True, mode="json"
     )

@@ -734,7 +734,13 @@ def job_name(cell: str, rollout: str, stage: Stage, check: str) -> str:
 
 
 def _checks(
-    p: Plan, o: Observed, stage: Stage, checks: list[RolloutCheck], fhash: str, rollout: str
+    p: Plan,
+    o: Observed,
+    stage: Stage,
+    checks: list[RolloutCheck],
+    fhash: str,
+    rollout: str,
+    version: str,
 ) -> tuple[Literal["passed", "pending", "failed"], str]:
     """Run `checks` in order: a check with a recorded success for this forward config is
     not run again; otherwise its Job (one per rollout and check) is created if missing
@@ -745,10 +751,20 @@ def _checks(
         old = recorded.get((stage, check.name))
         if old is not None and old.forward_hash == fhash and old.phase == "Succeeded":
             continue
-        name = job_name(o.cell_name, rollout, stage, check.name)
-        seen, why = o.jobs.get(name, ("", ""))
-        if not seen:
-            p.create_jobs.append(JobRequest(name, check, stage, fhash))
+        if check.analysis is not None:
+            name = run_name(o.cell_name, version, rollout, f"{stage[:4]}-{check.name}")
+            run = o.runs.get(name)
+            if run is None and not any(r.name == name for r in p.create_runs):
+                p.create_runs.append(RunRequest(name, check.analysis, False))
+            seen = {"Successful": "Succeeded", None: "", "": "", "Running": "", "Pending": ""}.get(
+                run, "Failed"
+            )
+            why = f"AnalysisRun {name} {run}" if seen == "Failed" else ""
+        else:
+            name = job_name(o.cell_name, rollout, stage, check.name)
+            seen, why = o.jobs.get(name, ("", ""))
+            if not seen:
+                p.create_jobs.append(JobRequest(name, check, stage, fhash))
         phase: Literal["Running", "Succeeded", "Failed"] = (
             "Succeeded" if seen == "Succeeded" else "Failed" if seen == "Failed" else "Running"
         )
@@ -759,8 +775,10 @@ def _checks(
         if phase == "Succeeded":
             continue
         if phase == "Failed":
-            return "failed", f"{stage} {check.name} failed (Job {name}: {why or 'failed'})"
-        return "pending", f"{stage} {check.name} running (Job {name})"
+            kind = "Job" if check.analysis is None else "analysis"
+            return "failed", f"{stage} {check.name} failed ({kind} {name}: {why or 'failed'})"
+        kind = "Job" if check.analysis is None else "AnalysisRun"
+        return "pending", f"{stage} {check.name} running ({kind} {name})"
     return "passed", ""
 
 
@@ -824,7 +842,7 @@ def _canary(
     i = st.current_step_index or 0
     fhash = forward_hash(at(100))
     if o.spec.prechecks:
-        verdict, said = _checks(p, o, "precheck", o.spec.prechecks, fhash, rid)
+        verdict, said = _checks(p, o, "precheck", o.spec.prechecks, fhash, rid, canary.text)
         if verdict == "failed":
             return _fail(p, o, stable, canary, f"{said}; {canary.text} is blocked")
         if verdict == "pending":
@@ -915,7 +933,7 @@ def _canary(
     if i >= len(steps):
         p.forward = at(100)
         if _applied(o, p.forward) and o.spec.postchecks:
-            verdict, said = _checks(p, o, "postcheck", o.spec.postchecks, fhash, rid)
+            verdict, said = _checks(p, o, "postcheck", o.spec.postchecks, fhash, rid, canary.text)
             if verdict == "failed":
                 return _fail(p, o, stable, canary, f"{said}. Rolling back")
             if verdict == "pending":

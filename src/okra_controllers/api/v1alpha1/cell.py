@@ -229,12 +229,24 @@ class CheckJob(ApiModel):
 
 class RolloutCheck(ApiModel):
     """A precheck (before any traffic moves to the new version) or a postcheck (after it
-    serves 100%): a Kubernetes Job the Cell owns, one per rollout and check. Exit 0
-    passes; anything else fails the rollout (precheck: the new version is blocked and
-    never gets traffic; postcheck: all traffic returns to the old version)."""
+    serves 100%): a Kubernetes Job the Cell owns (exit 0 passes), or an analysis (an
+    AnalysisRun, Successful passes), one per rollout and check. Anything else fails the
+    rollout (precheck: the new version is blocked and never gets traffic; postcheck: all
+    traffic returns to the old version)."""
 
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "(has(self.job) ? 1 : 0) + (has(self.analysis) ? 1 : 0) == 1",
+                    "message": "a check has exactly one of job, analysis",
+                }
+            ]
+        }
+    }
     name: str = Field(min_length=1, max_length=20, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    job: CheckJob
+    job: CheckJob | None = None
+    analysis: StepAnalysis | None = None
 
 
 class CellSpec(ApiModel):
@@ -284,6 +296,7 @@ class CheckResult(ApiModel):
     stage: Literal["precheck", "postcheck"]
     forward_hash: str
     job: str
+    """The Job (or, for an analysis check, the AnalysisRun) that ran it."""
     phase: Literal["Running", "Succeeded", "Failed"]
     message: str = ""
 
