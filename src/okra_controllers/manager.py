@@ -24,12 +24,14 @@ from okra_controllers.cell.controller import (
     ALB_CONFIG,
     BLOCKLIST,
     CELL,
+    JOB,
     TARGET_GROUP,
     CellReconciler,
     cells_for_target_group,
 )
 from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
 from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.targetgroupbinding.controller import setup_targetgroupbindings
 from okra_controllers.targetgroupset.controller import setup_targetgroupsets
 from okra_runtime import (
@@ -104,6 +106,8 @@ def setup_cells(mgr: Manager, s: Settings) -> None:
         .owns(ANALYSIS_RUN)
         .owns(PAUSE)
         .owns(ALB_CONFIG)
+        .owns(NLB_CONFIG)
+        .owns(JOB)
         .watches(TARGET_GROUP, cells_for_target_group(cells))
         .watches(
             BLOCKLIST,
@@ -130,8 +134,15 @@ def setup_albconfigs(mgr: Manager, s: Settings) -> None:
     setup(mgr, s)
 
 
+def setup_nlbconfigs(mgr: Manager, s: Settings) -> None:
+    from okra_controllers.nlbconfig.controller import setup
+
+    setup(mgr, s)
+
+
 CONTROLLERS: dict[str, Setup] = {
     "albconfig": setup_albconfigs,
+    "nlbconfig": setup_nlbconfigs,
     "analysisrun": setup_analysisruns,
     "check": setup_checks,
     "cell": setup_cells,

@@ -116,14 +116,17 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(CORE, "secrets", verbs=("get",)),
         EVENTS,
     ),
-    # Walks a Cell's canary steps: watches its target groups, writes the ALB config (server-side
-    # apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates and terminates
-    # them, creates Pauses and blocks versions. What it owns goes with the Cell (ownerReferences,
-    # garbage collection): it deletes nothing itself.
+    # Walks a Cell's canary steps: watches its target groups, writes the ALB or NLB config
+    # (server-side apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates
+    # and terminates them, creates Pauses and blocks versions. What it owns goes with the Cell
+    # (ownerReferences, garbage collection): it deletes nothing itself. Prechecks and
+    # postchecks are Jobs it creates (one per rollout and check) and reads back.
     "cell": (
         *_primary("cells", owner=True),
         rule(GROUP, "awstargetgroups", verbs=READ),
         rule(GROUP, "awsapplicationloadbalancerconfigs", verbs=KEEP),
+        rule(GROUP, "awsnetworkloadbalancerconfigs", verbs=KEEP),
+        rule("batch", "jobs", verbs=(*READ, "create")),
         rule(GROUP, "analysisruns", verbs=KEEP),
         rule(GROUP, "pauses", verbs=KEEP),
         rule(GROUP, "versionblocklists", verbs=KEEP),
@@ -134,6 +137,12 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # object) removes the rule on delete.
     "albconfig": (
         *_primary("awsapplicationloadbalancerconfigs", verbs=(*READ, "update", "patch")),
+        EVENTS,
+    ),
+    # Makes an NLB listener's default action match its config (no finalizer: deleting the
+    # config leaves the listener forwarding as it last did).
+    "nlbconfig": (
+        *_primary("awsnetworkloadbalancerconfigs"),
         EVENTS,
     ),
     # Ends timed Pauses and reports cancelled ones (status only, no Events).

@@ -208,12 +208,14 @@ ALLOWED = [
     ("watch", "cells.okra.mumo.co", ALL),
     ("watch", "awstargetgroups.okra.mumo.co", ALL),
     ("watch", "awsapplicationloadbalancerconfigs.okra.mumo.co", ALL),
+    ("watch", "awsnetworkloadbalancerconfigs.okra.mumo.co", ALL),
     ("watch", "pauses.okra.mumo.co", ALL),
     # status written by each controller
     ("update", "analysisruns.okra.mumo.co/status", APPS),
     ("update", "checks.okra.mumo.co/status", APPS),
     ("patch", "cells.okra.mumo.co/status", APPS),
     ("update", "awsapplicationloadbalancerconfigs.okra.mumo.co/status", APPS),
+    ("patch", "awsnetworkloadbalancerconfigs.okra.mumo.co/status", APPS),
     ("update", "pauses.okra.mumo.co/status", APPS),
     # what a Cell creates and changes
     ("create", "analysisruns.okra.mumo.co", APPS),
@@ -221,6 +223,8 @@ ALLOWED = [
     ("create", "awsapplicationloadbalancerconfigs.okra.mumo.co", APPS),
     ("patch", "awsapplicationloadbalancerconfigs.okra.mumo.co", APPS),
     ("create", "pauses.okra.mumo.co", APPS),
+    ("create", "jobs.batch", APPS),  # prechecks and postchecks
+    ("watch", "jobs.batch", ALL),
     ("update", "versionblocklists.okra.mumo.co", APPS),
     ("update", "cells.okra.mumo.co/finalizers", APPS),
     # templates, okra's and Argo Rollouts'
@@ -266,6 +270,7 @@ DENIED = [
     ("deletecollection", "analysisruns.okra.mumo.co", APPS),
     ("delete", "analysisruns.okra.mumo.co", APPS),  # garbage collection removes a Cell's runs
     ("delete", "pauses.okra.mumo.co", APPS),
+    ("delete", "jobs.batch", APPS),  # a Cell's check Jobs go with it (garbage collection)
     ("update", "awsapplicationloadbalancerconfigs.okra.mumo.co/finalizers", APPS),
 ]
 

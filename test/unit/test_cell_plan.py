@@ -67,6 +67,8 @@ class World:
     timed: set[str] = field(default_factory=set)
     now: datetime.datetime = T0
     unhealthy: set[str] = field(default_factory=set)  # target group names without a healthy target
+    jobs: dict[str, tuple[str, str]] = field(default_factory=dict)  # check Jobs: (phase, why)
+    job_outcome: Callable[[str], tuple[str, str]] = lambda name: ("Succeeded", "")
 
     def add_tg(self, name: str, version: str) -> None:
         self.tgs.append(
@@ -83,6 +85,9 @@ class World:
         for name, phase in list(self.runs.items()):
             if phase == "Running":
                 self.runs[name] = self.outcome(name)
+        for name, (phase, _) in list(self.jobs.items()):
+            if phase == "Running":
+                self.jobs[name] = self.job_outcome(name)
         for name in self.timed:  # timed pauses have expired by the next tick
             self.pauses[name] = "Expired"
         self.timed.clear()
@@ -103,6 +108,7 @@ class World:
                 now=self.now,
                 health={arn: name not in self.unhealthy for name, arn, _ in self.tgs},
                 paused=self.paused,
+                jobs=dict(self.jobs),
             )
         )
         self.history.append(p)
@@ -112,6 +118,9 @@ class World:
             self.forward, self.synced = p.forward, False
         for r in p.create_runs:
             self.runs.setdefault(r.name, "Running")
+        for j in p.create_jobs:
+            assert j.name not in self.jobs, f"Job {j.name} created twice"
+            self.jobs[j.name] = ("Running", "")
         for name in p.terminate_runs:
             if self.runs.get(name) in ("Running", ""):
                 self.runs[name] = "Successful"  # a terminated run ends Successful

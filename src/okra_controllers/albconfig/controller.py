@@ -29,14 +29,15 @@ import asyncio
 import datetime
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
+from okra_controllers import lbconfig
 from okra_controllers.api.v1alpha1.cell import (
     AWSApplicationLoadBalancerConfig,
     AWSApplicationLoadBalancerConfigSpec,
@@ -46,10 +47,22 @@ from okra_controllers.api.v1alpha1.cell import (
     ListenerRule,
     QueryStringCondition,
 )
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import OWNER_TAG, Json
+from okra_controllers.lbconfig import (
+    aws_message,
+    dump_status,
+    error_code,
+    in_spec_order,
+    parse_spec,
+    patch_status,
+    status_of,
+    tg_name,
+    weights_note,
+    with_synced,
+)
 from okra_runtime.cache import json_copy
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
@@ -66,7 +79,6 @@ if TYPE_CHECKING:
 
 ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 FINALIZER = "okra.mumo.co/listener-rule"
-SYNCED = "Synced"
 DEFAULT_RESYNC = 300.0
 """Seconds between full resyncs of a config."""
 DEFAULT_DRIFT_CHECK = 60.0
@@ -225,21 +237,6 @@ def same_spec(
     )
 
 
-def _in_spec_order(
-    values: Sequence[Any], spec_values: Sequence[Any], key: Callable[[Any], Any]
-) -> list[Any]:
-    """AWS's values, those the spec lists first and in its order, so that `applied`
-    reads like the spec when they agree."""
-    rank = {key(v): i for i, v in reversed(list(enumerate(spec_values)))}
-    return sorted(values, key=lambda v: (rank.get(key(v), len(rank)), str(key(v))))
-
-
-def _tg_name(arn: str) -> str:
-    """`...:targetgroup/NAME/ID` -> NAME, for target groups the spec does not name."""
-    parts = arn.split(":targetgroup/", 1)
-    return parts[1].split("/", 1)[0] if len(parts) == 2 else arn
-
-
 def applied_from_rule(
     spec: AWSApplicationLoadBalancerConfigSpec, rule: Mapping[str, Any]
 ) -> AWSApplicationLoadBalancerConfigSpec | None:
@@ -275,24 +272,24 @@ def applied_from_rule(
         forwards = [a for a in rule.get("Actions") or [] if a.get("Type") == "forward"]
         names = {tg.arn: tg.name for tg in spec.forward_target_groups}
         tgs = [
-            ForwardTargetGroup(name=names.get(arn) or _tg_name(arn), arn=arn, weight=weight)
+            ForwardTargetGroup(name=names.get(arn) or tg_name(arn), arn=arn, weight=weight)
             for arn, weight in (elbv2.forward_weights(forwards[0]) if len(forwards) == 1 else ())
         ]
         listener_rule = ListenerRule(
             priority=_priority(rule) or want.priority,
-            hosts=_in_spec_order(hosts, want.hosts, str.lower),
-            path_patterns=_in_spec_order(paths, want.path_patterns, str),
-            methods=_in_spec_order(methods, want.methods, str),
-            sourceIPs=_in_spec_order(ips, want.source_i_ps, str),
-            headers=_in_spec_order(headers, want.headers, lambda h: h.name.lower()),
-            query_strings=_in_spec_order(
+            hosts=in_spec_order(hosts, want.hosts, str.lower),
+            path_patterns=in_spec_order(paths, want.path_patterns, str),
+            methods=in_spec_order(methods, want.methods, str),
+            sourceIPs=in_spec_order(ips, want.source_i_ps, str),
+            headers=in_spec_order(headers, want.headers, lambda h: h.name.lower()),
+            query_strings=in_spec_order(
                 queries, want.query_strings, lambda q: (q.key or "", q.value)
             ),
         )
         return AWSApplicationLoadBalancerConfigSpec(
             listenerARN=listener_of(str(rule["RuleArn"])),
             listener_rule=listener_rule,
-            forward_target_groups=_in_spec_order(tgs, spec.forward_target_groups, lambda t: t.arn),
+            forward_target_groups=in_spec_order(tgs, spec.forward_target_groups, lambda t: t.arn),
         )
     except (ValidationError, KeyError, TypeError, AttributeError):
         return None
@@ -302,20 +299,7 @@ def spec_problems(
     raw: Mapping[str, Any],
 ) -> tuple[AWSApplicationLoadBalancerConfig | None, list[str]]:
     """The parsed config, or the problems with it, each naming the field."""
-    try:
-        config = AWSApplicationLoadBalancerConfig.model_validate(
-            {k: v for k, v in raw.items() if k != "status"}
-        )
-    except ValidationError as e:
-        return None, [f"{_loc(err['loc'])}: {err['msg']}" for err in e.errors()]
-    return config, elbv2.validate(config.spec)
-
-
-def _loc(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+    return parse_spec(AWSApplicationLoadBalancerConfig, raw, lambda c: elbv2.validate(c.spec))
 
 
 # --- the controller --------------------------------------------------------------------------
@@ -397,7 +381,7 @@ class AlbConfigReconciler:
             return None
         if raw["metadata"].get("deletionTimestamp"):
             return await self._finalize(raw)
-        status = _status_of(raw)
+        status = status_of(AWSApplicationLoadBalancerConfigStatus, raw)
         config, problems = spec_problems(raw)
         if config is None or problems:
             message = "; ".join(problems)
@@ -418,7 +402,7 @@ class AlbConfigReconciler:
             async with self._elb() as elb:
                 outcome = await self._sync(elb, config, status)
         except (ClientError, BotoCoreError) as e:
-            message = _aws_message(e)
+            message = aws_message(e)
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message, rule_arn=status.rule_arn))
             raise
@@ -462,7 +446,7 @@ class AlbConfigReconciler:
             try:
                 arn = await self._act(elb, spec.listener_arn, action, owner, out)
             except ClientError as e:
-                if _code(e) != "PriorityInUse":
+                if error_code(e) != "PriorityInUse":
                     raise
                 # Our CreateRule may have been applied with its reply lost, and botocore's
                 # retry then found the priority taken (by our rule): look again. A rule
@@ -536,7 +520,7 @@ class AlbConfigReconciler:
             arn = str(rule["RuleArn"])
             out.wrote = "RuleCreated"
             out.notes.append(
-                f"created rule {arn} at priority {action.priority}{_weights(action.actions)}"
+                f"created rule {arn} at priority {action.priority}{weights_note(action.actions)}"
             )
             return arn
         if isinstance(action, Modify):
@@ -548,7 +532,7 @@ class AlbConfigReconciler:
                 if value is not None
             )
             out.notes.append(
-                f"modified the {changed} of rule {action.rule_arn}{_weights(action.actions)}"
+                f"modified the {changed} of rule {action.rule_arn}{weights_note(action.actions)}"
             )
             return action.rule_arn
         if isinstance(action, Move):
@@ -565,12 +549,12 @@ class AlbConfigReconciler:
         finalizers = raw["metadata"].get("finalizers") or []
         if FINALIZER not in finalizers:
             return None
-        status = _status_of(raw)
+        status = status_of(AWSApplicationLoadBalancerConfigStatus, raw)
         try:
             async with self._elb() as elb:
                 deleted = await self._delete_ours(elb, raw, status)
         except (ClientError, BotoCoreError) as e:
-            message = _aws_message(e)
+            message = aws_message(e)
             self.events.event(raw, "Warning", "AWSError", f"deleting the listener rule: {message}")
             raise
         if deleted:
@@ -599,7 +583,7 @@ class AlbConfigReconciler:
         try:
             rules = await elbv2.describe_rules(elb, listener)
         except ClientError as e:
-            if _code(e) == "ListenerNotFound":
+            if error_code(e) == "ListenerNotFound":
                 return None  # the listener, and every rule on it, is gone
             raise
         owner = f"{raw['metadata'].get('namespace')}/{raw['metadata'].get('name')}"
@@ -620,69 +604,30 @@ class AlbConfigReconciler:
         """Write status if it changed (an idle resync writes nothing). The rule and
         `applied` are kept from before when this sync could not look (invalid spec,
         AWS error)."""
-        now = self.clock()
         generation = raw["metadata"].get("generation")
-        new = old.model_copy(deep=True)
-        new.observed_generation = generation
+        new = with_synced(
+            old,
+            synced=outcome.synced,
+            reason=outcome.reason,
+            message=outcome.message,
+            generation=generation,
+            now=self.clock(),
+            wrote=bool(outcome.wrote),
+        )
         if spec is not None:
             new.rule_arn = outcome.rule_arn
             new.applied = applied_from_rule(spec, outcome.rule) if outcome.rule else None
-        if outcome.wrote:
-            new.last_applied_time = now
-        state: Literal["True", "False"] = "True" if outcome.synced else "False"
-        before = next((c for c in old.conditions or [] if c.type == SYNCED), None)
-        new.conditions = [
-            *(c for c in old.conditions or [] if c.type != SYNCED),
-            Condition(
-                type=SYNCED,
-                status=state,
-                reason=outcome.reason,
-                message=outcome.message[:32768],
-                last_transition_time=before.last_transition_time
-                if before is not None and before.status == state
-                else now,
-                observed_generation=generation,
-            ),
-        ]
-        old_dump = _dump(old)
-        new_dump = _dump(new)
-        if new_dump == old_dump:
-            return
-        patch = {"status": {k: new_dump.get(k) for k in {*old_dump, *new_dump}}}
-        with suppress(NotFoundError):  # deleted meanwhile: nothing to report on
-            await self.client.patch(
-                ALB_CONFIG,
-                raw["metadata"]["name"],
-                patch,
-                namespace=raw["metadata"].get("namespace"),
-                subresource="status",
-            )
+        await patch_status(self.client, ALB_CONFIG, raw, _dump(old), _dump(new))
 
 
 def _dump(status: AWSApplicationLoadBalancerConfigStatus) -> Json:
     """Status as written; `applied.listenerRule` without its empty lists, so that it reads
     like the rule a user writes."""
-    out: Json = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+    out = dump_status(status)
     rule = (out.get("applied") or {}).get("listenerRule")
     if rule:
         out["applied"]["listenerRule"] = {k: v for k, v in rule.items() if v != []}
     return out
-
-
-def _status_of(raw: Mapping[str, Any]) -> AWSApplicationLoadBalancerConfigStatus:
-    """The config's status; an unreadable one (hand-edited) counts as empty."""
-    try:
-        return AWSApplicationLoadBalancerConfigStatus.model_validate(raw.get("status") or {})
-    except ValidationError:
-        return AWSApplicationLoadBalancerConfigStatus()
-
-
-def _weights(actions: Sequence[Json] | None) -> str:
-    for action in actions or ():
-        pairs = elbv2.forward_weights(action)
-        if pairs:
-            return ": " + ", ".join(f"{_tg_name(arn)}={w}" for arn, w in pairs)
-    return ""
 
 
 def _was_synced(
@@ -692,7 +637,7 @@ def _was_synced(
 ) -> bool:
     """Whether okra had this very spec applied and read back: a write needed now means
     the rule changed in AWS, not in the spec."""
-    synced = any(c.type == SYNCED and c.status == "True" for c in status.conditions or [])
+    synced = any(c.type == lbconfig.SYNCED and c.status == "True" for c in status.conditions or [])
     return (
         synced
         and status.observed_generation == generation
@@ -716,20 +661,9 @@ def drift(spec: AWSApplicationLoadBalancerConfigSpec, rule: Mapping[str, Any] | 
         )
     wanted = [elbv2.forward_action(spec.forward_target_groups)]
     if not elbv2.same_forward(rule.get("Actions") or [], wanted):
-        have = _weights(rule.get("Actions") or []).removeprefix(": ") or "no forward action"
-        found.append(f"weights {have} instead of {_weights(wanted).removeprefix(': ')}")
+        have = weights_note(rule.get("Actions") or []).removeprefix(": ") or "no forward action"
+        found.append(f"weights {have} instead of {weights_note(wanted).removeprefix(': ')}")
     return "; ".join(found) or "rule differs"
-
-
-def _code(e: ClientError) -> str:
-    return str(e.response.get("Error", {}).get("Code", ""))
-
-
-def _aws_message(e: ClientError | BotoCoreError) -> str:
-    if isinstance(e, ClientError):
-        err = e.response.get("Error", {})
-        return f"{e.operation_name}: {err.get('Code', 'Error')}: {err.get('Message', str(e))}"
-    return str(e)
 
 
 def _deletion_requested(obj: Json) -> bool:

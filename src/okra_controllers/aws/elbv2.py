@@ -1,5 +1,6 @@
-"""ELBv2 (ALB) listener rules for okra's controllers: one small function per AWS call,
-plus the translation between okra's model and the API's shapes.
+"""ELBv2 listener rules (ALB) and listener default actions (NLB) for okra's controllers:
+one small function per AWS call, plus the translation between okra's model and the
+API's shapes.
 
 Why the comparisons here are not plain `==`: DescribeRules does not hand back what
 CreateRule was given. It returns conditions in its own order, values in its own order,
@@ -151,6 +152,27 @@ async def rule_tags(aws: AwsConfig | Any, rule_arn: str) -> dict[str, str]:
         if desc.get("ResourceArn") == rule_arn:
             return {t["Key"]: t.get("Value", "") for t in desc.get("Tags", [])}
     return {}
+
+
+async def describe_listener(aws: AwsConfig | Any, listener_arn: str) -> Json | None:
+    """One listener by ARN (protocol, default actions); None if it does not exist."""
+    async with _elb(aws) as elb:
+        try:
+            out = await elb.describe_listeners(ListenerArns=[listener_arn])
+        except elb.exceptions.ListenerNotFoundException:
+            return None
+    listeners: list[Json] = out.get("Listeners", [])
+    return listeners[0] if listeners else None
+
+
+async def modify_default_actions(
+    aws: AwsConfig | Any, listener_arn: str, actions: Sequence[Json]
+) -> Json:
+    """ModifyListener with only `DefaultActions`: port, protocol and certificates stay."""
+    async with _elb(aws) as elb:
+        out = await elb.modify_listener(ListenerArn=listener_arn, DefaultActions=list(actions))
+    listener: Json = out["Listeners"][0]
+    return listener
 
 
 async def target_health(aws: AwsConfig | Any, tg_arn: str) -> dict[str, str]:
@@ -329,26 +351,29 @@ def validate(spec: AWSApplicationLoadBalancerConfigSpec) -> list[str]:
             f"spec.listenerARN: {spec.listener_arn!r} is not an Application Load Balancer "
             "listener ARN (arn:aws:elasticloadbalancing:REGION:ACCOUNT:listener/app/...)"
         )
-    problems += _validate_target_groups(spec.forward_target_groups)
+    problems += validate_target_groups(spec.forward_target_groups, "ALB")
     problems += _validate_rule(spec.listener_rule)
     return problems
 
 
-def _validate_target_groups(tgs: Sequence[ForwardTargetGroup]) -> list[str]:
+def validate_target_groups(tgs: Sequence[ForwardTargetGroup], lb: str) -> list[str]:
+    """The forward's limits, the same for an ALB rule and an NLB listener (`lb` names
+    which in the messages): 1..5 target groups, each once, weights 0..999, not all 0."""
     where = "spec.forwardTargetGroups"
     problems: list[str] = []
     if not tgs:
         problems.append(f"{where}: at least one target group is required")
     if len(tgs) > MAX_TARGET_GROUPS:
         problems.append(
-            f"{where}: {len(tgs)} target groups, but one ALB forward action takes at most "
+            f"{where}: {len(tgs)} target groups, but one {lb} forward action takes at most "
             f"{MAX_TARGET_GROUPS}"
         )
     first: dict[str, int] = {}
     for i, tg in enumerate(tgs):
         if not 0 <= tg.weight <= MAX_WEIGHT:
             problems.append(
-                f"{where}[{i}].weight: {tg.weight} is out of range; ALB weights are 0..{MAX_WEIGHT}"
+                f"{where}[{i}].weight: {tg.weight} is out of range; {lb} weights are "
+                f"0..{MAX_WEIGHT}"
             )
         if ":targetgroup/" not in tg.arn:
             problems.append(f"{where}[{i}].arn: {tg.arn!r} is not a target group ARN")

@@ -40,7 +40,8 @@ from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
-from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
+from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunRequest, plan
+from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -56,6 +57,7 @@ CELL = GVK(GROUP, VERSION, "Cell")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
 ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
+JOB = GVK("batch", "v1", "Job")
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
@@ -120,8 +122,10 @@ class CellReconciler:
         self.cells: Store = mgr.informer_for(CELL).store
         self.target_groups: Store = mgr.informer_for(TARGET_GROUP).store
         self.configs: Store = mgr.informer_for(ALB_CONFIG).store
+        self.nlb_configs: Store = mgr.informer_for(NLB_CONFIG).store
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
         self.pauses: Store = mgr.informer_for(PAUSE).store
+        self.jobs: Store = mgr.informer_for(JOB).store
         self.events = events
         self.aws = aws
         self.clock = clock
@@ -132,10 +136,10 @@ class CellReconciler:
         self, raw: dict[str, Any], cell: Cell, blocklist: dict[str, Any] | None
     ) -> tuple[Observed, dict[str, Any] | None]:
         ns, name = cell.metadata.namespace or "", cell.metadata.name
-        alb = cell.spec.ingress.aws_application_load_balancer
-        selector = alb.target_group_selector.match_labels if alb else {}
+        lb = cell.spec.ingress.listener()
+        selector = lb.target_group_selector.match_labels if lb else {}
         tgs = self.target_groups.list(ns, selector_from_dict({"matchLabels": selector}))
-        config = self.configs.get(name, ns)
+        config = (self.nlb_configs if cell.spec.ingress.network else self.configs).get(name, ns)
         uid = cell.metadata.uid or ""
         observed = observe(
             cell,
@@ -145,6 +149,7 @@ class CellReconciler:
             self.runs.by_index(OWNER_INDEX, uid),
             self.pauses.by_index(OWNER_INDEX, uid),
             self.clock(),
+            self.jobs.by_index(OWNER_INDEX, uid),
         )
         return observed, config
 
@@ -156,16 +161,17 @@ class CellReconciler:
             report_info(req.namespace or "", req.name, None)
             return None
         cell = Cell.model_validate(raw)
-        if (
-            cell.spec.ingress.type != "AWSApplicationLoadBalancer"
-            or cell.spec.ingress.aws_application_load_balancer is None
-        ):
+        if cell.spec.ingress.listener() is None:  # the CRD's rules say this too
+            key = (
+                "awsNetworkLoadBalancer"
+                if cell.spec.ingress.network
+                else ("awsApplicationLoadBalancer")
+            )
             await self._report_only(
                 raw,
                 cell,
-                "spec.ingress: okra rolls out Cells behind an "
-                "AWS Application Load Balancer "
-                "(set ingress.awsApplicationLoadBalancer)",
+                f"spec.ingress: type {cell.spec.ingress.type} needs ingress.{key} "
+                "(listenerARN, targetGroupSelector)",
             )
             return None
         # The blocklist decides which version may roll out: read it live, never from a
@@ -185,7 +191,10 @@ class CellReconciler:
             p = plan(dataclasses.replace(observed, health=health))
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
-        return Result(requeue_after=HEALTH_RECHECK if p.held else RESYNC)
+        after = HEALTH_RECHECK if p.held else RESYNC
+        if p.requeue_after is not None:
+            after = min(after, p.requeue_after + 0.5)  # just past the progress deadline
+        return Result(requeue_after=after)
 
     async def _healthy(self, arn: str) -> bool:
         try:
@@ -215,6 +224,8 @@ class CellReconciler:
         for run in p.create_runs:
             if not await self._create_run(raw, cell, run, p):
                 break
+        for job in p.create_jobs:
+            await self._create(raw, check_job(raw, job))
         if p.create_pause is not None:
             expire = p.create_pause.expire_time
             await self._create(
@@ -260,22 +271,25 @@ class CellReconciler:
         forward: Iterable[Forward],
         config: dict[str, Any] | None,
     ) -> None:
-        alb = cell.spec.ingress.aws_application_load_balancer
-        assert alb is not None
-        rule = alb.listener_rule or DEFAULT_RULE
-        spec = {
-            "listenerARN": alb.listener_arn,
-            "listenerRule": rule.model_dump(by_alias=True, exclude_defaults=False, mode="json"),
-            "forwardTargetGroups": [
-                {"name": f.name, "arn": f.arn, "weight": f.weight}
-                for f in sorted(forward, key=lambda f: f.name)
-            ],
-        }
+        lb = cell.spec.ingress.listener()
+        assert lb is not None
+        spec: dict[str, Any] = {"listenerARN": lb.listener_arn}
+        kind = "AWSNetworkLoadBalancerConfig"
+        if not cell.spec.ingress.network:  # an ALB: okra's rule; an NLB: the default action
+            kind = "AWSApplicationLoadBalancerConfig"
+            rule = getattr(lb, "listener_rule", None) or DEFAULT_RULE
+            spec["listenerRule"] = rule.model_dump(
+                by_alias=True, exclude_defaults=False, mode="json"
+            )
+        spec["forwardTargetGroups"] = [
+            {"name": f.name, "arn": f.arn, "weight": f.weight}
+            for f in sorted(forward, key=lambda f: f.name)
+        ]
         if config is not None and config.get("spec") == spec:
             return  # nothing to write: keeps an idle Cell from touching anything
         obj = {
             "apiVersion": API_VERSION,
-            "kind": "AWSApplicationLoadBalancerConfig",
+            "kind": kind,
             "metadata": {
                 "name": cell.metadata.name,
                 "namespace": cell.metadata.namespace,
@@ -378,6 +392,42 @@ class CellReconciler:
             await self._write_status(raw, status)
 
 
+def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
+    """The Job of one check of one rollout: the check's container, run once (no retries,
+    no restarts: a check that fails has failed), owned by the Cell."""
+    cell = raw["metadata"]["name"]
+    labels = {
+        "okra.mumo.co/cell": cell,
+        "okra.mumo.co/check": req.check.name,
+        "okra.mumo.co/check-stage": req.stage,
+        "okra.mumo.co/forward-hash": req.forward_hash,
+    }
+    assert req.check.job is not None  # the plan asks for Jobs of job checks only
+    container = req.check.job.template.spec.model_dump(
+        by_alias=True, exclude_defaults=True, mode="json"
+    )
+    spec: dict[str, Any] = {
+        "backoffLimit": 0,
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "check", **container}]},
+        },
+    }
+    if req.check.job.active_deadline_seconds:
+        spec["activeDeadlineSeconds"] = req.check.job.active_deadline_seconds
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": req.name,
+            "namespace": raw["metadata"]["namespace"],
+            "labels": labels,
+            "ownerReferences": [_owner_ref(raw)],
+        },
+        "spec": spec,
+    }
+
+
 def _owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": raw["apiVersion"],
@@ -397,8 +447,13 @@ def cells_for_target_group(cells: Store) -> Callable[[dict[str, Any]], list[Requ
         labels = tg["metadata"].get("labels") or {}
         out = []
         for c in cells.list(ns):
-            alb = ((c.get("spec") or {}).get("ingress") or {}).get("awsApplicationLoadBalancer")
-            sel = ((alb or {}).get("targetGroupSelector") or {}).get("matchLabels") or {}
+            ingress = (c.get("spec") or {}).get("ingress") or {}
+            lb = (
+                ingress.get("awsNetworkLoadBalancer")
+                if ingress.get("type") == "AWSNetworkLoadBalancer"
+                else None
+            ) or ingress.get("awsApplicationLoadBalancer")
+            sel = ((lb or {}).get("targetGroupSelector") or {}).get("matchLabels") or {}
             if all(labels.get(k) == v for k, v in sel.items()):
                 out.append(Request(c["metadata"]["name"], ns))
         return out

@@ -20,8 +20,8 @@ Obj = dict[str, Any]
 
 
 def selects(cell: Cell, tg: Obj) -> bool:
-    alb = cell.spec.ingress.aws_application_load_balancer
-    selector = alb.target_group_selector.match_labels if alb else {}
+    lb = cell.spec.ingress.listener()
+    selector = lb.target_group_selector.match_labels if lb else {}
     labels = (tg.get("metadata") or {}).get("labels") or {}
     return all(labels.get(k) == v for k, v in selector.items())
 
@@ -34,8 +34,10 @@ def observe(
     runs: Iterable[Obj],
     pauses: Iterable[Obj],
     now: datetime.datetime,
+    jobs: Iterable[Obj] = (),
 ) -> Observed:
-    """`target_groups` already selected by the Cell's selector; `runs` and `pauses` the
+    """`target_groups` already selected by the Cell's selector; `config` the Cell's load
+    balancer config (ALB or NLB, by its ingress type); `runs`, `pauses` and `jobs` the
     ones the Cell owns."""
     grouped = group_target_groups(
         (
@@ -80,4 +82,18 @@ def observe(
         abort=annotations.get(ABORT),
         now=now,
         paused=annotations.get(PAUSED) == "true",
+        jobs={j["metadata"]["name"]: job_outcome(j) for j in jobs},
     )
+
+
+def job_outcome(job: Obj) -> tuple[str, str]:
+    """A check Job's outcome from its conditions (`Complete`/`Failed`), and why."""
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("status") != "True":
+            continue
+        if c.get("type") == "Complete":
+            return "Succeeded", ""
+        if c.get("type") == "Failed":
+            why = ": ".join(x for x in (c.get("reason"), c.get("message")) if x)
+            return "Failed", why
+    return "Running", ""

@@ -25,6 +25,9 @@ It never does I/O, so every rule below is tested directly:
   waiting (condition `ReplicasReady`, an Event when that changes, the message).
 - Ending a rollout (completion, rollback, failure, abort, restart) terminates
   its AnalysisRuns and cancels its Pauses.
+- Progress deadline (`progressDeadlineSeconds`, Argo Rollouts' meaning): a
+  Progressing Cell that makes no progress that long is reported; with
+  `progressDeadlineAbort` its canary fails (stable back to 100, version blocked).
 - Gates, decided here with the rest: ALB limits (at most 5 target groups in a
   forward action, weights 0..999, a listener rule with at least one condition)
   turn the plan into a Degraded status that says what to fix; a target group
@@ -44,9 +47,12 @@ from typing import Literal
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.api.v1alpha1.cell import (
+    BackgroundAnalysis,
     CanaryStep,
     CellSpec,
     CellStatus,
+    CheckResult,
+    RolloutCheck,
     StepAnalysis,
     TargetGroupWeight,
 )
@@ -54,6 +60,7 @@ from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.cell.versions import Grouped, TargetGroup, Version, split_evenly
 
 EventType = Literal["Normal", "Warning"]
+Stage = Literal["precheck", "postcheck"]
 FAILED_RUN = ("Failed", "Error")
 DONE_PAUSE = ("Expired", "Cancelled")
 DONE_RUN = ("Successful", "Failed", "Error", "Inconclusive")
@@ -88,6 +95,8 @@ class Observed:
     # for the first time are looked at (the caller fills it when asked).
     health: Mapping[str, bool] = field(default_factory=dict)
     paused: bool = False  # okra.mumo.co/pause annotation: hold before the next step
+    # the Cell's check Jobs: name -> (Running | Succeeded | Failed, why it ended)
+    jobs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,14 @@ class RunRequest:
     name: str
     analysis: StepAnalysis
     background: bool
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    name: str
+    check: RolloutCheck
+    stage: Stage
+    forward_hash: str
 
 
 @dataclass(frozen=True)
@@ -122,14 +139,47 @@ class Plan:
     cancel_pauses: list[str] = field(default_factory=list)
     needs_health: tuple[str, ...] = ()  # plan again with `health` for these ARNs
     held: bool = False  # a gate holds the plan back; look again soon
+    requeue_after: float | None = None  # seconds until the progress deadline passes
+    create_jobs: list[JobRequest] = field(default_factory=list)
 
 
 def step_hash(version: str, spec: CellSpec) -> str:
     canary = spec.update_strategy.canary
-    raw = json.dumps(
-        [version, canary.model_dump(mode="json", by_alias=True) if canary else None], sort_keys=True
-    )
+    parts: list[object] = [
+        version,
+        canary.model_dump(mode="json", by_alias=True) if canary else None,
+    ]
+    blue_green = spec.update_strategy.blue_green
+    if spec.update_strategy.type == "BlueGreen":
+        parts.append(blue_green.model_dump(mode="json", by_alias=True) if blue_green else None)
+    raw = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:10]
+
+
+def _blue_green(spec: CellSpec) -> bool:
+    return spec.update_strategy.type == "BlueGreen"
+
+
+def steps_of(spec: CellSpec) -> list[CanaryStep]:
+    """The strategy's steps as canary steps. BlueGreen is a canary whose only weights
+    are 0 and 100: `analysis` runs while the new version has no traffic, `promote: {}`
+    is `setWeight: 100` (everything moves at once, and only once AWS shows it does the
+    step complete), and what follows runs with the new version serving."""
+    strategy = spec.update_strategy
+    if _blue_green(spec):
+        return [
+            CanaryStep(analysis=s.analysis)
+            if s.analysis is not None
+            else CanaryStep(set_weight=100)
+            for s in (strategy.blue_green.steps if strategy.blue_green else [])
+        ]
+    return list(strategy.canary.steps) if strategy.canary else []
+
+
+def _background(spec: CellSpec) -> BackgroundAnalysis | None:
+    """Background analysis: a Canary's only."""
+    canary = spec.update_strategy.canary
+    return canary.analysis if canary is not None and not _blue_green(spec) else None
 
 
 def _dns(text: str) -> str:
@@ -261,13 +311,122 @@ def _desired(o: Observed) -> tuple[Version | None, str]:
 
 def plan(o: Observed) -> Plan:
     """What to do next: the rollout's plan, then the gates that may hold it back."""
+    p = _deadline(_gated(o), o)
+    if o.spec.ingress.misspelled() and o.status.observed_generation != o.generation:
+        p.events.append(
+            Event(
+                "Warning",
+                "MisplacedListener",
+                "spec.ingress.awsApplicationLoadBalancer holds the listener of this "
+                "AWSNetworkLoadBalancer Cell (the original okra's spelling, read as it "
+                "is): rename the key to spec.ingress.awsNetworkLoadBalancer",
+            )
+        )
+    return p
+
+
+def _deadline(p: Plan, o: Observed) -> Plan:
+    """Argo Rollouts' progress deadline. The clock (`lastProgressTime`) runs while the
+    Cell is Progressing and restarts at each step; a Paused or settled Cell has none.
+    Exceeded: condition `Progressing` False (reason `ProgressDeadlineExceeded`), one
+    Event, a requeue at the deadline; with `progressDeadlineAbort`, a canary is failed
+    (stable back to 100, the version blocked) as a failed analysis would."""
+    st = p.status
+    if st.phase != "Progressing":
+        st.last_progress_time = None
+        return p
+    since = st.last_progress_time or o.now
+    st.last_progress_time = since
+    limit = o.spec.progress_deadline_seconds
+    if limit is None:
+        return p
+    waited = (o.now - since).total_seconds()
+    if waited < limit:
+        p.requeue_after = limit - waited
+        return p
+    stuck = f": {st.message}" if st.message else ""
+    message = (
+        f"no progress since {since.isoformat().replace('+00:00', 'Z')}, more than "
+        f"progressDeadlineSeconds ({limit}s){stuck}"
+    )
+    before = next(
+        (
+            c
+            for c in o.status.conditions or []
+            if c.type == "Progressing" and c.reason == "ProgressDeadlineExceeded"
+        ),
+        None,
+    )
+    versions = {v.text: v for v in o.grouped.versions}
+    canary, stable = st.canary_version, st.stable_version
+    if (
+        o.spec.progress_deadline_abort
+        and canary in versions
+        and stable in versions
+        and canary != stable
+        and canary is not None
+        and stable is not None
+    ):
+        failed = Plan(forward=None, status=st)
+        failed.events = [e for e in p.events if e.type == "Warning"]
+        failed.events.append(Event("Warning", "ProgressDeadlineExceeded", message))
+        st.last_progress_time = None
+        return _fail(failed, o, versions[stable], versions[canary], message)
+    _condition(st, "Progressing", False, "ProgressDeadlineExceeded", message, o.now, o.generation)
+    st.message = message
+    if before is None:
+        p.events.append(Event("Warning", "ProgressDeadlineExceeded", message))
+    else:  # still exceeded: the same condition, so an idle stuck Cell writes nothing new
+        st.conditions = [
+            c.model_copy(update={"last_transition_time": before.last_transition_time})
+            if c.type == "Progressing"
+            else c
+            for c in st.conditions or []
+        ]
+    return p
+
+
+def _gated(o: Observed) -> Plan:
     p = _plan(o)
     _report_waiting(p, o)
     problem = _limit_problem(o, p.forward)
     if problem is not None:
         reason, message = problem
         return _hold(p, o, "Degraded", message, Event("Warning", reason, message))
+    held = _analysis_health_gate(p, o)
+    if held is not None:
+        return held
     return _health_gate(p, o)
+
+
+def _analysis_health_gate(p: Plan, o: Observed) -> Plan | None:
+    """BlueGreen: the new version's target groups need a healthy target before an
+    analysis is started against them (they have no traffic yet, so the load balancer's
+    health checks are the only sign they serve at all). Health is observed input;
+    unknown health asks for a look."""
+    canary = p.status.canary_version
+    if not _blue_green(o.spec) or not canary or not p.create_runs:
+        return None
+    serving = {f.arn for f in p.forward or () if f.weight > 0}
+    tgs = [tg for tg in o.grouped.by_version.get(canary, []) if tg.arn not in serving]
+    unknown = tuple(tg.arn for tg in tgs if tg.arn not in o.health)
+    if unknown:
+        names = ", ".join(tg.name for tg in tgs if tg.arn in unknown)
+        held = _hold(p, o, "Progressing", f"checking for a healthy target in {names}", None)
+        held.needs_health = unknown
+        return held
+    unhealthy = [tg.name for tg in tgs if not o.health[tg.arn]]
+    if not unhealthy:
+        return None
+    message = f"waiting for a healthy target in {', '.join(unhealthy)} before analysing {canary}"
+    return _hold(
+        p,
+        o,
+        "Progressing",
+        message,
+        Event("Warning", "TargetGroupUnhealthy", message),
+        ("TargetGroupsHealthy", "NoHealthyTargets"),
+    )
 
 
 def _plan(o: Observed) -> Plan:
@@ -298,10 +457,10 @@ def _plan(o: Observed) -> Plan:
         return _steady(p, o, stable_v, why)
     if desired.parsed < stable_v.parsed:
         return _switch(p, o, desired, f"rollback from {stable}", first=False)
-    steps = o.spec.update_strategy.canary.steps if o.spec.update_strategy.canary else []
-    if not steps and not (o.spec.update_strategy.canary and o.spec.update_strategy.canary.analysis):
-        return _switch(p, o, desired, f"update from {stable} (no canary steps)", first=False)
-    return _canary(p, o, stable_v, desired, list(steps), by_version)
+    steps = steps_of(o.spec)
+    if not steps and _background(o.spec) is None and not _has_checks(o.spec):
+        return _switch(p, o, desired, f"update from {stable} (no steps)", first=False)
+    return _canary(p, o, stable_v, desired, steps, by_version)
 
 
 def _waiting(o: Observed) -> tuple[Version, int] | None:
@@ -348,9 +507,16 @@ def _report_waiting(p: Plan, o: Observed) -> None:
 
 
 def _limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[str, str] | None:
-    """ALB limits the config would break, as (Event reason, what to fix)."""
+    """Load balancer limits the config would break, as (Event reason, what to fix). An
+    NLB forward has the ALB's limits (5 target groups, weights 0..999) and no rule."""
+    lb = "NLB" if o.spec.ingress.network else "ALB"
     alb = o.spec.ingress.aws_application_load_balancer
-    if alb is not None and alb.listener_rule is not None and not alb.listener_rule.has_condition():
+    if (
+        not o.spec.ingress.network
+        and alb is not None
+        and alb.listener_rule is not None
+        and not alb.listener_rule.has_condition()
+    ):
         return "InvalidListenerRule", (
             "spec.ingress.awsApplicationLoadBalancer.listenerRule has no condition: an ALB "
             "rule other than the default needs at least one of hosts, pathPatterns, methods, "
@@ -361,14 +527,14 @@ def _limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[st
     if len(forward) > MAX_FORWARD:
         names = ", ".join(f.name for f in forward)
         return "TooManyTargetGroups", (
-            f"cannot route to {len(forward)} target groups ({names}): an ALB forward "
+            f"cannot route to {len(forward)} target groups ({names}): an {lb} forward "
             f"action holds at most {MAX_FORWARD}; lower the number of target groups "
             "per version"
         )
     bad = [f for f in forward if not 0 <= f.weight <= MAX_WEIGHT]
     if bad:
         return "InvalidWeight", (
-            f"weights out of range for {', '.join(f.name for f in bad)}: an ALB target "
+            f"weights out of range for {', '.join(f.name for f in bad)}: an {lb} target "
             f"group weight is 0..{MAX_WEIGHT}"
         )
     return None
@@ -548,8 +714,74 @@ def _fail(p: Plan, o: Observed, stable: Version, canary: Version, cause: str) ->
     _end_rollout(p, o)
     message = f"version {canary.text} failed: {cause}; all traffic back to {stable.text}"
     p.events.append(Event("Warning", "RolloutFailed", message))
+    if _has_checks(o.spec):
+        p.status.lifecycle = "Error"
     _set_phase(p, o, "Degraded", message)
     return p
+
+
+def _has_checks(spec: CellSpec) -> bool:
+    return bool(spec.prechecks or spec.postchecks)
+
+
+def forward_hash(forward: tuple[Forward, ...]) -> str:
+    """The forward config a check runs for (seed 002: results are paired with it)."""
+    raw = json.dumps(sorted((f.arn, f.weight) for f in forward))
+    return hashlib.sha256(raw.encode()).hexdigest()[:10]
+
+
+def job_name(cell: str, rollout: str, stage: Stage, check: str) -> str:
+    """One Job per rollout and check: a restarted manager finds it by name."""
+    return f"{_dns(cell)[:24]}-{rollout}-{stage[:4]}-{check}".strip("-")
+
+
+def _checks(
+    p: Plan,
+    o: Observed,
+    stage: Stage,
+    checks: list[RolloutCheck],
+    fhash: str,
+    rollout: str,
+    version: str,
+) -> tuple[Literal["passed", "pending", "failed"], str]:
+    """Run `checks` in order: a check with a recorded success for this forward config is
+    not run again; otherwise its Job (one per rollout and check) is created if missing
+    and its outcome recorded. Returns the verdict and, unless passed, what to say."""
+    st = p.status
+    recorded = {(r.stage, r.name): r for r in st.checks or []}
+    for check in checks:
+        old = recorded.get((stage, check.name))
+        if old is not None and old.forward_hash == fhash and old.phase == "Succeeded":
+            continue
+        if check.analysis is not None:
+            name = run_name(o.cell_name, version, rollout, f"{stage[:4]}-{check.name}")
+            run = o.runs.get(name)
+            if run is None and not any(r.name == name for r in p.create_runs):
+                p.create_runs.append(RunRequest(name, check.analysis, False))
+            seen = {"Successful": "Succeeded", None: "", "": "", "Running": "", "Pending": ""}.get(
+                run, "Failed"
+            )
+            why = f"AnalysisRun {name} {run}" if seen == "Failed" else ""
+        else:
+            name = job_name(o.cell_name, rollout, stage, check.name)
+            seen, why = o.jobs.get(name, ("", ""))
+            if not seen:
+                p.create_jobs.append(JobRequest(name, check, stage, fhash))
+        phase: Literal["Running", "Succeeded", "Failed"] = (
+            "Succeeded" if seen == "Succeeded" else "Failed" if seen == "Failed" else "Running"
+        )
+        recorded[(stage, check.name)] = CheckResult(
+            name=check.name, stage=stage, forward_hash=fhash, job=name, phase=phase, message=why
+        )
+        st.checks = sorted(recorded.values(), key=lambda r: (r.stage != "precheck", r.name))
+        if phase == "Succeeded":
+            continue
+        if phase == "Failed":
+            kind = "Job" if check.analysis is None else "analysis"
+            return "failed", f"{stage} {check.name} failed ({kind} {name}: {why or 'failed'})"
+        kind = "Job" if check.analysis is None else "AnalysisRun"
+        return "pending", f"{stage} {check.name} running ({kind} {name})"
+    return "passed", ""
 
 
 def _canary(
@@ -572,6 +804,7 @@ def _canary(
         _end_rollout(p, o)
         st.canary_version, st.current_step_hash = canary.text, h
         st.current_step_index, st.step_started_at = 0, o.now
+        st.last_progress_time = o.now
         st.rollout_id = rollout_id(h, o.now)
         st.analysis_runs, st.paused_reason, st.aborted = {}, None, None
         p.events.append(
@@ -609,9 +842,23 @@ def _canary(
         )
         return p
     i = st.current_step_index or 0
+    fhash = forward_hash(at(100))
+    if o.spec.prechecks:
+        verdict, said = _checks(p, o, "precheck", o.spec.prechecks, fhash, rid, canary.text)
+        if verdict == "failed":
+            return _fail(p, o, stable, canary, f"{said}; {canary.text} is blocked")
+        if verdict == "pending":
+            st.lifecycle = "Init"
+            p.forward = at(weight_before(steps, i))
+            _weights_status(p)
+            st.canary_weight = sum(f.weight for f in p.forward if f.version == canary.text)
+            _set_phase(p, o, "Progressing", f"Init: {said}; no traffic moves to {canary.text}")
+            return p
+    if _has_checks(o.spec):
+        st.lifecycle = "Migrating"
     if o.promote == f"{rid}/full":
         i = len(steps)
-    background = o.spec.update_strategy.canary.analysis if o.spec.update_strategy.canary else None
+    background = _background(o.spec)
     paused: str | None = None
     requested: set[str] = set()
 
@@ -695,13 +942,30 @@ def _canary(
         i += 1  # a step kind okra does not know (the CRD rejects these)
     if i != (st.current_step_index or 0):
         st.step_started_at = o.now
+        st.last_progress_time = o.now
     st.current_step_index = i
     st.analysis_runs = runs
     if i >= len(steps):
         p.forward = at(100)
+        if _applied(o, p.forward) and o.spec.postchecks:
+            verdict, said = _checks(p, o, "postcheck", o.spec.postchecks, fhash, rid, canary.text)
+            if verdict == "failed":
+                return _fail(p, o, stable, canary, f"{said}. Rolling back")
+            if verdict == "pending":
+                st.lifecycle = "Completing"
+                _weights_status(p)
+                st.canary_weight = 100
+                if i != (st.current_step_index or 0):
+                    st.step_started_at = st.last_progress_time = o.now
+                st.current_step_index = i
+                st.analysis_runs = runs
+                _set_phase(p, o, "Progressing", f"Completing: {canary.text} serves 100%; {said}")
+                return p
         if _applied(o, p.forward):
             _weights_status(p)
             _end_rollout(p, o)
+            if _has_checks(o.spec):
+                st.lifecycle = "Completed"
             st.stable_version = canary.text
             p.events.append(Event("Normal", "RolloutCompleted", f"{canary.text} serves 100%"))
             _set_phase(p, o, "Healthy", f"{canary.text} serves 100%")

@@ -1,4 +1,5 @@
-"""Cell, AWSApplicationLoadBalancerConfig, AWSTargetGroup, Pause and VersionBlocklist.
+"""Cell, AWSApplicationLoadBalancerConfig, AWSNetworkLoadBalancerConfig, AWSTargetGroup,
+Pause and VersionBlocklist.
 
 Manifests written for the original okra (`okra.mumoshu.github.io` docs) keep
 their field names: `ingress.awsApplicationLoadBalancer.listenerARN`,
@@ -72,11 +73,58 @@ class CellNLB(ApiModel):
 
 
 class CellIngress(ApiModel):
+    """Where the Cell's traffic comes in. `AWSApplicationLoadBalancer`: okra owns one
+    listener rule (`awsApplicationLoadBalancer`). `AWSNetworkLoadBalancer`: okra owns the
+    listener's default action (`awsNetworkLoadBalancer`; the original okra's docs nest
+    it under `awsApplicationLoadBalancer`, which is accepted with a warning Event)."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.type != 'AWSNetworkLoadBalancer' || "
+                    "has(self.awsNetworkLoadBalancer) || has(self.awsApplicationLoadBalancer)",
+                    "message": "type AWSNetworkLoadBalancer needs awsNetworkLoadBalancer "
+                    "(listenerARN, targetGroupSelector)",
+                },
+                {
+                    "rule": "self.type == 'AWSNetworkLoadBalancer' || "
+                    "has(self.awsApplicationLoadBalancer)",
+                    "message": "type AWSApplicationLoadBalancer needs awsApplicationLoadBalancer "
+                    "(listenerARN, targetGroupSelector)",
+                },
+                {
+                    "rule": "self.type == 'AWSNetworkLoadBalancer' || "
+                    "!has(self.awsNetworkLoadBalancer)",
+                    "message": "awsNetworkLoadBalancer is for type AWSNetworkLoadBalancer",
+                },
+            ]
+        }
+    }
     type: Literal["AWSApplicationLoadBalancer", "AWSNetworkLoadBalancer"] = (
         "AWSApplicationLoadBalancer"
     )
     aws_application_load_balancer: CellALB | None = None
     aws_network_load_balancer: CellNLB | None = None
+
+    @property
+    def network(self) -> bool:
+        return self.type == "AWSNetworkLoadBalancer"
+
+    def listener(self) -> CellALB | CellNLB | None:
+        """The load balancer section that applies: for an NLB `awsNetworkLoadBalancer`,
+        else the seed's spelling (`awsApplicationLoadBalancer`) if only that is given."""
+        if self.network:
+            return self.aws_network_load_balancer or self.aws_application_load_balancer
+        return self.aws_application_load_balancer
+
+    def misspelled(self) -> bool:
+        """An NLB given under `awsApplicationLoadBalancer` (the original docs' spelling)."""
+        return (
+            self.network
+            and self.aws_network_load_balancer is None
+            and self.aws_application_load_balancer is not None
+        )
 
 
 class VersionedBy(ApiModel):
@@ -128,11 +176,29 @@ class CanaryStrategy(ApiModel):
 
 
 class BlueGreenStep(ApiModel):
+    """Exactly one of: `analysis` (run against the new version, which has no traffic
+    before `promote`, and wait for success) or `promote: {}` (all traffic to the new
+    version at once). Steps after `promote` run with the new version serving; a failure
+    there sends all traffic back to the old version."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "(has(self.analysis) ? 1 : 0) + (has(self.promote) ? 1 : 0) == 1",
+                    "message": "a blueGreen step has exactly one of analysis, promote",
+                }
+            ]
+        }
+    }
     analysis: StepAnalysis | None = None
     promote: dict[str, Any] | None = None
 
 
 class BlueGreenStrategy(ApiModel):
+    """The new version's target groups get a healthy target, then the steps run; after
+    the last step (with or without an explicit `promote`) the new version serves 100%."""
+
     steps: list[BlueGreenStep] = Field(default_factory=list, max_length=64)
 
 
@@ -140,6 +206,47 @@ class UpdateStrategy(ApiModel):
     type: Literal["Canary", "BlueGreen"] = "Canary"
     canary: CanaryStrategy | None = None
     blue_green: BlueGreenStrategy | None = None
+
+
+class CheckContainer(ApiModel):
+    """What the check's Job runs (seed 002: `job.template.spec`): one container."""
+
+    image: str = Field(min_length=1)
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    env: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CheckJobTemplate(ApiModel):
+    spec: CheckContainer
+
+
+class CheckJob(ApiModel):
+    template: CheckJobTemplate
+    active_deadline_seconds: int | None = Field(default=None, ge=1)
+    """The Job's activeDeadlineSeconds: a check that runs longer fails."""
+
+
+class RolloutCheck(ApiModel):
+    """A precheck (before any traffic moves to the new version) or a postcheck (after it
+    serves 100%): a Kubernetes Job the Cell owns (exit 0 passes), or an analysis (an
+    AnalysisRun, Successful passes), one per rollout and check. Anything else fails the
+    rollout (precheck: the new version is blocked and never gets traffic; postcheck: all
+    traffic returns to the old version)."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "(has(self.job) ? 1 : 0) + (has(self.analysis) ? 1 : 0) == 1",
+                    "message": "a check has exactly one of job, analysis",
+                }
+            ]
+        }
+    }
+    name: str = Field(min_length=1, max_length=20, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    job: CheckJob | None = None
+    analysis: StepAnalysis | None = None
 
 
 class CellSpec(ApiModel):
@@ -153,6 +260,19 @@ class CellSpec(ApiModel):
     """Labels carrying a target group's version; the first present wins.
     Default: versionedBy.label, else okra.mumo.co/version."""
     update_strategy: UpdateStrategy = Field(default_factory=UpdateStrategy)
+    progress_deadline_seconds: int | None = Field(default=None, ge=1)
+    """A rollout that makes no progress this long (weights not shown by AWS, an
+    analysis still running, a health gate holding, a timed pause not ending) is reported:
+    condition `Progressing` False with reason `ProgressDeadlineExceeded` and an Event.
+    Waiting for the user (an indefinite pause, an inconclusive analysis) does not count,
+    as in Argo Rollouts. Unset: no deadline (Argo Rollouts' default is 600)."""
+    prechecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
+    """Run, in order, before any traffic moves to a new version (seed 002)."""
+    postchecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
+    """Run, in order, once the new version serves 100%, before the rollout completes."""
+    progress_deadline_abort: bool = False
+    """With a deadline exceeded, send all traffic back to the stable version and block the
+    new one (as a failed analysis does; `okra retry` unblocks it)."""
 
     def labels_for_version(self) -> list[str]:
         labels = list(self.version_labels)
@@ -168,6 +288,19 @@ class TargetGroupWeight(ApiModel):
     version: str | None = None
 
 
+class CheckResult(ApiModel):
+    """One check's outcome for one forward config (seed 002: results paired with the
+    forward config's hash; an unchanged hash with a success is not run again)."""
+
+    name: str
+    stage: Literal["precheck", "postcheck"]
+    forward_hash: str
+    job: str
+    """The Job (or, for an analysis check, the AnalysisRun) that ran it."""
+    phase: Literal["Running", "Succeeded", "Failed"]
+    message: str = ""
+
+
 class CellStatus(ApiModel):
     observed_generation: int | None = None
     phase: Literal["", "Progressing", "Paused", "Healthy", "Degraded"] = ""
@@ -181,11 +314,18 @@ class CellStatus(ApiModel):
     rollout_id: str | None = None
     """Names this rollout attempt: its AnalysisRuns and Pauses; promote/abort target it."""
     step_started_at: datetime.datetime | None = None
+    last_progress_time: datetime.datetime | None = None
+    """When the rollout last made progress (began, completed a step, began waiting);
+    the progress deadline counts from here. Unset when not progressing."""
     analysis_runs: dict[str, str] | None = None
     """Names of the AnalysisRuns of the current rollout: `step-N` and `background`."""
     paused_reason: str | None = None
     aborted: bool | None = None
     target_groups: list[TargetGroupWeight] | None = None
+    lifecycle: Literal["Init", "Migrating", "Completing", "Completed", "Error"] | None = None
+    """Where a rollout with prechecks/postchecks is (seed 002): Init (prechecks),
+    Migrating (steps), Completing (postchecks), Completed, Error (a check failed)."""
+    checks: list[CheckResult] | None = None
     conditions: list[Condition] | None = None
 
 
@@ -225,13 +365,19 @@ class AWSApplicationLoadBalancerConfigSpec(ApiModel):
     forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
 
 
-class AWSApplicationLoadBalancerConfigStatus(ApiModel):
+class LoadBalancerConfigStatus(ApiModel):
+    """What every load balancer config reports: the generation seen, when okra last
+    wrote to AWS, and a `Synced` condition (AWS shows exactly the spec)."""
+
     observed_generation: int | None = None
+    last_applied_time: datetime.datetime | None = None
+    conditions: list[Condition] | None = None
+
+
+class AWSApplicationLoadBalancerConfigStatus(LoadBalancerConfigStatus):
     rule_arn: str | None = Field(default=None, alias="ruleARN")
     applied: AWSApplicationLoadBalancerConfigSpec | None = None
     """What okra last read back from AWS after applying; equal to spec when in sync."""
-    last_applied_time: datetime.datetime | None = None
-    conditions: list[Condition] | None = None
 
 
 class AWSApplicationLoadBalancerConfig(ApiModel):
@@ -254,6 +400,40 @@ class AWSApplicationLoadBalancerConfig(ApiModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AWSApplicationLoadBalancerConfigSpec
     status: AWSApplicationLoadBalancerConfigStatus | None = None
+
+
+class AWSNetworkLoadBalancerConfigSpec(ApiModel):
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    """A TCP/UDP/TLS listener of a Network Load Balancer: okra owns its default action."""
+    forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
+
+
+class AWSNetworkLoadBalancerConfigStatus(LoadBalancerConfigStatus):
+    applied: AWSNetworkLoadBalancerConfigSpec | None = None
+    """What okra last read back from AWS after applying; equal to spec when in sync."""
+
+
+class AWSNetworkLoadBalancerConfig(ApiModel):
+    """The forward of one NLB listener's default action (one target group, or weighted
+    target groups); its controller makes AWS match."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="AWSNetworkLoadBalancerConfig",
+        plural="awsnetworkloadbalancerconfigs",
+        short_names=("nlbconfig",),
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+            PrinterColumn("Listener", "string", ".spec.listenerARN", priority=1),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "AWSNetworkLoadBalancerConfig"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AWSNetworkLoadBalancerConfigSpec
+    status: AWSNetworkLoadBalancerConfigStatus | None = None
 
 
 class AWSTargetGroupSpec(ApiModel):
@@ -340,6 +520,7 @@ class VersionBlocklist(ApiModel):
 CELL_MODELS: tuple[type[ApiModel], ...] = (
     Cell,
     AWSApplicationLoadBalancerConfig,
+    AWSNetworkLoadBalancerConfig,
     AWSTargetGroup,
     Pause,
     VersionBlocklist,

@@ -1,0 +1,161 @@
+"""What the load balancer config controllers (ALB listener rule, NLB listener default
+action) share: reading a spec into its model with problems that name the field, the
+`Synced` condition and the status patch written only when something changed, target
+group names for messages, and AWS errors said in one line.
+
+Why one module: both controllers promise the Cell the same contract (`status.applied`
+is what AWS shows, `Synced` says whether it equals the spec, an idle resync writes
+nothing), so the code that keeps that promise exists once.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from typing import Any, Literal, TypeVar
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ValidationError
+
+from okra_controllers.api.v1alpha1.cell import LoadBalancerConfigStatus
+from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.aws import elbv2
+from okra_runtime.client import Client
+from okra_runtime.errors import NotFoundError
+from okra_runtime.gvk import GVK
+
+SYNCED = "Synced"
+
+Json = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
+S = TypeVar("S", bound=LoadBalancerConfigStatus)
+
+
+def parse_spec(
+    model: type[M], raw: Mapping[str, Any], validate: Callable[[M], list[str]]
+) -> tuple[M | None, list[str]]:
+    """The object parsed into `model` (status ignored), or the problems with it, each
+    naming the field (`spec.forwardTargetGroups[1].weight: ...`); `validate` adds the
+    rules the schema cannot say."""
+    try:
+        obj = model.model_validate({k: v for k, v in raw.items() if k != "status"})
+    except ValidationError as e:
+        return None, [f"{field_path(err['loc'])}: {err['msg']}" for err in e.errors()]
+    return obj, validate(obj)
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """pydantic's error location as a YAML path: `spec.forwardTargetGroups[0].weight`."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def status_of(model: type[S], raw: Mapping[str, Any]) -> S:
+    """The object's status; an unreadable one (hand-edited) counts as empty."""
+    try:
+        return model.model_validate(raw.get("status") or {})
+    except ValidationError:
+        return model()
+
+
+def with_synced(
+    status: S,
+    *,
+    synced: bool,
+    reason: str,
+    message: str,
+    generation: int | None,
+    now: datetime.datetime,
+    wrote: bool,
+) -> S:
+    """A copy of `status` with `observedGeneration`, `lastAppliedTime` (when this sync
+    wrote to AWS) and the `Synced` condition, whose transition time moves only when its
+    status does."""
+    new = status.model_copy(deep=True)
+    new.observed_generation = generation
+    if wrote:
+        new.last_applied_time = now
+    state: Literal["True", "False"] = "True" if synced else "False"
+    before = next((c for c in status.conditions or [] if c.type == SYNCED), None)
+    new.conditions = [
+        *(c for c in status.conditions or [] if c.type != SYNCED),
+        Condition(
+            type=SYNCED,
+            status=state,
+            reason=reason,
+            message=message[:32768],
+            last_transition_time=before.last_transition_time
+            if before is not None and before.status == state
+            else now,
+            observed_generation=generation,
+        ),
+    ]
+    return new
+
+
+def dump_status(status: BaseModel) -> Json:
+    out: Json = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return out
+
+
+async def patch_status(
+    client: Client,
+    gvk: GVK,
+    raw: Mapping[str, Any],
+    old: Json,
+    new: Json,
+) -> bool:
+    """Patch the status subresource from `old` to `new` (keys gone from `new` are
+    removed); nothing when they are equal, so an idle resync writes nothing. False when
+    nothing was written."""
+    if new == old:
+        return False
+    patch = {"status": {k: new.get(k) for k in {*old, *new}}}
+    with suppress(NotFoundError):  # deleted meanwhile: nothing to report on
+        await client.patch(
+            gvk,
+            raw["metadata"]["name"],
+            patch,
+            namespace=raw["metadata"].get("namespace"),
+            subresource="status",
+        )
+    return True
+
+
+def in_spec_order(
+    values: Sequence[Any], spec_values: Sequence[Any], key: Callable[[Any], Any]
+) -> list[Any]:
+    """AWS's values, those the spec lists first and in its order, so that `applied`
+    reads like the spec when they agree."""
+    rank = {key(v): i for i, v in reversed(list(enumerate(spec_values)))}
+    return sorted(values, key=lambda v: (rank.get(key(v), len(rank)), str(key(v))))
+
+
+def tg_name(arn: str) -> str:
+    """`...:targetgroup/NAME/ID` -> NAME, for target groups the spec does not name."""
+    parts = arn.split(":targetgroup/", 1)
+    return parts[1].split("/", 1)[0] if len(parts) == 2 else arn
+
+
+def weights_note(actions: Sequence[Json] | None) -> str:
+    """`: name=70, other=30` for the first weighted forward in `actions` (Event text)."""
+    for action in actions or ():
+        pairs = elbv2.forward_weights(action)
+        if pairs:
+            return ": " + ", ".join(f"{tg_name(arn)}={w}" for arn, w in pairs)
+    return ""
+
+
+def error_code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", ""))
+
+
+def aws_message(e: ClientError | BotoCoreError) -> str:
+    """`Operation: Code: Message`, the one line a status condition and an Event carry."""
+    if isinstance(e, ClientError):
+        err = e.response.get("Error", {})
+        return f"{e.operation_name}: {err.get('Code', 'Error')}: {err.get('Message', str(e))}"
+    return str(e)

@@ -1,0 +1,322 @@
+"""The AWSNetworkLoadBalancerConfig controller: make one NLB listener's default action
+forward exactly as the config says, and say in status what AWS shows.
+
+observe: ONE DescribeListeners of the listener. plan: `plan`, a pure function from the
+spec and the listener to one `Action`. act: that one write (ModifyListener with only
+`DefaultActions`), none when in sync. report: read the listener back and write
+`status.applied` (what AWS now shows, in the config's own shape), `observedGeneration`,
+`lastAppliedTime` and a `Synced` condition; Events for writes and problems.
+
+Why the default action: an NLB listener has no rules; its default action is its only
+routing, and since November 2025 it may forward to up to five weighted target groups
+(0..999), as an ALB rule does. So okra owns that action, whole. Anything else on the
+listener (port, protocol, certificates) is never written.
+
+Deletion: there is no finalizer and nothing is undone. An NLB listener always has a
+default action; deleting the config leaves it forwarding as it last did, because a
+listener that forwarded nowhere would cut every connection.
+
+Idle cost: every `resync` seconds one DescribeListeners and nothing else; no AWS write
+and no status write when nothing changed.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
+
+from okra_controllers.api.v1alpha1.cell import (
+    AWSNetworkLoadBalancerConfig,
+    AWSNetworkLoadBalancerConfigSpec,
+    AWSNetworkLoadBalancerConfigStatus,
+    ForwardTargetGroup,
+)
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.aws import elbv2
+from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.elbv2 import Json
+from okra_controllers.lbconfig import (
+    aws_message,
+    dump_status,
+    in_spec_order,
+    parse_spec,
+    patch_status,
+    status_of,
+    tg_name,
+    weights_note,
+    with_synced,
+)
+from okra_runtime.client import Client
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.informer import Informer
+from okra_runtime.predicates import GenerationChanged
+from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from okra_controllers.manager import Settings
+    from okra_runtime.manager import Manager
+
+NLB_CONFIG = GVK(GROUP, VERSION, "AWSNetworkLoadBalancerConfig")
+DEFAULT_RESYNC = 300.0
+"""Seconds between idle checks of the listener (one DescribeListeners each)."""
+APPLICATION_PROTOCOLS = ("HTTP", "HTTPS")
+"""Listener protocols of an Application Load Balancer: its default action is not okra's
+to own (an ALB Cell owns one rule; see AWSApplicationLoadBalancerConfig)."""
+
+log = structlog.get_logger("okra.nlbconfig")
+
+
+# --- plan ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModifyDefault:
+    """The default action differs: ModifyListener with the weighted forward."""
+
+    actions: list[Json]
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """The default action already forwards as wanted."""
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """okra must not (or cannot) write: the listener is missing or is not an NLB's."""
+
+    reason: str
+    message: str
+
+
+Action = ModifyDefault | Nothing | Refuse
+
+
+def forward_action(tgs: list[ForwardTargetGroup]) -> Json:
+    """An NLB weighted forward. No stickiness block: NLB forwards keep connections on
+    their target by themselves, and a read-back without one means "off"."""
+    return {
+        "Type": "forward",
+        "ForwardConfig": {
+            "TargetGroups": [{"TargetGroupArn": tg.arn, "Weight": tg.weight} for tg in tgs]
+        },
+    }
+
+
+def plan(spec: AWSNetworkLoadBalancerConfigSpec, listener: Mapping[str, Any] | None) -> Action:
+    """The one write (or none) that makes `listener` (as DescribeListeners returns it;
+    None: not found) forward as `spec` says."""
+    if listener is None:
+        return Refuse(
+            "ListenerNotFound",
+            f"listener {spec.listener_arn} does not exist: fix spec.listenerARN",
+        )
+    protocol = str(listener.get("Protocol", ""))
+    if protocol in APPLICATION_PROTOCOLS:
+        return Refuse(
+            "NotNetworkListener",
+            f"listener {spec.listener_arn} speaks {protocol}: it belongs to an Application "
+            "Load Balancer, whose default action okra does not own; use an "
+            "AWSApplicationLoadBalancerConfig (one listener rule) instead",
+        )
+    want = [forward_action(spec.forward_target_groups)]
+    if elbv2.same_forward(listener.get("DefaultActions") or [], want):
+        return Nothing()
+    return ModifyDefault(want)
+
+
+def in_sync(spec: AWSNetworkLoadBalancerConfigSpec, listener: Mapping[str, Any] | None) -> bool:
+    """Whether AWS's `listener` forwards exactly as `spec` asks."""
+    return listener is not None and isinstance(plan(spec, listener), Nothing)
+
+
+def applied_from_listener(
+    spec: AWSNetworkLoadBalancerConfigSpec, listener: Mapping[str, Any]
+) -> AWSNetworkLoadBalancerConfigSpec | None:
+    """What the listener's default action does, in the config's own shape
+    (`status.applied`); names of target groups come from the spec where it lists them.
+    None when it cannot be said in that shape (not a single forward)."""
+    forwards = [a for a in listener.get("DefaultActions") or [] if a.get("Type") == "forward"]
+    if len(forwards) != 1:
+        return None
+    names = {tg.arn: tg.name for tg in spec.forward_target_groups}
+    try:
+        tgs = [
+            ForwardTargetGroup(name=names.get(arn) or tg_name(arn), arn=arn, weight=weight)
+            for arn, weight in elbv2.forward_weights(forwards[0])
+        ]
+        return AWSNetworkLoadBalancerConfigSpec(
+            listenerARN=str(listener.get("ListenerArn") or spec.listener_arn),
+            forward_target_groups=in_spec_order(tgs, spec.forward_target_groups, lambda t: t.arn),
+        )
+    except (ValidationError, KeyError, TypeError, ValueError):
+        return None
+
+
+def validate(spec: AWSNetworkLoadBalancerConfigSpec) -> list[str]:
+    """What AWS would reject in the forward (the listener's kind is checked against
+    AWS itself: its ARN does not always say, e.g. in emulators)."""
+    problems: list[str] = []
+    if ":listener/" not in spec.listener_arn:
+        problems.append(
+            f"spec.listenerARN: {spec.listener_arn!r} is not a listener ARN "
+            "(arn:aws:elasticloadbalancing:REGION:ACCOUNT:listener/net/...)"
+        )
+    return problems + elbv2.validate_target_groups(spec.forward_target_groups, "NLB")
+
+
+def spec_problems(
+    raw: Mapping[str, Any],
+) -> tuple[AWSNetworkLoadBalancerConfig | None, list[str]]:
+    """The parsed config, or the problems with it, each naming the field."""
+    return parse_spec(AWSNetworkLoadBalancerConfig, raw, lambda c: validate(c.spec))
+
+
+# --- the controller --------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    reason: str
+    message: str
+    synced: bool = False
+    listener: Json | None = None
+    wrote: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class NlbConfigReconciler:
+    def __init__(
+        self,
+        client: Client,
+        informer: Informer,
+        events: EventRecorder,
+        aws: AwsConfig,
+        *,
+        resync: float = DEFAULT_RESYNC,
+        clock: Callable[[], datetime.datetime] = utcnow,
+    ) -> None:
+        self.client = client
+        self.configs = informer.store
+        self.events = events
+        self.aws = aws
+        self.resync = resync
+        self.clock = clock
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.configs.get(req.name, req.namespace)
+        if raw is None or raw["metadata"].get("deletionTimestamp"):
+            return None
+        status = status_of(AWSNetworkLoadBalancerConfigStatus, raw)
+        config, problems = spec_problems(raw)
+        if config is None or problems:
+            message = "; ".join(problems)
+            self.events.event(raw, "Warning", "InvalidSpec", message)
+            await self._report(raw, status, Outcome("InvalidSpec", message))
+            return None
+        try:
+            async with self.aws.client("elbv2") as elb:
+                outcome = await self._sync(elb, config.spec)
+        except (ClientError, BotoCoreError) as e:
+            message = aws_message(e)
+            self.events.event(raw, "Warning", "AWSError", message)
+            await self._report(raw, status, Outcome("AWSError", message))
+            raise
+        if outcome.wrote:
+            self.events.event(raw, "Normal", "ListenerModified", "; ".join(outcome.notes))
+            log.info("wrote listener default action", notes=outcome.notes)
+        elif not outcome.synced and outcome.listener is None:
+            self.events.event(raw, "Warning", outcome.reason, outcome.message)
+        await self._report(raw, status, outcome, config.spec)
+        if outcome.synced or not outcome.wrote:
+            return Result(requeue_after=self.resync)
+        return Result(requeue=True)  # written but not (yet) shown by AWS: look again soon
+
+    async def _sync(self, elb: Any, spec: AWSNetworkLoadBalancerConfigSpec) -> Outcome:
+        listener = await elbv2.describe_listener(elb, spec.listener_arn)
+        action = plan(spec, listener)
+        if isinstance(action, Refuse):
+            return Outcome(action.reason, action.message)
+        out = Outcome("", "")
+        if isinstance(action, ModifyDefault):
+            await elbv2.modify_default_actions(elb, spec.listener_arn, action.actions)
+            out.wrote = True
+            out.notes.append(
+                f"set the default action of listener {spec.listener_arn}"
+                f"{weights_note(action.actions)}"
+            )
+            listener = await elbv2.describe_listener(elb, spec.listener_arn)
+        out.listener = listener
+        out.synced = in_sync(spec, listener)
+        if out.synced:
+            out.reason, out.message = (
+                "Synced",
+                "the listener's default action forwards as specified",
+            )
+        else:
+            out.reason = "NotApplied"
+            out.message = "the listener's default action does not (yet) show the written state"
+        return out
+
+    async def _report(
+        self,
+        raw: Json,
+        old: AWSNetworkLoadBalancerConfigStatus,
+        outcome: Outcome,
+        spec: AWSNetworkLoadBalancerConfigSpec | None = None,
+    ) -> None:
+        """Write status if it changed (an idle resync writes nothing). `applied` is kept
+        from before when this sync could not look (invalid spec, AWS error)."""
+        new = with_synced(
+            old,
+            synced=outcome.synced,
+            reason=outcome.reason,
+            message=outcome.message,
+            generation=raw["metadata"].get("generation"),
+            now=self.clock(),
+            wrote=outcome.wrote,
+        )
+        if spec is not None:
+            new.applied = (
+                applied_from_listener(spec, outcome.listener) if outcome.listener else None
+            )
+        await patch_status(self.client, NLB_CONFIG, raw, dump_status(old), dump_status(new))
+
+
+def register(
+    mgr: Manager,
+    aws: AwsConfig,
+    *,
+    concurrency: int = 1,
+    resync: float = DEFAULT_RESYNC,
+) -> NlbConfigReconciler:
+    """Build the reconciler and its controller on `mgr` (tests pick their own `resync`).
+    Reconciles on spec changes only: status writes and informer resyncs do not enqueue
+    (the controller requeues itself every `resync`)."""
+    rec = NlbConfigReconciler(
+        mgr.client,
+        mgr.informer_for(NLB_CONFIG),
+        mgr.event_recorder("nlbconfig-controller"),
+        aws,
+        resync=resync,
+    )
+    (
+        mgr.builder("nlbconfig")
+        .for_(NLB_CONFIG, predicates=(GenerationChanged(),))
+        .with_options(max_concurrent_reconciles=concurrency)
+        .complete(rec)
+    )
+    return rec
+
+
+def setup(mgr: Manager, settings: Settings) -> None:
+    """The manager's entry (`CONTROLLERS["nlbconfig"]`)."""
+    register(mgr, settings.aws, concurrency=settings.concurrency)

@@ -1,0 +1,116 @@
+"""Prechecks and postchecks (seed 002's lifecycle) end to end: okra-manager (a real
+process) creates the check Jobs on the real control plane; `jobrunner.JobRunner` plays
+the kubelet (the control plane has no nodes and none can run here: see its docstring);
+moto for AWS. A failing precheck blocks the rollout before any traffic moves; a passing
+one lets it proceed; a failing postcheck rolls back; okra-manager killed with SIGKILL
+while a check's Job runs resumes on the same Job."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from jobrunner import JOB, JobRunner
+from okra_runtime import GVK, Client
+from support import eventually
+
+from .conftest import Env, OkraManager, cell_obj, cell_status
+
+BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
+
+
+def check(name: str, script: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "job": {
+            "template": {
+                "spec": {
+                    "image": "registry.example.com/checks:1",
+                    "command": [sys.executable, "-c", script],
+                }
+            }
+        },
+    }
+
+
+async def wait_status(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
+    async def ok() -> bool:
+        return bool(pred(await cell_status(c, ns)))
+
+    assert await eventually(ok, within=within), await cell_status(c, ns)
+    return await cell_status(c, ns)
+
+
+async def test_a_failing_precheck_blocks_the_rollout_before_any_traffic(
+    env: Env, okra: OkraManager, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    await env.target_group("web-a-v1", "v1")
+    fails = check("run-test", "import sys; print('2 of 40 tests failed'); sys.exit(3)")
+    await rt_client.create(
+        cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}], prechecks=[fails])
+    )
+    async with JobRunner(rt_client, ns) as runner:
+        await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+        await env.target_group("web-a-v2", "v2")
+        st = await wait_status(rt_client, ns, lambda s: s.get("lifecycle") == "Error")
+    assert st["phase"] == "Degraded"
+    assert "precheck run-test failed (Job web-" in st["message"]
+    assert "exit code 3: 2 of 40 tests failed" in st["message"]
+    assert "v2 is blocked" in st["message"]
+    assert await env.rule_weights() == {"web-a-v1": 100}
+    assert env.proxy.actions().count("ModifyRule") == 0  # the first rollout created the rule
+    blocked = await rt_client.get(BLOCKLIST, "web", ns)
+    assert [i["version"] for i in blocked["spec"]["items"]] == ["v2"]
+    jobs = (await rt_client.list(JOB, ns)).items
+    assert [j["metadata"]["name"] for j in jobs] == runner.started
+    assert len(jobs) == 1
+    assert jobs[0]["metadata"]["ownerReferences"][0]["kind"] == "Cell"
+    assert [r["phase"] for r in st["checks"]] == ["Failed"]
+
+
+async def test_precheck_passes_manager_killed_mid_job_then_postcheck_rolls_back(
+    env: Env, okra: OkraManager, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    await env.target_group("web-a-v1", "v1")
+    slow_pass = check("run-test", "import time; time.sleep(4)")
+    post_fail = check("smoke", "import sys; print('smoke: 503'); sys.exit(1)")
+    cell = cell_obj(
+        ns, env.alb.listener_arn, [{"setWeight": 50}], prechecks=[slow_pass], postchecks=[post_fail]
+    )
+    await rt_client.create(cell)
+    async with JobRunner(rt_client, ns) as runner:
+        await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+        await env.target_group("web-a-v2", "v2")
+        st = await wait_status(rt_client, ns, lambda s: s.get("lifecycle") == "Init")
+        assert "Init: precheck run-test running" in st["message"]
+
+        async def job_running() -> bool:
+            return bool(runner.started)
+
+        assert await eventually(job_running, within=30)
+        okra.kill()  # SIGKILL while the precheck's Job runs
+        assert await env.rule_weights() == {"web-a-v1": 100}  # nothing moved during Init
+        okra.start()
+
+        # The precheck passes, traffic moves, v2 reaches 100%, the postcheck fails: back.
+        st = await wait_status(rt_client, ns, lambda s: s.get("lifecycle") == "Error")
+        assert "postcheck smoke failed" in st["message"]
+        assert "exit code 1: smoke: 503" in st["message"]
+        assert "Rolling back" in st["message"]
+    assert st["stableVersion"] == "v1"
+
+    async def back() -> bool:
+        return await env.rule_weights() == {"web-a-v1": 100}
+
+    assert await eventually(back, within=20), await env.rule_weights()
+    jobs = sorted(j["metadata"]["name"] for j in (await rt_client.list(JOB, ns)).items)
+    assert len(jobs) == 2, jobs  # one per check: the restart created no second precheck Job
+    assert sorted(runner.started) == jobs
+    assert {(r["stage"], r["phase"]) for r in st["checks"]} == {
+        ("precheck", "Succeeded"),
+        ("postcheck", "Failed"),
+    }
+    modified = env.proxy.actions().count("ModifyRule")
+    assert modified >= 3  # 50%, 100%, then back to v1

@@ -1,0 +1,70 @@
+"""The progress deadline end to end: okra-manager (a real process), the real control
+plane, moto. An analysis step that keeps running past `progressDeadlineSeconds` is
+reported (condition and Event) while traffic stays where it is; with
+`progressDeadlineAbort` the canary is aborted: all weight back to stable in AWS, the
+version blocked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from okra_runtime import GVK, Client
+from support import eventually
+
+from .conftest import CELL, Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
+
+BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
+EVENT = GVK("events.k8s.io", "v1", "Event")
+VERSION_ARG = [
+    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
+]
+
+
+async def wait_status(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
+    async def ok() -> bool:
+        return bool(pred(await cell_status(c, ns)))
+
+    assert await eventually(ok, within=within), await cell_status(c, ns)
+    return await cell_status(c, ns)
+
+
+def progressing(st: dict[str, Any]) -> dict[str, Any]:
+    return next((c for c in st.get("conditions") or [] if c["type"] == "Progressing"), {})
+
+
+async def test_a_stuck_analysis_is_reported_then_aborted_when_asked(
+    env: Env, okra: OkraManager, metrics: Metrics, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    slow = error_rate_template(ns, metrics.url, name="slow")
+    slow["spec"]["metrics"][0]["count"] = 1000  # one measurement a second: never done here
+    await rt_client.create(slow)
+    await env.target_group("web-a-v1", "v1")
+    analysis = {"analysis": {"templates": [{"templateName": "slow"}], "args": VERSION_ARG}}
+    cell = cell_obj(
+        ns, env.alb.listener_arn, [{"setWeight": 20}, analysis], progressDeadlineSeconds=3
+    )
+    await rt_client.create(cell)
+    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+
+    await env.target_group("web-a-v2", "v2")
+    st = await wait_status(
+        rt_client, ns, lambda s: progressing(s).get("reason") == "ProgressDeadlineExceeded"
+    )
+    assert progressing(st)["status"] == "False"
+    assert "progressDeadlineSeconds (3s)" in st["message"]
+    assert st["phase"] == "Progressing"
+    assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}  # reported, not moved
+    events = (await rt_client.list(EVENT, ns)).items
+    assert [e["type"] for e in events if e["reason"] == "ProgressDeadlineExceeded"] == ["Warning"]
+
+    await rt_client.patch(CELL, "web", {"spec": {"progressDeadlineAbort": True}}, namespace=ns)
+    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Degraded")
+    assert "version v2 failed: no progress since" in st["message"]
+
+    async def back_on_stable() -> bool:
+        return await env.rule_weights() == {"web-a-v1": 100}
+
+    assert await eventually(back_on_stable, within=20), await env.rule_weights()
+    blocked = await rt_client.get(BLOCKLIST, "web", ns)
+    assert [i["version"] for i in blocked["spec"]["items"]] == ["v2"]

@@ -1,0 +1,219 @@
+"""Cells behind an NLB end to end: okra-manager (a real process) on the real control
+plane, moto for AWS; the listener's default action is read back from AWS at each hold
+point. BlueGreen (seed 000's manifest, spelling included): analysis while the old version
+serves everything, then one switch; a failed analysis leaves the old version serving and
+blocks the new one. Weighted canary on the NLB listener (moto accepts weighted forwards
+on NLB listeners, as AWS has since November 2025)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from okra_controllers.aws.emulator import CountingProxy, MotoServer
+from okra_controllers.aws.seed import LoadBalancer, Seeder
+from okra_runtime import GVK, Client
+from support import eventually
+
+from .conftest import CELL, VERSION_LABEL, Env, Metrics, OkraManager, error_rate_template
+
+BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
+RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
+NLB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSNetworkLoadBalancerConfig")
+EVENT = GVK("events.k8s.io", "v1", "Event")
+VERSION_ARG = [
+    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
+]
+ANALYSIS = {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}}
+
+
+@dataclass
+class NlbEnv:
+    env: Env
+    nlb: LoadBalancer
+    tg_arns: dict[str, str] = field(default_factory=dict)
+
+    async def target_group(self, name: str, version: str) -> None:
+        e = self.env
+        arn = await e.aws.target_group(
+            f"{name}-{e.namespace[-6:]}"[:32], e.network, protocol="TCP", target_type="ip"
+        )
+        await e.aws.register_targets(arn, ["10.0.0.10"], port=80)
+        await e.client.create(
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "AWSTargetGroup",
+                "metadata": {
+                    "name": name,
+                    "namespace": e.namespace,
+                    "labels": {"role": "web", VERSION_LABEL: version},
+                },
+                "spec": {"arn": arn},
+            }
+        )
+        self.tg_arns[name] = arn
+
+    async def listener_weights(self) -> dict[str, int]:
+        """The listener's default forward, by target group name, weights above 0."""
+        by_arn = {a: n for n, a in self.tg_arns.items()}
+        async with self.env.aws.config.client("elbv2") as elb:
+            listener = (await elb.describe_listeners(ListenerArns=[self.nlb.listener_arn]))[
+                "Listeners"
+            ][0]
+        action = listener["DefaultActions"][0]
+        groups = (action.get("ForwardConfig") or {}).get("TargetGroups") or [
+            {"TargetGroupArn": action["TargetGroupArn"], "Weight": 1}
+        ]
+        return {
+            by_arn.get(g["TargetGroupArn"], g["TargetGroupArn"]): g["Weight"]
+            for g in groups
+            if g["Weight"] > 0
+        }
+
+
+@pytest.fixture
+async def nlb_env(
+    moto: MotoServer, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> AsyncIterator[NlbEnv]:
+    proxy = CountingProxy(moto.endpoint_url)
+    await proxy.start()
+    seed = Seeder(moto.config)
+    network = await seed.network()
+    placeholder = await seed.target_group(
+        f"none-{namespace[-8:]}", network, protocol="TCP", target_type="ip"
+    )
+    nlb = await seed.nlb(f"tcp-{namespace[-8:]}", network, placeholder)
+    alb = await seed.alb(f"web-{namespace[-8:]}", network)
+    yield NlbEnv(Env(rt_client, seed, namespace, network, alb, proxy), nlb)
+    await proxy.stop()
+
+
+@pytest.fixture
+def env(nlb_env: NlbEnv) -> Env:
+    """What the shared `okra` fixture runs okra-manager against."""
+    return nlb_env.env
+
+
+def nlb_cell(ns: str, listener: str, strategy: dict[str, Any], key: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "Cell",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {
+            "ingress": {
+                "type": "AWSNetworkLoadBalancer",
+                key: {
+                    "listenerARN": listener,
+                    "targetGroupSelector": {"matchLabels": {"role": "web"}},
+                },
+            },
+            "updateStrategy": strategy,
+        },
+    }
+
+
+async def status(c: Client, ns: str) -> dict[str, Any]:
+    return (await c.get(CELL, "web", ns)).get("status") or {}
+
+
+async def wait_status(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
+    async def ok() -> bool:
+        return bool(pred(await status(c, ns)))
+
+    assert await eventually(ok, within=within), await status(c, ns)
+    return await status(c, ns)
+
+
+async def wait_weights(n: NlbEnv, want: dict[str, int], within: float = 30) -> None:
+    async def same() -> bool:
+        return await n.listener_weights() == want
+
+    assert await eventually(same, within=within), (await n.listener_weights(), want)
+
+
+async def test_blue_green_analysis_then_switch_and_a_failed_version_is_blocked(
+    nlb_env: NlbEnv, okra: OkraManager, metrics: Metrics, rt_client: Client, namespace: str
+) -> None:
+    n, ns = nlb_env, namespace
+    await rt_client.create(error_rate_template(ns, metrics.url))
+    await n.target_group("web-a-v1", "v1")
+    await n.target_group("web-b-v1", "v1")
+    # Seed 000's NLB manifest: the listener under `awsApplicationLoadBalancer`.
+    strategy = {"type": "BlueGreen", "blueGreen": {"steps": [ANALYSIS, {"promote": {}}]}}
+    await rt_client.create(
+        nlb_cell(ns, n.nlb.listener_arn, strategy, key="awsApplicationLoadBalancer")
+    )
+
+    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await wait_weights(n, {"web-a-v1": 50, "web-b-v1": 50})
+    events = (await rt_client.list(EVENT, ns)).items
+    misplaced = [e for e in events if e["reason"] == "MisplacedListener"]
+    assert misplaced, [e["reason"] for e in events]
+    assert misplaced[0]["type"] == "Warning"
+    assert "spec.ingress.awsNetworkLoadBalancer" in misplaced[0]["note"]
+
+    # v2: analysed while v1 serves everything, then switched at once.
+    await n.target_group("web-a-v2", "v2")
+    await n.target_group("web-b-v2", "v2")
+
+    async def run_started() -> bool:
+        return bool((await rt_client.list(RUN, ns)).items)
+
+    assert await eventually(run_started, within=30)
+    assert await n.listener_weights() == {"web-a-v1": 50, "web-b-v1": 50}
+    st = await wait_status(
+        rt_client, ns, lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2"
+    )
+    await wait_weights(n, {"web-a-v2": 50, "web-b-v2": 50})
+    assert {t["name"]: t["weight"] for t in st["targetGroups"]} == {
+        "web-a-v2": 50,
+        "web-b-v2": 50,
+    }
+    nlb_config = await rt_client.get(NLB_CONFIG, "web", ns)
+    assert {t["name"] for t in nlb_config["status"]["applied"]["forwardTargetGroups"]} == {
+        "web-a-v2",
+        "web-b-v2",
+    }
+
+    # v3 fails its analysis: v2 keeps serving, v3 never gets traffic and is blocked.
+    metrics.rates["v3"] = 0.5
+    await n.target_group("web-a-v3", "v3")
+    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Degraded")
+    assert "version v3 failed" in st["message"]
+    assert st["stableVersion"] == "v2"
+    await wait_weights(n, {"web-a-v2": 50, "web-b-v2": 50})
+    blocked = await rt_client.get(BLOCKLIST, "web", ns)
+    assert [i["version"] for i in blocked["spec"]["items"]] == ["v3"]
+    async with n.env.aws.config.client("elbv2") as elb:  # AWS never saw v3 in the forward
+        listener = (await elb.describe_listeners(ListenerArns=[n.nlb.listener_arn]))["Listeners"][0]
+    assert n.tg_arns["web-a-v3"] not in str(listener["DefaultActions"])
+
+
+async def test_weighted_canary_on_an_nlb_listener(
+    nlb_env: NlbEnv, okra: OkraManager, rt_client: Client, namespace: str
+) -> None:
+    n, ns = nlb_env, namespace
+    await n.target_group("web-a-v1", "v1")
+    strategy = {"type": "Canary", "canary": {"steps": [{"setWeight": 30}, {"pause": {}}]}}
+    await rt_client.create(nlb_cell(ns, n.nlb.listener_arn, strategy, key="awsNetworkLoadBalancer"))
+    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await wait_weights(n, {"web-a-v1": 100})
+
+    await n.target_group("web-a-v2", "v2")
+    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Paused")
+    await wait_weights(n, {"web-a-v1": 70, "web-a-v2": 30})
+    assert st["canaryWeight"] == 30
+
+    await rt_client.patch(
+        CELL,
+        "web",
+        {"metadata": {"annotations": {"okra.mumo.co/promote": f"{st['rolloutId']}/full"}}},
+        namespace=ns,
+    )
+    await wait_status(
+        rt_client, ns, lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2"
+    )
+    await wait_weights(n, {"web-a-v2": 100})

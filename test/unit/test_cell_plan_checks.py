@@ -1,0 +1,171 @@
+"""Prechecks and postchecks in the Cell plan (seed 002's lifecycle), through
+test_cell_plan's simulated world, where a check Job ends a tick after it is created:
+Init → Migrating → Completing → Completed, or Error; one Job per rollout and check; a
+success recorded for the same forward config is not run again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from okra_controllers.api.v1alpha1.cell import CellSpec
+from unit.test_cell_plan import ANALYSIS, World, spec
+
+
+def check(name: str) -> dict[str, Any]:
+    return {"name": name, "job": {"template": {"spec": {"image": "busybox", "command": ["true"]}}}}
+
+
+def with_checks(steps: list[Any], pre: list[str], post: list[str], **kw: Any) -> CellSpec:
+    return spec(steps, prechecks=[check(n) for n in pre], postchecks=[check(n) for n in post], **kw)
+
+
+def rolled_out(cell: CellSpec) -> World:
+    w = World(cell)
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    return w
+
+
+def lifecycles(w: World) -> list[str]:
+    seen: list[str] = []
+    for p in w.history:
+        phase = p.status.lifecycle
+        if phase and (not seen or seen[-1] != phase):
+            seen.append(phase)
+    return seen
+
+
+def test_the_lifecycle_in_order_with_one_job_per_check() -> None:
+    w = rolled_out(with_checks([{"setWeight": 50}, ANALYSIS], ["run-test"], ["smoke"]))
+    w.run(30)
+    assert lifecycles(w) == ["Init", "Migrating", "Completing", "Completed"]
+    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v2")
+    rid = next(p.status.rollout_id for p in w.history if p.status.rollout_id)
+    assert sorted(w.jobs) == [f"web-{rid}-post-smoke", f"web-{rid}-prec-run-test"]
+    assert len(w.jobs) == 2
+    assert {(r.stage, r.name, r.phase) for r in w.status.checks or []} == {
+        ("precheck", "run-test", "Succeeded"),
+        ("postcheck", "smoke", "Succeeded"),
+    }
+    # No traffic moved while the precheck ran.
+    init = [p for p in w.history if p.status.lifecycle == "Init"]
+    assert init
+    assert all({f.version for f in p.forward or ()} == {"v1"} for p in init)
+    assert "Init: precheck run-test running" in (init[0].status.message or "")
+    # The postcheck ran with v2 at 100%.
+    completing = [p for p in w.history if p.status.lifecycle == "Completing"]
+    assert completing
+    assert all({f.version for f in p.forward or ()} == {"v2"} for p in completing)
+
+
+def test_a_failed_precheck_blocks_the_version_before_any_traffic() -> None:
+    w = rolled_out(with_checks([{"setWeight": 50}], ["run-test"], []))
+    w.job_outcome = lambda name: ("Failed", "BackoffLimitExceeded: exit code 3")
+    w.run(20)
+    assert all({f.version for f in p.forward or ()} <= {"v1"} for p in w.history)
+    assert "v2" in w.blocked
+    assert (w.status.phase, w.status.lifecycle) == ("Degraded", "Error")
+    assert "precheck run-test failed (Job " in (w.status.message or "")
+    assert "exit code 3" in (w.status.message or "")
+    assert "v2 is blocked" in (w.status.message or "")
+    assert len(w.jobs) == 1
+
+
+def test_a_failed_postcheck_rolls_back() -> None:
+    w = rolled_out(with_checks([{"setWeight": 50}], [], ["smoke"]))
+    w.job_outcome = lambda name: ("Failed", "exit code 1")
+    w.run(20)
+    assert any({f.version for f in p.forward or ()} == {"v2"} for p in w.history)
+    assert w.weights() == {"a-v1": 100}
+    assert "v2" in w.blocked
+    assert "postcheck smoke failed" in (w.status.message or "")
+    assert "Rolling back" in (w.status.message or "")
+    assert w.status.lifecycle == "Error"
+
+
+def test_a_success_for_the_same_forward_config_is_not_run_again() -> None:
+    w = rolled_out(with_checks([{"setWeight": 50}, {"pause": {}}], ["run-test"], []))
+    w.run(10)
+    assert w.status.phase == "Paused"
+    assert len(w.jobs) == 1
+    # The steps change: a new rollout of the same version to the same forward config.
+    w.spec = with_checks([{"setWeight": 30}, {"pause": {}}], ["run-test"], [])
+    w.run(10)
+    assert w.status.phase == "Paused"
+    assert len(w.jobs) == 1  # the precheck's success stands
+    assert w.weights() == {"a-v1": 70, "a-v2": 30}
+
+
+def test_checks_run_in_order_and_a_step_less_update_still_runs_them() -> None:
+    w = rolled_out(with_checks([], ["first", "second"], ["after"]))
+    order: list[str] = []
+    w.job_outcome = lambda name: order.append(name) or ("Succeeded", "")  # type: ignore[func-returns-value]
+    w.run(20)
+    assert [n.rsplit("-", 1)[1] for n in order] == ["first", "second", "after"]
+    assert w.weights() == {"a-v2": 100}
+    assert w.status.lifecycle == "Completed"
+
+
+def test_a_cell_without_checks_has_no_lifecycle() -> None:
+    w = rolled_out(spec([{"setWeight": 50}]))
+    w.run(10)
+    assert lifecycles(w) == []
+    assert not w.jobs
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    pre=st.lists(st.sampled_from(["a", "b", "c"]), unique=True, max_size=3),
+    post=st.lists(st.sampled_from(["x", "y"]), unique=True, max_size=2),
+    failing=st.one_of(st.none(), st.sampled_from(["a", "b", "c", "x", "y"])),
+)
+def test_any_checks_end_completed_or_error(
+    pre: list[str], post: list[str], failing: str | None
+) -> None:
+    w = rolled_out(with_checks([{"setWeight": 40}], pre, post))
+    w.job_outcome = lambda name: (
+        ("Failed", "exit 1") if failing and name.endswith(f"-{failing}") else ("Succeeded", "")
+    )
+    w.run(40)
+    fails = failing is not None and failing in pre + post
+    if not pre and not post:
+        assert w.status.lifecycle is None
+    elif fails:
+        assert w.status.lifecycle == "Error"
+        assert w.weights() == {"a-v1": 100}
+        assert "v2" in w.blocked
+        if failing in pre:  # the new version never got traffic
+            assert all({f.version for f in p.forward or ()} <= {"v1"} for p in w.history)
+    else:
+        assert w.status.lifecycle == "Completed"
+        assert w.weights() == {"a-v2": 100}
+    assert len(w.jobs) <= len(pre) + len(post)
+
+
+def analysis_check(name: str) -> dict[str, Any]:
+    return {"name": name, "analysis": {"templates": [{"templateName": "smoke"}]}}
+
+
+def test_an_analysis_precheck_runs_before_traffic_and_a_failure_blocks() -> None:
+    cell = spec([{"setWeight": 50}], prechecks=[analysis_check("smoke")])
+    w = rolled_out(cell)
+    w.outcome = lambda name: "Failed"
+    w.run(15)
+    assert all({f.version for f in p.forward or ()} <= {"v1"} for p in w.history)
+    assert "v2" in w.blocked
+    assert "precheck smoke failed (analysis " in (w.status.message or "")
+    assert [n for n in w.runs if n.endswith("-prec-smoke")], w.runs
+    assert not w.jobs
+
+
+def test_an_analysis_postcheck_passes_and_the_rollout_completes() -> None:
+    cell = spec([{"setWeight": 50}], postchecks=[analysis_check("smoke")])
+    w = rolled_out(cell)
+    w.run(20)
+    assert lifecycles(w) == ["Migrating", "Completing", "Completed"]
+    assert w.weights() == {"a-v2": 100}
+    assert [r.phase for r in w.status.checks or []] == ["Succeeded"]
