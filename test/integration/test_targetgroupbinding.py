@@ -233,8 +233,12 @@ async def test_ids_and_nodes_of_a_cluster_are_registered_and_a_deleted_node_dere
 
     assert await eventually(deregistered, within=30), await env.registered(tg)
     assert env.calls["elbv2:DeregisterTargets"] == 1
-    st = await env.status("web")
-    assert [t["ids"] for t in st["targets"] if t["name"] == "nodesincluster"] == [[i1]]
+
+    async def status_follows() -> bool:  # written after AWS answered, not with it
+        st = await env.status("web")
+        return [t["ids"] for t in st["targets"] if t["name"] == "nodesincluster"] == [[i1]]
+
+    assert await eventually(status_follows, within=15), await env.status("web")
 
     # The binding deleted: the finalizer deregisters everything it registered, in one call.
     assert (
