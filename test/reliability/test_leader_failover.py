@@ -3,17 +3,18 @@ AWS proxy (so every AWS write is attributed to the process that made it).
 
 SIGKILL of the leader mid-rollout: the standby takes over once the lease expires (15 s)
 and carries on at the same step with the same rollout id. SIGTERM (a rolling update):
-the leader releases the lease and the standby takes over without waiting for it to
-expire (the standby polls every 2 s; a handover under 2 s is not reached yet). The
-proxies' write logs show no interleaving: each leader's ModifyRule calls come after
-the previous leader's last one. Printed: both takeover times.
+the leader releases the lease and the standby, which watches the Lease, takes over at
+once. The proxies' write logs show no interleaving: each leader's ModifyRule calls come
+after the previous leader's last one. Printed: both takeover times.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import itertools
+import json
 import os
 import subprocess
 import time
@@ -54,6 +55,17 @@ class Candidate(OkraManager):
 
     def leads(self) -> bool:
         return self.log.exists() and "became leader" in self.log.read_text(errors="replace")
+
+    def logged_at(self, event: str) -> datetime.datetime:
+        """When the manager logged `event` (its first such line)."""
+        for line in self.log.read_text(errors="replace").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("event") == event:
+                return datetime.datetime.fromisoformat(str(rec["timestamp"]))
+        raise AssertionError(f"{self.log.name} has no {event!r} line")
 
 
 async def _true(v: bool) -> bool:
@@ -146,6 +158,9 @@ async def _failover(
     assert await eventually(lambda: _true(standby.leads()), within=60, interval=0.05)
     sigterm_takeover = time.monotonic() - terminated
     assert await asyncio.to_thread(b.proc.wait, 30) == 0
+    handover = (
+        standby.logged_at("became leader") - b.logged_at("released leadership")
+    ).total_seconds()
     await promote()
     await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
 
@@ -156,7 +171,8 @@ async def _failover(
     print(
         f"\nSIGKILL of the leader: standby leads after {sigkill_takeover:.1f}s (lease 15 s), "
         f"same rollout {after['rolloutId']}; SIGTERM: standby leads after "
-        f"{sigterm_takeover:.2f}s; AWS writes per manager: "
+        f"{sigterm_takeover:.2f}s ({handover:.2f}s after the lease was released); "
+        "AWS writes per manager: "
         + ", ".join(
             f"{n}: {len([1 for _, op in p.calls if op in WRITES])}"
             for n, p in zip("abc", proxies, strict=True)
@@ -167,6 +183,6 @@ async def _failover(
     assert len(written) == 3, spans
     assert all(prev[1] < nxt[0] for prev, nxt in itertools.pairwise(written))
     assert sigkill_takeover <= 15 + 2 * 2 + 5  # lease + two retry periods, with slack
-    # Released, not expired: well under the 15 s lease. (The standby polls the lease
-    # every 2 s, so the handover is the old leader's shutdown plus up to 2 s.)
-    assert sigterm_takeover < 10
+    # Released, not expired: the standby watches the Lease and takes it at once.
+    assert sigterm_takeover < 15
+    assert handover < 2
