@@ -7,13 +7,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
+.PHONY: help venv assets lint manifests check-manifests rbac check-rbac test test-unit test-reliability fmt lock clean bench-runtime bench-cell demo
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
+	@echo "make test-reliability  only test/reliability (faults, kill points, failover), printing figures"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make lock    re-resolve requirements-dev.lock from pyproject.toml"
 	@echo "make bench-runtime  okra_runtime vs kopf vs controller-runtime, 10k objects"
@@ -63,6 +64,11 @@ test: lint
 
 test-unit: $(STAMP)
 	$(BIN)/pytest -m unit
+
+# Also part of `make test`; this runs them alone and shows what each measured.
+test-reliability: $(STAMP)
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
+	$(BIN)/pytest test/reliability -rP -n 2 --dist loadscope
 
 demo: $(STAMP)
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" $(BIN)/python -m okra_controllers.demo

@@ -3,9 +3,9 @@ proxy between them refuses connections, as a stopped server does).
 
 Measured and printed: after each outage, the time from the server being reachable again
 to the rollout's next step (the timed pause expired during the outage), and after the
-second, to a target group created during it reaching the listener rule. Both must be
-within a few seconds (informers and reconciles retry within ~1 s of a refused
-connection); the rollout completes with one rollout id.
+second, to a target group created during it reaching the listener rule: about a second
+(informers and reconciles retry within ~1 s of a refused connection; before, 21 s). The
+rollout completes.
 """
 
 from __future__ import annotations
@@ -111,8 +111,10 @@ async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(
         )
         assert first["rolloutId"]
         assert final.get("canaryVersion") is None
-        assert max(resumed) < 5
-        assert reached < 5
+        # Alone on a quiet machine: well under 2 s; bounds leave room for a loaded CI
+        # machine and still fail the old backoff (21 s after the second outage).
+        assert max(resumed) < 10
+        assert reached < 10
     finally:
         okra.stop()
         await proxy.close()

@@ -183,6 +183,7 @@ async def _failover(
     assert len(written) == 3, spans
     assert all(prev[1] < nxt[0] for prev, nxt in itertools.pairwise(written))
     assert sigkill_takeover <= 15 + 2 * 2 + 5  # lease + two retry periods, with slack
-    # Released, not expired: the standby watches the Lease and takes it at once.
+    # Released, not expired: the standby watches the Lease and takes it at once
+    # (0.02-0.06 s alone; up to 3.7 s seen with another test sharing the two cores).
     assert sigterm_takeover < 15
-    assert handover < 2
+    assert handover < 5
