@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets argocd helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
+.PHONY: help venv assets argocd helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit test-reliability fmt lock clean bench-runtime bench-cell demo
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
@@ -15,6 +15,7 @@ help:
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
 	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
+	@echo "make test-reliability  only test/reliability (faults, kill points, failover), printing figures"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
 	@echo "make image   build the okra-manager image (buildah, or docker)"
@@ -98,6 +99,11 @@ test-image: $(STAMP)
 
 test-unit: $(STAMP)
 	$(BIN)/pytest -m unit
+
+# Also part of `make test`; this runs them alone and shows what each measured.
+test-reliability: $(STAMP)
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
+	$(BIN)/pytest test/reliability -rP -n 2 --dist loadscope
 
 demo: $(STAMP)
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" $(BIN)/python -m okra_controllers.demo
