@@ -60,11 +60,13 @@ def helm(*args: str) -> str:
     return out.stdout
 
 
+@cache  # the documents are only read
 def render(*values: str, namespace: str = "okra-system") -> list[dict[str, Any]]:
     text = helm("template", "okra", str(CHART), "-n", namespace, "--include-crds", *values)
     return [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
 
 
+@cache
 def kustomize() -> list[dict[str, Any]]:
     kubectl = str(find_binaries().kubectl)
     text = subprocess.run(
