@@ -11,7 +11,8 @@
 `OKRA_TEST_SHUFFLE=<seed>` runs the modules, and the tests within each, in a random
 order fixed by the seed (tests must pass in any order; this is how that is checked).
 
-Tests under test/unit, test/integration and test/e2e get the matching marker.
+Tests under test/unit, test/integration, test/e2e and test/reliability get the
+matching marker.
 After the whole run, the controller process fails the session if any server
 process started by this run is still alive.
 """
@@ -61,7 +62,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items[:] = [item for group in order for item in group]
     for item in items:
         parts = Path(str(item.path)).parts
-        for kind in ("unit", "integration", "e2e"):
+        for kind in ("unit", "integration", "e2e", "reliability"):
             if kind in parts:
                 item.add_marker(getattr(pytest.mark, kind))
 
