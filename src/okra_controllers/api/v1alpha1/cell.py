@@ -344,6 +344,7 @@ class Cell(ApiModel):
             PrinterColumn("Canary", "string", ".status.canaryVersion"),
             PrinterColumn("Weight", "integer", ".status.canaryWeight"),
             PrinterColumn("Step", "integer", ".status.currentStepIndex"),
+            PrinterColumn("Lifecycle", "string", ".status.lifecycle", priority=1),
         ),
     )
     api_version: str = f"{GROUP}/{VERSION}"
