@@ -89,7 +89,7 @@ def find_argocd(directory: str | os.PathLike[str] | None = None) -> ArgoCDBinari
         build = Path(where)
     else:
         build = _newest(
-            [d for d in (root / "argocd").glob("argocd-*") if os.access(d / "argocd", os.X_OK)]
+            [d for d in (root / "bin").glob("argocd-*") if os.access(d / "argocd", os.X_OK)]
         )
     if (
         build is None
