@@ -5,27 +5,37 @@
 - `kube` / `kube_as`: kubernetes-asyncio clients for those servers.
 - `namespace`: a fresh namespace per test, deleted afterwards.
 - `moto`: a moto server per test module, reached over HTTP through aiobotocore.
+- `logs`: every log line of the test (structlog and stdlib), as JSON at debug level;
+  the one way tests assert on logs, so that it works in any order and any subset.
 
-Tests under test/unit, test/integration and test/e2e get the matching marker.
+`OKRA_TEST_SHUFFLE=<seed>` runs the modules, and the tests within each, in a random
+order fixed by the seed (tests must pass in any order; this is how that is checked).
+
+Tests under test/unit, test/integration, test/e2e and test/reliability get the
+matching marker.
 After the whole run, the controller process fails the session if any server
 process started by this run is still alive.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import random
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 from kubernetes_asyncio import client
 
 from okra_controllers.aws.emulator import MotoServer
 from okra_runtime.client import Client
 from okra_runtime.envtest import ControlPlane
 from okra_runtime.envtest.leaks import leftover_servers
-from support import api_client
+from okra_runtime.logging import configure_logging
+from support import LogCapture, api_client
 
 RUN_ENV = "OKRA_TEST_RUN"
 
@@ -37,9 +47,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    seed = os.environ.get("OKRA_TEST_SHUFFLE")
+    if seed:
+        # Modules in a random order, tests in a random order within each (as
+        # pytest-randomly does), so that module-scoped servers start once per module.
+        rng = random.Random(seed)
+        modules: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            modules.setdefault(str(item.path), []).append(item)
+        order = list(modules.values())
+        rng.shuffle(order)
+        for group in order:
+            rng.shuffle(group)
+        items[:] = [item for group in order for item in group]
     for item in items:
         parts = Path(str(item.path)).parts
-        for kind in ("unit", "integration", "e2e"):
+        for kind in ("unit", "integration", "e2e", "reliability"):
             if kind in parts:
                 item.add_marker(getattr(pytest.mark, kind))
 
@@ -96,3 +119,21 @@ async def rt_client(control_plane: ControlPlane) -> AsyncIterator[Client]:
 def moto() -> Iterator[MotoServer]:
     with MotoServer() as server:
         yield server
+
+
+@pytest.fixture
+def logs() -> Iterator[LogCapture]:
+    """Every structlog line (JSON, debug and up) and every stdlib log record of the
+    test, into one buffer. structlog is configured afresh for the test and reset
+    after it, so what an earlier test did to logging never matters."""
+    cap = LogCapture()
+    before = structlog.get_config()
+    configure_logging("json", "debug", stream=cap.stream)
+    handler = logging.StreamHandler(cap.stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield cap
+    finally:
+        root.removeHandler(handler)
+        structlog.configure(**before)

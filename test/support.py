@@ -4,8 +4,11 @@ condition instead of sleeping."""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from kubernetes_asyncio import client, config
 
@@ -30,3 +33,28 @@ async def eventually(
             return True
         await asyncio.sleep(interval)
     return await check()
+
+
+class LogCapture:
+    """The log lines written during one test."""
+
+    def __init__(self) -> None:
+        self.stream = io.StringIO()
+
+    @property
+    def text(self) -> str:
+        return self.stream.getvalue()
+
+    def records(self) -> list[dict[str, Any]]:
+        """The JSON lines, parsed (stdlib lines that are not JSON come as `event`)."""
+        out = []
+        for line in self.text.splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                rec = {"event": line, "level": "unknown"}
+            out.append(rec if isinstance(rec, dict) else {"event": line})
+        return out
+
+    def at(self, *levels: str) -> list[dict[str, Any]]:
+        return [r for r in self.records() if r.get("level") in levels]

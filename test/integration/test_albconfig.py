@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from faultproxy import FaultProxy
 from okra_controllers.albconfig import ALB_CONFIG, FINALIZER, register, setup
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
@@ -25,7 +26,7 @@ from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
 from okra_controllers.manager import Settings
 from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions, NotFoundError
 from okra_runtime.envtest import ControlPlane
-from support import eventually
+from support import LogCapture, eventually
 
 REPO = Path(__file__).resolve().parents[2]
 EVENT = GVK("events.k8s.io", "v1", "Event")
@@ -159,16 +160,22 @@ async def env(
     counted = dataclasses.replace(moto.config, on_call=calls)
     running: list[tuple[Manager, asyncio.Task[None]]] = []
 
-    async def start(resync: float | None = None, drift_check: float | None = None) -> None:
+    async def start(
+        resync: float | None = None,
+        endpoint_url: str | None = None,
+        drift_check: float | None = None,
+    ) -> None:
         """Run the controller in-process: through `setup` (as okra-manager does), or
-        `register` when a test needs a short resync or drift check."""
+        `register` when a test needs a short resync or drift check; `endpoint_url` sends
+        its AWS calls elsewhere (a fault proxy in front of moto)."""
         mgr = Manager(
             rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
         )
+        aws = dataclasses.replace(counted, endpoint_url=endpoint_url or counted.endpoint_url)
         if resync is None and drift_check is None:
-            setup(mgr, Settings(namespace, namespace, counted, concurrency=2))
+            setup(mgr, Settings(namespace, namespace, aws, concurrency=2))
         else:
-            register(mgr, counted, resync=resync or 300.0, drift_check=drift_check or 60.0)
+            register(mgr, aws, resync=resync or 300.0, drift_check=drift_check or 60.0)
         running.append((mgr, asyncio.create_task(mgr.start())))
 
     yield Env(rt_client, namespace, moto, calls, alb, tgs, start)
@@ -499,3 +506,23 @@ async def test_an_aws_error_is_reported_and_the_config_can_still_be_deleted(env:
 
 async def _has(events: Awaitable[list[dict[str, Any]]]) -> bool:
     return bool(await events)
+
+
+async def test_a_lost_create_rule_reply_adopts_the_rule_without_an_error(
+    env: Env, logs: LogCapture
+) -> None:
+    """AWS creates the rule but the reply is lost (connection reset after forwarding);
+    botocore retries and AWS answers PriorityInUse. The rule at the priority carries
+    okra's tag and the planned conditions: it is adopted, with no error logged."""
+    async with FaultProxy(env.moto.endpoint_url, script={"CreateRule": ["reset-after"]}) as fp:
+        await env.start(endpoint_url=fp.endpoint_url)
+        await env.client.create(config(env, "web", [80, 20]))
+        st = await env.wait_synced("web")
+        creates = [fault for op, fault in fp.log if op == "CreateRule"]
+    print(f"\nCreateRule calls through the proxy: {creates}")
+    assert creates == ["reset-after", ""]  # applied, reply lost; the retry found it taken
+    at_10 = [r for r in await env.rules() if r["Priority"] == "10"]
+    assert [r["RuleArn"] for r in at_10] == [st["ruleARN"]]
+    assert weights_of(at_10[0]) == {env.tgs[0]: 80, env.tgs[1]: 20}
+    assert logs.at("error", "critical") == []
+    assert await env.events("web", "RuleAdopted")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import json
 import sys
 import uuid
@@ -21,24 +20,15 @@ from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.emulator import MotoServer
 from okra_controllers.aws.seed import Network, Seeder
 from okra_controllers.clusterset.controller import CLUSTERSET, SECRET, ClusterSetReconciler
-from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions, configure_logging
+from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.envtest import ControlPlane
 from okra_runtime.envtest.process import free_port
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
-from support import eventually
+from support import LogCapture, eventually
 
 REPO = Path(__file__).resolve().parents[2]
 EVENT = GVK("events.k8s.io", "v1", "Event")
-
-
-@pytest.fixture
-async def logs() -> AsyncIterator[io.StringIO]:
-    """Every structlog line of the test, as JSON, at debug level."""
-    out = io.StringIO()
-    configure_logging("json", "debug", stream=out)
-    yield out
-    configure_logging("console", "info")
 
 
 @asynccontextmanager
@@ -73,7 +63,7 @@ async def clustersets(
     namespace: str,
     control_plane: ControlPlane,
     moto: MotoServer,
-    logs: io.StringIO,
+    logs: LogCapture,
 ) -> AsyncIterator[None]:
     async with running(rt_client, namespace, control_plane, moto.config):
         yield
@@ -122,7 +112,7 @@ async def test_eks_clusters_become_argocd_cluster_secrets(
     moto: MotoServer,
     network: Network,
     control_plane: ControlPlane,
-    logs: io.StringIO,
+    logs: LogCapture,
 ) -> None:
     seed = Seeder(moto.config)
     role = f"web-{uuid.uuid4().hex[:6]}"  # the moto server is shared by this module's tests
@@ -240,7 +230,7 @@ async def test_eks_clusters_become_argocd_cluster_secrets(
     assert c1["certificateAuthority"]["data"] not in out + json.dumps(as_json)
 
     # No log line carries CA data (and there were log lines about these Secrets to check).
-    text = logs.getvalue()
+    text = logs.text
     assert s1 in text
     for ca in (c1["certificateAuthority"]["data"], c2["certificateAuthority"]["data"]):
         assert ca not in text
@@ -258,7 +248,7 @@ async def test_eks_clusters_become_argocd_cluster_secrets(
 
 
 async def test_unreachable_aws_changes_no_secret_and_is_reported(
-    rt_client: Client, namespace: str, control_plane: ControlPlane, logs: io.StringIO
+    rt_client: Client, namespace: str, control_plane: ControlPlane, logs: LogCapture
 ) -> None:
     """A failed ListClusters is not an empty account: the owned Secret stays, status says why."""
     created = await rt_client.create(clusterset("cart", namespace, "web"))

@@ -30,7 +30,7 @@ from okra_controllers.targetgroupbinding.controller import (
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.crdgen import write_crds
 from okra_runtime.envtest import ControlPlane
-from support import eventually
+from support import LogCapture, eventually
 
 NODE = GVK("", "v1", "Node")
 SECRET = GVK("", "v1", "Secret")
@@ -293,7 +293,7 @@ async def test_an_empty_arn_creates_the_group_once_and_records_it(env: Env) -> N
 
 
 async def test_an_unreachable_cluster_keeps_its_targets_and_is_reported(
-    env: Env, capfd: pytest.CaptureFixture[str]
+    env: Env, logs: LogCapture
 ) -> None:
     tg = await env.seed.target_group(env.suite, env.network, port=8080)
     [i1] = await env.seed.instances(1, env.network)
@@ -348,9 +348,8 @@ async def test_an_unreachable_cluster_keeps_its_targets_and_is_reported(
     assert await env.registered(tg) == {(i1, 8080)}
     assert env.calls["elbv2:DeregisterTargets"] == 0
 
-    logs = capfd.readouterr()
-    assert "connection to cluster built" in logs.out + logs.err
-    assert env.workload_plane.token() not in logs.out + logs.err
+    assert "connection to cluster built" in logs.text
+    assert env.workload_plane.token() not in logs.text
 
 
 async def test_a_spec_the_schema_cannot_reject_is_reported_in_status(env: Env) -> None:

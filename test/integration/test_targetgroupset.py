@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import io
 import json
-import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -17,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSet
 from okra_controllers.aws.config import AwsConfig
@@ -30,10 +27,10 @@ from okra_controllers.targetgroupset.controller import (
     register,
 )
 from okra_controllers.targetgroupset.plan import SET_LABEL
-from okra_runtime import GVK, Client, Manager, ManagerOptions, configure_logging
+from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.crdgen import write_crds
 from okra_runtime.envtest import ControlPlane
-from support import eventually
+from support import LogCapture, eventually
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_GROUP = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
@@ -52,7 +49,7 @@ class Env:
     workload_plane: ControlPlane
     namespace: str
     apps: str
-    logs: io.StringIO
+    logs: LogCapture
 
     def secret(
         self, name: str, version: str, server: str | None = None, **extra: Any
@@ -115,6 +112,7 @@ async def running(
     control_plane: ControlPlane,
     workload_plane: ControlPlane,
     tmp_path: Path,
+    logs: LogCapture,
     aws: AwsConfig,
     also: Callable[[Manager], None] = lambda _: None,
 ) -> AsyncIterator[Env]:
@@ -122,10 +120,6 @@ async def running(
     crds = write_crds([AWSTargetGroupSet], tmp_path / "crds")
     control_plane.install_crds([REPO / "config" / "crd" / "bases", *crds])
     workload_plane.install_crds([REPO / "test" / "fixtures" / "targetgroupbinding-crd.yaml"])
-    logs = io.StringIO()
-    configure_logging("json", "debug", stream=logs)
-    handler = logging.StreamHandler(logs)
-    logging.getLogger().addHandler(handler)
     workload = await Client.from_kubeconfig(workload_plane.kubeconfig())
     apps = f"apps-{uuid.uuid4().hex[:8]}"
     await workload.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": apps}})
@@ -142,8 +136,6 @@ async def running(
         await asyncio.wait_for(task, 30)
         await workload.delete(NAMESPACE, apps, missing_ok=True)
         await workload.close()
-        logging.getLogger().removeHandler(handler)
-        structlog.reset_defaults()
 
 
 @pytest.fixture
@@ -153,9 +145,10 @@ async def env(
     control_plane: ControlPlane,
     workload_plane: ControlPlane,
     tmp_path: Path,
+    logs: LogCapture,
 ) -> AsyncIterator[Env]:
     async with running(
-        rt_client, namespace, control_plane, workload_plane, tmp_path, AwsConfig()
+        rt_client, namespace, control_plane, workload_plane, tmp_path, logs, AwsConfig()
     ) as e:
         yield e
 
@@ -292,7 +285,7 @@ async def test_bindings_become_target_groups_pruned_and_survive_an_unreachable_c
     assert await eventually(recovered, within=30), await env.status()
 
     # No credential reached the logs.
-    text = env.logs.getvalue()
+    text = env.logs.text
     assert "connection to cluster built" in text  # the capture works
     assert env.workload_plane.token() not in text
     ca_b64 = base64.b64encode(env.workload_plane.ca_pem).decode()
@@ -370,6 +363,7 @@ async def test_a_binding_in_the_workload_cluster_starts_a_cell_rollout(
     workload_plane: ControlPlane,
     tmp_path: Path,
     moto: MotoServer,
+    logs: LogCapture,
 ) -> None:
     """Seed 001's standard scenario end to end: TargetGroupBinding (workload) → AWSTargetGroup
     (management, version label from the template) → Cell → ALB listener rule (moto)."""
@@ -387,7 +381,7 @@ async def test_a_binding_in_the_workload_cluster_starts_a_cell_rollout(
         setup_albconfigs(mgr, settings)
 
     async with running(
-        rt_client, namespace, control_plane, workload_plane, tmp_path, moto.config, cells
+        rt_client, namespace, control_plane, workload_plane, tmp_path, logs, moto.config, cells
     ) as e:
         await e.mgmt.create(e.secret("wl-a", "1.0.0"))
         await e.mgmt.create(target_group_set(namespace, e.apps))
@@ -442,7 +436,7 @@ async def test_a_binding_in_the_workload_cluster_starts_a_cell_rollout(
         group = (await e.groups())[f"web-wl-a-{e.apps}-web"]
         assert group["spec"]["arn"] == tg_arn
         assert group["metadata"]["labels"][VERSION_LABEL] == "1.0.0"
-        assert e.workload_plane.token() not in e.logs.getvalue()
+        assert e.workload_plane.token() not in e.logs.text
 
 
 async def test_awseks_generator_selects_clusters_by_tag_and_templates_their_tags(
@@ -452,6 +446,7 @@ async def test_awseks_generator_selects_clusters_by_tag_and_templates_their_tags
     workload_plane: ControlPlane,
     tmp_path: Path,
     moto: MotoServer,
+    logs: LogCapture,
 ) -> None:
     """EKS clusters (moto) tagged for this set: one reached through the Argo CD Secret naming it
     in awsAuthConfig (its bearer token wins), one without a Secret reached at its EKS endpoint
@@ -464,7 +459,7 @@ async def test_awseks_generator_selects_clusters_by_tag_and_templates_their_tags
     await seed.eks_cluster(direct, network, tags={"team": team, "version": "2.1.0"})
     await seed.eks_cluster(f"c-{namespace}", network, tags={"team": "other"})
     async with running(
-        rt_client, namespace, control_plane, workload_plane, tmp_path, moto.config
+        rt_client, namespace, control_plane, workload_plane, tmp_path, logs, moto.config
     ) as e:
         secret = e.secret("argo-a", "ignored", awsAuthConfig={"clusterName": reached})
         secret["metadata"]["labels"].pop("env")
@@ -498,7 +493,7 @@ async def test_awseks_generator_selects_clusters_by_tag_and_templates_their_tags
         assert clusters[reached]["reachable"] is True
         assert clusters[direct]["reachable"] is False
         assert set(await e.groups()) == {name}
-        assert e.workload_plane.token() not in e.logs.getvalue()
+        assert e.workload_plane.token() not in e.logs.text
 
 
 async def test_a_stopped_workload_apiserver_is_reported_and_recovers(

@@ -448,27 +448,45 @@ class AlbConfigReconciler:
         owner = f"{config.metadata.namespace}/{config.metadata.name}"
         previous = status.rule_arn
         on_listener = previous if previous and listener_of(previous) == spec.listener_arn else None
-        rules = await self.listener_rules.get(elb, spec.listener_arn)
-        action = plan(spec, rules, owner=owner, rule_arn=on_listener)
-        if isinstance(action, Conflict):
-            tags = {action.rule_arn: await elbv2.rule_tags(elb, action.rule_arn)}
-            action = plan(spec, rules, owner=owner, rule_arn=on_listener, tags=tags)
+        rules, action = await self._decide(elb, spec, owner, on_listener)
         if isinstance(action, Conflict):
             return Outcome("Conflict", action.message, rule_arn=previous)
         out = Outcome("", "")
+        if not isinstance(action, Nothing) and _was_synced(
+            status, spec, config.metadata.generation
+        ):
+            found = next((r for r in rules if r["RuleArn"] == previous), None)
+            out.drift = drift(spec, found)
+        if isinstance(action, Create):
+            try:
+                arn = await self._act(elb, spec.listener_arn, action, owner, out)
+            except ClientError as e:
+                if _code(e) != "PriorityInUse":
+                    raise
+                # Our CreateRule may have been applied with its reply lost, and botocore's
+                # retry then found the priority taken (by our rule): look again. A rule
+                # there with our tag or exactly our conditions is adopted; another is a
+                # Conflict, as always.
+                log.info("priority in use after CreateRule; reading the listener again")
+                self.listener_rules.forget(spec.listener_arn)
+                rules, action = await self._decide(elb, spec, owner, on_listener)
+                if isinstance(action, Conflict):
+                    return Outcome("Conflict", action.message, rule_arn=previous)
+                if isinstance(action, Create):
+                    raise  # still free: a real error, retried by the controller
+            finally:
+                self.listener_rules.forget(spec.listener_arn)
         if isinstance(action, Nothing):
             arn = action.rule_arn
             rule = next((r for r in rules if r["RuleArn"] == arn), None)
             if arn != previous:
                 out.notes.append(f"adopted rule {arn} at priority {_priority(rule or {})}")
-        else:
-            if _was_synced(status, spec, config.metadata.generation):
-                found = next((r for r in rules if r["RuleArn"] == previous), None)
-                out.drift = drift(spec, found)
+        elif not isinstance(action, Create):
             try:
                 arn = await self._act(elb, spec.listener_arn, action, owner, out)
             finally:
                 self.listener_rules.forget(spec.listener_arn)
+        if not isinstance(action, Nothing):
             rule = await elbv2.describe_rule(elb, arn)
         out.rule, out.rule_arn = rule, arn
         out.synced = in_sync(spec, rule)
@@ -485,6 +503,22 @@ class AlbConfigReconciler:
             out.reason = "NotApplied"
             out.message = f"rule {arn} does not (yet) show the written state"
         return out
+
+    async def _decide(
+        self,
+        elb: Any,
+        spec: AWSApplicationLoadBalancerConfigSpec,
+        owner: str,
+        on_listener: str | None,
+    ) -> tuple[list[Json], Action]:
+        """The listener's rules (shared listing) and the plan for them; the tags of a
+        rule in the way are read only when the first plan finds a Conflict."""
+        rules = await self.listener_rules.get(elb, spec.listener_arn)
+        action = plan(spec, rules, owner=owner, rule_arn=on_listener)
+        if isinstance(action, Conflict):
+            tags = {action.rule_arn: await elbv2.rule_tags(elb, action.rule_arn)}
+            action = plan(spec, rules, owner=owner, rule_arn=on_listener, tags=tags)
+        return rules, action
 
     async def _act(
         self, elb: Any, listener_arn: str, action: Action, owner: str, out: Outcome

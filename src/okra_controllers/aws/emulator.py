@@ -159,16 +159,11 @@ class CountingProxy:
 
     async def _forward(self, request: Any) -> Any:
         import time
-        import urllib.parse
 
         from aiohttp import web
 
         body = await request.read()
-        action = request.headers.get("X-Amz-Target", "").rpartition(".")[2]
-        if not action:
-            form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
-            action = (form.get("Action") or request.query.getall("Action", None) or ["?"])[0]
-        self.calls.append((time.monotonic(), action))
+        self.calls.append((time.monotonic(), action_of(request, body)))
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host",)}
         async with self._session.request(
             request.method, self.target + request.path_qs, data=body, headers=headers
@@ -181,3 +176,15 @@ class CountingProxy:
                 not in ("content-length", "transfer-encoding", "content-encoding", "connection")
             }
             return web.Response(status=resp.status, body=payload, headers=out_headers)
+
+
+def action_of(request: Any, body: bytes) -> str:
+    """The AWS operation of a request: the JSON protocol's `X-Amz-Target`, else the
+    query protocol's `Action` (form body or query string); `?` when neither."""
+    import urllib.parse
+
+    action = str(request.headers.get("X-Amz-Target", "")).rpartition(".")[2]
+    if not action:
+        form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
+        action = (form.get("Action") or request.query.getall("Action", None) or ["?"])[0]
+    return action

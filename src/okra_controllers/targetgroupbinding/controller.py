@@ -36,6 +36,7 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import (
     AWSTargetGroupBinding,
     AWSTargetGroupBindingStatus,
     TargetGroupSpec,
+    node_selector_warnings,
 )
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.clusters.connect import (
@@ -244,6 +245,9 @@ class TargetGroupBindingReconciler:
             loc = ".".join(map(str, err["loc"]))
             await self._invalid(raw, f"{loc}: {err['msg']}" if loc else str(err["msg"]))
             return None
+        if raw["metadata"].get("generation") != (raw.get("status") or {}).get("observedGeneration"):
+            for warning in node_selector_warnings((raw.get("spec") or {}).get("targets") or []):
+                self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
         finalizers = raw["metadata"].get("finalizers") or []
         if FINALIZER not in finalizers:
             raw["metadata"]["finalizers"] = [*finalizers, FINALIZER]

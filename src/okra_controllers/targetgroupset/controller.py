@@ -35,6 +35,7 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupSet,
     AWSTargetGroupSetStatus,
     ClusterStatus,
+    spelling_warnings,
 )
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.clusters.connect import (
@@ -266,6 +267,9 @@ class TargetGroupSetReconciler:
                 raw, "Warning", "InvalidSpec", f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
             )
             return None
+        if raw["metadata"].get("generation") != (raw.get("status") or {}).get("observedGeneration"):
+            for warning in spelling_warnings(raw.get("spec") or {}):
+                self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
         ns, uid = req.namespace, tgs.metadata.uid or ""
         secrets = self._cluster_secrets(ns, raw)
         selector = str(selector_from_dict(tgs.spec.binding_selector.model_dump(by_alias=True)))

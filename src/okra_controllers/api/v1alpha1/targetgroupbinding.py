@@ -42,7 +42,7 @@ class NodeSelector(ApiModel):
             return data
         known = {"matchLabels", "match_labels", "labels"}
         plain = {k: v for k, v in data.items() if k not in known}
-        if not plain:
+        if not plain and not data.get("labels"):
             return data
         bad = [k for k, v in plain.items() if not isinstance(v, str)]
         if bad:
@@ -52,11 +52,32 @@ class NodeSelector(ApiModel):
             )
         rest = {k: v for k, v in data.items() if k in known}
         match = dict(rest.pop("matchLabels", None) or rest.pop("match_labels", None) or {})
-        return {**rest, "matchLabels": {**plain, **match}}
+        labels = rest.pop("labels", None) or {}
+        if not isinstance(labels, dict):
+            return data  # the field's own validation says what is wrong
+        return {**rest, "matchLabels": {**plain, **labels, **match}}
 
     def selector(self) -> dict[str, str]:
         """The labels a Node must carry (every spelling merged)."""
         return {**self.labels, **self.match_labels}
+
+
+def node_selector_warnings(targets: list[Any], where: str = "spec.targets") -> list[str]:
+    """Targets (as written) whose nodeSelector is not spelled `{matchLabels: ...}`."""
+    out = []
+    for i, t in enumerate(targets):
+        sel = (t or {}).get("nodeSelector") if isinstance(t, dict) else None
+        if not isinstance(sel, dict):
+            continue
+        other = sorted(k for k in sel if k != "matchLabels")
+        if other == ["labels"]:
+            out.append(f"{where}[{i}].nodeSelector.labels: write nodeSelector.matchLabels")
+        elif other:
+            out.append(
+                f"{where}[{i}].nodeSelector: write the labels under nodeSelector.matchLabels "
+                f"(found {', '.join(other)})"
+            )
+    return out
 
 
 class TargetGroupSpec(ApiModel):

@@ -8,17 +8,23 @@ AWSTargetGroup; `{{.cluster.name}}`, `{{.cluster.labels.KEY}}`, `{{.awseks.clust
 target group's version label). `bindingTemplate`, optional, is the metadata and spec of an
 AWSTargetGroupBinding generated beside each AWSTargetGroup, with the same substitution in every
 string; its `targetGroupARN` defaults to the discovered TargetGroupBinding's.
+
+Other spellings the original documents use are accepted and normalised, with a warning
+Event naming the preferred one (`spelling_warnings`): `awseks.clusterSelector.matchLabels`
+(EKS tags written as labels) means `matchTags`; `awseks.bindingSelector` means the spec's
+`bindingSelector`; a target's `nodeSelector` as `{labels: ...}` or a plain label map means
+`{matchLabels: ...}`.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1.cell import LabelSelector
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
-from okra_controllers.api.v1alpha1.targetgroupbinding import TargetSpec
+from okra_controllers.api.v1alpha1.targetgroupbinding import TargetSpec, node_selector_warnings
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 
@@ -29,10 +35,21 @@ class ArgoCDClustersGenerator(ApiModel):
 
 class EKSClusterSelector(ApiModel):
     match_tags: dict[str, str] = Field(default_factory=dict)
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    """Another spelling of `matchTags` (seed 000); merged into it."""
+
+    @model_validator(mode="after")
+    def _tags(self) -> EKSClusterSelector:
+        if self.match_labels:
+            self.match_tags = {**self.match_labels, **self.match_tags}
+            self.match_labels = {}
+        return self
 
 
 class AWSEKSGenerator(ApiModel):
     cluster_selector: EKSClusterSelector = Field(default_factory=EKSClusterSelector)
+    binding_selector: LabelSelector | None = None
+    """Another place for the spec's `bindingSelector` (seed 000); merged into it."""
 
 
 class TargetGroupSetGenerator(ApiModel):
@@ -98,6 +115,40 @@ class AWSTargetGroupSetSpec(ApiModel):
     template: TargetGroupTemplate = Field(default_factory=TargetGroupTemplate)
     binding_template: TargetGroupBindingTemplate | None = None
     """When given, an AWSTargetGroupBinding is generated beside each AWSTargetGroup."""
+
+    @model_validator(mode="after")
+    def _binding_selector(self) -> AWSTargetGroupSetSpec:
+        merged = dict(self.binding_selector.match_labels)
+        for g in self.generators:
+            if g.awseks is None or g.awseks.binding_selector is None:
+                continue
+            for k, v in g.awseks.binding_selector.match_labels.items():
+                if merged.get(k, v) != v:
+                    raise ValueError(
+                        f"bindingSelector: {k}={merged[k]} and awseks.bindingSelector "
+                        f"{k}={v} disagree; write one spec.bindingSelector"
+                    )
+                merged[k] = v
+            g.awseks.binding_selector = None
+        self.binding_selector = LabelSelector(match_labels=merged)
+        return self
+
+
+def spelling_warnings(spec: dict[str, Any]) -> list[str]:
+    """What an AWSTargetGroupSet spec (as written) spells another way than preferred."""
+    out = []
+    for i, g in enumerate(spec.get("generators") or []):
+        eks = (g or {}).get("awseks") or {}
+        if ((eks.get("clusterSelector") or {}).get("matchLabels")) is not None:
+            out.append(
+                f"spec.generators[{i}].awseks.clusterSelector.matchLabels: "
+                "write matchTags (it selects EKS clusters by tag)"
+            )
+        if "bindingSelector" in eks:
+            out.append(f"spec.generators[{i}].awseks.bindingSelector: write spec.bindingSelector")
+    targets = ((spec.get("bindingTemplate") or {}).get("spec") or {}).get("targets") or []
+    out += node_selector_warnings(targets, "spec.bindingTemplate.spec.targets")
+    return out
 
 
 class ClusterStatus(ApiModel):
