@@ -152,7 +152,20 @@ async def test_rbac_denies_unprivileged_user_until_granted(
             ),
         )
         cm2 = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="cfg2"))
-        created = await client.CoreV1Api(alice).create_namespaced_config_map(namespace, cm2)
+
+        # The authorizer sees the new binding through its own cache: allowed soon, not
+        # necessarily at once (a run in another order once got 403 here).
+        async def allowed() -> bool:
+            try:
+                await client.CoreV1Api(alice).create_namespaced_config_map(namespace, cm2)
+            except ApiException as e:
+                if e.status == 403:
+                    return False
+                raise
+            return True
+
+        assert await eventually(allowed, within=15)
+        created = await client.CoreV1Api(alice).read_namespaced_config_map("cfg2", namespace)
         assert created.metadata.name == "cfg2"
 
 
