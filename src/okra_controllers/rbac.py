@@ -121,6 +121,8 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # and terminates them, creates Pauses and blocks versions. What it owns goes with the Cell
     # (ownerReferences, garbage collection): it deletes nothing itself. Prechecks and
     # postchecks are Jobs it creates (one per rollout and check) and reads back.
+    # Notifications: reads the ConfigMap and Secret `okra-notifications` of the Cell's
+    # namespace (services, their URLs and tokens).
     "cell": (
         *_primary("cells", owner=True),
         rule(GROUP, "awstargetgroups", verbs=READ),
@@ -131,6 +133,8 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(GROUP, "pauses", verbs=KEEP),
         rule(GROUP, "versionblocklists", verbs=KEEP),
         PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),
+        rule(CORE, "configmaps", verbs=("get",)),
+        rule(CORE, "secrets", verbs=("get",)),
         EVENTS,
     ),
     # Makes an ALB listener rule match its config; its finalizer (set with an update of the

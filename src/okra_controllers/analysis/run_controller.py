@@ -59,6 +59,8 @@ log = structlog.get_logger("okra.analysisrun")
 RUNS = Counter(
     "okra_analysis_run_total", "AnalysisRuns completed, by phase", ["phase"], registry=REGISTRY
 )
+for _phase in ("Successful", "Failed", "Error", "Inconclusive"):
+    RUNS.labels(_phase)  # every phase from 0, so increase() sees the first run of each
 MEASUREMENTS = Counter(
     "okra_analysis_measurement_total",
     "Measurements taken",

@@ -42,6 +42,8 @@ from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunRequest, plan
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
+from okra_controllers.notifications.notifier import Notification, Notifier, fields_for
+from okra_controllers.notifications.triggers import subscriptions, triggers, wanted
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -129,6 +131,7 @@ class CellReconciler:
         self.events = events
         self.aws = aws
         self.clock = clock
+        self.notifier = Notifier(self.client)
 
     # -- observe ---------------------------------------------------------------
 
@@ -215,6 +218,7 @@ class CellReconciler:
         nothing; every later write is idempotent, so a crash anywhere is repaired by
         the next reconcile. Returns False when the status write lost a race."""
         ns, name = cell.metadata.namespace or "", cell.metadata.name
+        before = cell.status or CellStatus()
         if p.block is not None:
             await self._block(raw, *p.block)
         if not await self._write_status(raw, p.status):
@@ -251,6 +255,7 @@ class CellReconciler:
         for e in p.events:
             self.events.event(raw, e.type, e.reason, e.message)
             log.info("cell event", reason=e.reason, message=e.message)
+        self._notify(raw, cell, before, p)
         report_info(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
@@ -263,6 +268,23 @@ class CellReconciler:
             return
         with contextlib.suppress(NotFoundError):
             await self.client.patch(gvk, name, {"spec": {flag: True}}, namespace=ns)
+
+    def _notify(self, raw: dict[str, Any], cell: Cell, before: CellStatus, p: Plan) -> None:
+        """Queue a notification per subscribed trigger (sent in the background)."""
+        subs = subscriptions(cell.metadata.annotations)
+        if not subs:
+            return
+        for fired in triggers(before, p.status, ((e.reason, e.message) for e in p.events)):
+            for sub in wanted(subs, fired):
+                self.notifier.send(
+                    Notification(
+                        cell.metadata.namespace or "",
+                        cell.metadata.name,
+                        sub,
+                        fired,
+                        fields_for(raw, p.status, fired),
+                    )
+                )
 
     async def _apply_config(
         self,

@@ -62,22 +62,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         usage: argparse.ArgumentParser = getattr(args, "usage", parser)
         usage.print_help(sys.stderr)
         return 2
-    import asyncio
-    import inspect
-
-    from okra_runtime.logging import configure_logging
-
-    configure_logging("console", "debug" if args.verbose else "critical")
+    if not args.offline:  # offline commands (completion, lint) stay light; they log nothing
+        setup_logging(args.verbose)
     if args.kubeconfig is not None and not os.path.isfile(os.path.expanduser(args.kubeconfig)):
         print(f"error: kubeconfig {args.kubeconfig} does not exist", file=sys.stderr)
         return 1
     try:
         if args.offline:
             result = resolve(args.handler)(args)
-            if inspect.isawaitable(result):
+            if not isinstance(result, int):  # an async handler: run it
+                import asyncio
+
                 result = asyncio.run(_offline(result))
-            assert isinstance(result, int)
             return result
+        import asyncio
+
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         return 130
@@ -86,6 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+
+
+def setup_logging(verbose: bool) -> None:
+    from okra_runtime.logging import configure_logging
+
+    configure_logging("console", "debug" if verbose else "critical")
 
 
 async def _offline(awaitable: object) -> int:

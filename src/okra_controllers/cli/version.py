@@ -63,9 +63,11 @@ async def cmd_version(args: argparse.Namespace) -> int:
 
 
 async def _server(args: argparse.Namespace) -> dict[str, Any]:
+    from okra_controllers.cli import setup_logging
     from okra_controllers.cli.kube import connect, explain
     from okra_runtime.gvk import GVK
 
+    setup_logging(args.verbose)
     client = await connect(args.kubeconfig, args.context)
     try:
         out: dict[str, Any] = {}

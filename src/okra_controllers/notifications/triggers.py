@@ -1,0 +1,81 @@
+"""Which notification triggers a reconcile fired: a pure function of the Cell's status
+before and after, and the Events the plan emitted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from okra_controllers.api.v1alpha1.cell import CellStatus
+
+PREFIX = "notifications.okra.mumo.co/subscribe."
+TRIGGERS = (
+    "on-rollout-started",
+    "on-rollout-step-completed",
+    "on-rollout-paused",
+    "on-analysis-inconclusive",
+    "on-rollout-aborted",
+    "on-rollout-failed",
+    "on-rollout-completed",
+)
+BY_EVENT = {
+    "RolloutStarted": "on-rollout-started",
+    "RolloutAborted": "on-rollout-aborted",
+    "RolloutFailed": "on-rollout-failed",
+    "RolloutCompleted": "on-rollout-completed",
+}
+
+
+@dataclass(frozen=True)
+class Fired:
+    trigger: str
+    message: str
+    step: int | None = None
+
+
+def triggers(
+    before: CellStatus, after: CellStatus, events: Iterable[tuple[str, str]]
+) -> list[Fired]:
+    """`events`: (reason, message) of the Events this reconcile recorded."""
+    out: list[Fired] = []
+    for reason, message in events:
+        if reason in BY_EVENT:
+            out.append(Fired(BY_EVENT[reason], message))
+    same_rollout = before.rollout_id is not None and before.rollout_id == after.rollout_id
+    b, a = before.current_step_index or 0, after.current_step_index or 0
+    if same_rollout and a > b:
+        for step in range(b, a):
+            out.append(Fired("on-rollout-step-completed", f"step {step + 1} completed", step))
+    if after.phase == "Paused" and (
+        before.phase != "Paused" or before.paused_reason != after.paused_reason
+    ):
+        name = (
+            "on-analysis-inconclusive"
+            if after.paused_reason == "Inconclusive"
+            else ("on-rollout-paused")
+        )
+        out.append(Fired(name, after.message or "paused"))
+    return out
+
+
+@dataclass(frozen=True)
+class Subscription:
+    trigger: str
+    service: str
+    recipient: str
+
+
+def subscriptions(annotations: dict[str, Any]) -> list[Subscription]:
+    out = []
+    for key, value in annotations.items():
+        if not key.startswith(PREFIX):
+            continue
+        trigger, _, service = key[len(PREFIX) :].partition(".")
+        if service:
+            out.append(Subscription(trigger, service, str(value or "")))
+    return out
+
+
+def wanted(subs: list[Subscription], fired: Fired) -> list[Subscription]:
+    return [s for s in subs if s.trigger in (fired.trigger, "all")]

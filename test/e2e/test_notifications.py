@@ -1,0 +1,143 @@
+"""Notifications end to end: the real manager, a canary whose analysis fails, a local
+HTTP receiver that is down (503) for the first deliveries. Every trigger of the rollout
+reaches it, in order, each once; the Slack-format service gets its own body."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from okra_runtime import Client
+from support import eventually
+
+from .conftest import Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
+
+VERSION_ARG = [
+    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
+]
+STEPS: list[dict[str, Any]] = [
+    {"setWeight": 20},
+    {"pause": {"duration": "1s"}},
+    {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}},
+    {"setWeight": 60},
+]
+
+
+class Receiver:
+    def __init__(self, down_for: int) -> None:
+        self.down_for = down_for
+        self.refused = 0
+        self.received: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        if self.refused < self.down_for:
+            self.refused += 1
+            return web.Response(status=503)
+        self.received.append((request.path, dict(request.headers), await request.json()))
+        return web.Response(status=204)
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    r = Receiver(down_for=2)
+    app = web.Application()
+    app.router.add_post("/{name}", r.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    r.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    yield r
+    await runner.cleanup()
+
+
+async def test_every_trigger_of_a_failed_canary_is_delivered(
+    env: Env,
+    okra: OkraManager,
+    metrics: Metrics,
+    rt_client: Client,
+    namespace: str,
+    receiver: Receiver,
+) -> None:
+    ns = namespace
+    await rt_client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "okra-notifications", "namespace": ns},
+            "data": {
+                "hook-url": base64.b64encode(f"{receiver.url}/hook".encode()).decode(),
+                "token": base64.b64encode(b"Bearer s3cret").decode(),
+            },
+        }
+    )
+    await rt_client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "okra-notifications", "namespace": ns},
+            "data": {
+                "service.webhook.ci": "url: $hook-url\n"
+                "headers:\n- {name: Authorization, value: $token}\n",
+                "service.slack.team": f"url: {receiver.url}/slack\n",
+            },
+        }
+    )
+    metrics.rates["v2"] = 0.5  # the analysis fails
+    await rt_client.create(error_rate_template(ns, metrics.url))
+    await env.target_group("web-a-v1", "v1")
+    cell = cell_obj(ns, env.alb.listener_arn, STEPS)
+    cell["metadata"]["annotations"] = {
+        "notifications.okra.mumo.co/subscribe.all.ci": "",
+        "notifications.okra.mumo.co/subscribe.on-rollout-failed.team": "#deploys",
+    }
+    await rt_client.create(cell)
+
+    async def healthy() -> bool:
+        return (await cell_status(rt_client, ns)).get("phase") == "Healthy"
+
+    assert await eventually(healthy, within=60)
+    await env.target_group("web-a-v2", "v2")
+
+    def hooks() -> list[dict[str, Any]]:
+        return [b for p, _, b in receiver.received if p == "/hook"]
+
+    async def failed_delivered() -> bool:
+        return any(b["trigger"] == "on-rollout-failed" for b in hooks())
+
+    assert await eventually(failed_delivered, within=120), receiver.received
+    assert receiver.refused == 2  # the first two deliveries were retried
+    triggers = [b["trigger"] for b in hooks()]
+    assert triggers == [
+        "on-rollout-started",
+        "on-rollout-step-completed",
+        "on-rollout-paused",
+        "on-rollout-step-completed",
+        "on-rollout-failed",
+    ], triggers
+    assert [b["step"] for b in hooks() if b["trigger"] == "on-rollout-step-completed"] == [1, 2]
+    failed = hooks()[-1]
+    assert (failed["cell"], failed["namespace"], failed["canaryVersion"]) == ("web", ns, None)
+    assert failed["stableVersion"] == "v1"
+    assert "failed" in failed["message"]
+    headers = next(h for p, h, _ in receiver.received if p == "/hook")
+    assert headers["Authorization"] == "Bearer s3cret"
+
+    async def slack_delivered() -> bool:
+        return any(p == "/slack" for p, _, _ in receiver.received)
+
+    assert await eventually(slack_delivered, within=60)
+    slack = [b for p, _, b in receiver.received if p == "/slack"]
+    assert len(slack) == 1
+    assert slack[0]["channel"] == "#deploys"
+    assert slack[0]["text"].startswith(f"[okra] {ns}/web: on-rollout-failed: version v2 failed")
+    await asyncio.sleep(1)  # nothing more arrives
+    assert len([b for b in hooks() if b["trigger"] == "on-rollout-failed"]) == 1
+    assert not any("s3cret" in json.dumps(b) for _, _, b in receiver.received)  # headers only
