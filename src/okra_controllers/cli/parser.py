@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from okra_controllers.cli import progressive
 from okra_controllers.cli.analysis import cmd_run_analysis
 from okra_controllers.cli.commands import cmd_abort, cmd_promote, cmd_retry, cmd_set_version
 from okra_controllers.cli.get import (
@@ -28,6 +29,8 @@ examples:
   okra retry web              # resume: unblock failed versions, remove the abort
   okra set version web v1.4.2
   okra run analysis --template success-rate --arg service=web --wait
+  okra get progressiverollout web --watch
+  okra pause web / okra resume web     # a ProgressiveRollout: hold new syncs / go on (retry)
 """
 
 
@@ -105,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _output(p)
     p.set_defaults(handler=cmd_get_clusters)
+    progressive.register(commands, what, command, _output)
     get.set_defaults(usage=get)
 
     p = command(
@@ -114,11 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("cell", metavar="CELL")
     p.add_argument("--full", action="store_true", help="skip every remaining step: canary to 100%%")
-    p.set_defaults(handler=cmd_promote)
+    p.set_defaults(handler=progressive.or_rollout(cmd_promote, progressive.promote_rollout))
 
     p = command(commands, "abort", "send all traffic back to the stable version and hold")
     p.add_argument("cell", metavar="CELL")
-    p.set_defaults(handler=cmd_abort)
+    p.set_defaults(handler=progressive.or_rollout(cmd_abort, progressive.abort_rollout))
 
     p = command(
         commands,
