@@ -814,3 +814,21 @@ def test_invariants_hold_under_any_interleaving(
     if sim.status.phase == "RolledBack":
         for c in rollback_order(sim.status):
             assert sim.apps[c.application].deployed == c.previous_revision
+
+
+def test_a_stage_with_nothing_to_sync_runs_no_analysis_and_calls_no_webhooks() -> None:
+    hooks = [
+        {"name": "pre", "type": "PreStage", "url": "http://hooks/pre"},
+        {"name": "post", "type": "PostStage", "url": "http://hooks/post"},
+    ]
+    analysis = {"templates": [{"templateName": "t"}]}
+    sim = Sim.seed(stage_overrides={0: {"webhooks": hooks, "analysis": analysis}})
+    sim.run()  # the first look: every cluster is already at OLD
+    assert phase_of(sim) == "Completed"
+    assert [w for p in sim.history for w in p.webhooks] == []
+    assert [r for p in sim.history for r in p.create_runs] == []
+    sim.commit(NEW)
+    sim.run()
+    assert phase_of(sim) == "Completed"
+    assert [w.key for p in sim.history for w in p.webhooks] == ["pre", "post"]
+    assert len([r for p in sim.history for r in p.create_runs]) == 1

@@ -311,7 +311,13 @@ class ProgressiveRolloutReconciler:
                 return None
         pr = ProgressiveRollout.model_validate(raw)
         p = plan(self.observe(pr))
-        await self._call_webhooks(raw, p)
+        if p.webhooks:
+            # A webhook is not idempotent: call it only from a plan made on the object as it
+            # is now (the cache may lag behind this controller's last status write).
+            live = await self.client.get(PROGRESSIVE_ROLLOUT, req.name, req.namespace)
+            if live["metadata"].get("resourceVersion") != raw["metadata"].get("resourceVersion"):
+                return Result(requeue_after=0.2)
+            await self._call_webhooks(raw, p)
         if not await self._write_status(raw, p.status):
             return Result(requeue=True)  # changed under us: plan again from fresh state
         await self._act(raw, pr, p)
@@ -374,7 +380,7 @@ class ProgressiveRolloutReconciler:
 
     async def _call_webhooks(self, raw: dict[str, Any], p: Plan) -> None:
         """Call the webhooks the plan asks for and record their outcome in the status about
-        to be written (a lost status write calls them again: at least once)."""
+        to be written (a crash before that write calls them again: at least once)."""
         if not p.webhooks:
             return
         ns, name = raw["metadata"].get("namespace") or "", raw["metadata"]["name"]

@@ -24,7 +24,8 @@ to call, Events, and when to look again. No I/O, so every rule is tested directl
   `interval`; still matching at the `attempts`-th look fails the stage, naming it.
 - After every cluster of the stage is done: the analysis (Failed/Error fails the stage,
   Inconclusive pauses until promoted), then PostStage webhooks; PreStage webhooks run before
-  the stage syncs anything.
+  the stage syncs anything. A stage whose clusters were all already at the revision (okra
+  synced none of them) has nothing to verify and completes without its analysis.
 - A cluster whose sync Argo CD started but that is not done within `progressDeadlineSeconds`
   fails the stage. A sync Argo CD has not picked up, or an unreachable cluster, only stalls
   (condition Stalled) and resumes by itself.
@@ -523,7 +524,9 @@ class _Planner:
         if not members:
             self._nothing_selected(stage)
             return
-        if not self._webhooks(i, stage, ss, "PreStage", revision):
+        if self._needs_sync(members, revision) and not self._webhooks(
+            i, stage, ss, "PreStage", revision
+        ):
             return
         st.phase = "Paused" if paused else "Progressing"
         for c in members:
@@ -542,6 +545,12 @@ class _Planner:
             if not paused:
                 self._progress_message(stage, members)
             return
+        if all(c.sync_id is None for c in members):
+            # Nothing changed in this stage (every cluster was already there, e.g. the first
+            # look at an ApplicationSet already rolled out): there is nothing to verify.
+            ss.phase, ss.finished = "Completed", self.now
+            ss.message = f"{len(members)} clusters already at {short(revision)}"
+            return
         ss.phase = "Verifying"
         if not self._analysis(i, stage, ss, revision):
             return
@@ -550,6 +559,17 @@ class _Planner:
         ss.phase, ss.finished = "Completed", self.now
         ss.message = f"{len(members)} clusters at {short(revision)}"
         self.event("Normal", "StageCompleted", f"stage {stage.name!r}: {ss.message}")
+
+    def _needs_sync(self, members: list[ClusterStatus], revision: str) -> bool:
+        """Whether okra has synced or will sync a cluster of the stage (PreStage webhooks
+        run only then)."""
+        for c in members:
+            if c.sync_id is not None:
+                return True
+            app = self.apps.get(c.application)
+            if c.phase != "Completed" and app is not None and not _at(app, revision):
+                return True
+        return False
 
     def _nothing_selected(self, stage: Stage) -> None:
         sel = stage.clusters.selector.model_dump(by_alias=True, exclude_none=True)
@@ -586,11 +606,7 @@ class _Planner:
             self._verifying(i, stage, ss, c, revision)
 
     def _waiting(self, stage: Stage, c: ClusterStatus, app: App, revision: str) -> None:
-        if (
-            app.deployed_revision == revision
-            and app.fresh_at(revision)
-            and not app.operation_running
-        ):
+        if _at(app, revision):
             c.phase, c.revision, c.finished = "Completed", revision, self.now
             c.message = f"already at {short(revision)}"
             return
@@ -931,6 +947,13 @@ class _Planner:
         if st.phase in ("Completed", "RolledBack"):
             self.p.requeue_after = None if not self.p.syncs else self.p.requeue_after
         return self.p
+
+
+def _at(app: App, revision: str) -> bool:
+    """Deployed at `revision`, compared since, Synced and Healthy, nothing running."""
+    return (
+        app.deployed_revision == revision and app.fresh_at(revision) and not app.operation_running
+    )
 
 
 def completed(ss: StageStatus) -> bool:

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.manager import Settings
+from okra_controllers.manager import Settings, setup_analysisruns
 from okra_controllers.progressiverollout.controller import APPLICATION, setup
 from okra_runtime import Client, Manager, ManagerOptions
 from okra_runtime.envtest import ControlPlane, ControlPlaneError
@@ -265,18 +266,56 @@ class AppController:
 
 
 @asynccontextmanager
-async def manager(client: Client, ns: str) -> AsyncIterator[Manager]:
+async def manager(client: Client, ns: str, *, analysis: bool = False) -> AsyncIterator[Manager]:
+    """The ProgressiveRollout controller in-process (with the AnalysisRun controller when
+    stages have analysis)."""
     mgr = Manager(client, ManagerOptions(namespace=ns, metrics_address=None, probe_address=None))
-    setup(
-        mgr,
-        Settings(namespace=ns, okra_namespace=ns, aws=AwsConfig(region="us-east-1"), concurrency=2),
+    settings = Settings(
+        namespace=ns, okra_namespace=ns, aws=AwsConfig(region="us-east-1"), concurrency=2
     )
+    setup(mgr, settings)
+    if analysis:
+        setup_analysisruns(mgr, settings)
     task = asyncio.create_task(mgr.start())
     try:
         yield mgr
     finally:
         mgr.stop()
         await asyncio.wait_for(task, 30)
+
+
+class Hooks:
+    """A local HTTP endpoint for webhooks and web metrics: records every call, answers
+    `status` and `{"rate": rate}`."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.status = 200
+        self.rate = 0.0
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.json() if request.can_read_body else {}
+        self.calls.append((request.path, body))
+        if request.path == "/rate":
+            return web.json_response({"rate": self.rate})
+        return web.json_response({}, status=self.status)
+
+
+@asynccontextmanager
+async def hooks() -> AsyncIterator[Hooks]:
+    h = Hooks()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", h.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    h.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    try:
+        yield h
+    finally:
+        await runner.cleanup()
 
 
 @asynccontextmanager
