@@ -191,9 +191,12 @@ def application_view(app: dict[str, Any], cluster: str, labels: dict[str, str]) 
     )
 
 
-def sync_operation(sync: Sync) -> dict[str, Any]:
-    """Argo CD's `operation` for a sync of one Application to `sync.revision`."""
-    return {
+def sync_operation(sync: Sync, app: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Argo CD's `operation` for a sync of one Application to `sync.revision`, as Argo CD's API
+    server writes it for `argocd app sync --revision`: the Application's
+    `syncPolicy.syncOptions` (e.g. CreateNamespace=true) and `retry` apply to it, prune off."""
+    policy = ((app or {}).get("spec") or {}).get("syncPolicy") or {}
+    op: dict[str, Any] = {
         "initiatedBy": {"username": INITIATOR},
         "info": [
             {"name": SYNC_ID_INFO, "value": sync.sync_id},
@@ -201,6 +204,11 @@ def sync_operation(sync: Sync) -> dict[str, Any]:
         ],
         "sync": {"revision": sync.revision},
     }
+    if policy.get("syncOptions"):
+        op["sync"]["syncOptions"] = list(policy["syncOptions"])
+    if policy.get("retry"):
+        op["retry"] = policy["retry"]
+    return op
 
 
 class ProgressiveRolloutReconciler:
@@ -331,12 +339,24 @@ class ProgressiveRolloutReconciler:
     async def _act(self, raw: dict[str, Any], pr: ProgressiveRollout, p: Plan) -> None:
         ns, name = pr.metadata.namespace or "", pr.metadata.name
         for s in p.syncs:
+            app = self.apps.get(s.application, ns)
+            if app is None:
+                continue
+            # Guarded by the resourceVersion the plan saw: if the Application changed since
+            # (Argo CD took the operation, or this controller wrote it a moment ago and the
+            # cache lags), the write is refused and the next reconcile decides again. An
+            # operation is therefore never written twice, nor over one Argo CD started.
+            patch = {
+                "metadata": {"resourceVersion": app["metadata"].get("resourceVersion")},
+                "operation": sync_operation(s, app),
+            }
             try:
-                await self.client.patch(
-                    APPLICATION, s.application, {"operation": sync_operation(s)}, namespace=ns
+                await self.client.patch(APPLICATION, s.application, patch, namespace=ns)
+            except (NotFoundError, ConflictError):
+                log.debug(
+                    "application changed since planned; not written", application=s.application
                 )
-            except NotFoundError:
-                continue  # gone: the next reconcile sees it gone
+                continue
             SYNCS.labels(ns, name, s.reason).inc()
             log.info(
                 "sync written",
