@@ -7,14 +7,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
+.PHONY: help venv assets argocd helm chart check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
+	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
+	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
 	@echo "make lock    re-resolve requirements-dev.lock from pyproject.toml"
 	@echo "make bench-runtime  okra_runtime vs kopf vs controller-runtime, 10k objects"
 	@echo "make bench-cell     new target group -> first ModifyRule; idle Cell's AWS calls"
@@ -32,21 +34,36 @@ venv: $(STAMP)
 assets:
 	@hack/build-control-plane.sh
 
+argocd:
+	@hack/build-argocd.sh
+	@hack/redis.sh
+
+helm:
+	@hack/build-helm.sh
+
+chart:
+	hack/sync-chart.sh
+
+check-chart:
+	hack/sync-chart.sh --check
+
 CRD_MODELS := okra_controllers.api.v1alpha1:CRD_MODELS
 
 manifests: $(STAMP)
 	$(BIN)/python -m okra_runtime.crdgen --out config/crd/bases $(CRD_MODELS)
+	hack/sync-chart.sh
 
 check-manifests: $(STAMP)
 	$(BIN)/python -m okra_runtime.crdgen --check --out config/crd/bases $(CRD_MODELS)
 
 rbac: $(STAMP)
 	$(BIN)/python -m okra_controllers.rbac --out config/rbac
+	hack/sync-chart.sh
 
 check-rbac: $(STAMP)
 	$(BIN)/python -m okra_controllers.rbac --check --out config/rbac
 
-lint: $(STAMP) check-manifests check-rbac
+lint: $(STAMP) check-manifests check-rbac check-chart
 	$(BIN)/ruff check src test examples bench
 	$(BIN)/ruff format --check src test examples bench
 	$(BIN)/mypy
@@ -59,6 +76,9 @@ fmt: $(STAMP)
 test: lint
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
 	OKRA_PROMETHEUS="$$(hack/prometheus.sh)" && export OKRA_PROMETHEUS && \
+	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
+	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
+	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
 test-unit: $(STAMP)

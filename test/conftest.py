@@ -5,6 +5,9 @@
 - `kube` / `kube_as`: kubernetes-asyncio clients for those servers.
 - `namespace`: a fresh namespace per test, deleted afterwards.
 - `moto`: a moto server per test module, reached over HTTP through aiobotocore.
+- `argocd`: a real Argo CD (repo-server, application-controller, applicationset-controller,
+  Redis, a local git repository) installed into `control_plane` (started on first use).
+- `fleet`: further workload control planes by name, started on first use.
 
 Tests under test/unit, test/integration and test/e2e get the matching marker.
 After the whole run, the controller process fails the session if any server
@@ -24,6 +27,7 @@ from kubernetes_asyncio import client
 from okra_controllers.aws.emulator import MotoServer
 from okra_runtime.client import Client
 from okra_runtime.envtest import ControlPlane
+from okra_runtime.envtest.argocd import ArgoCD
 from okra_runtime.envtest.leaks import leftover_servers
 from support import api_client
 
@@ -96,3 +100,38 @@ async def rt_client(control_plane: ControlPlane) -> AsyncIterator[Client]:
 def moto() -> Iterator[MotoServer]:
     with MotoServer() as server:
         yield server
+
+
+class Fleet:
+    """Workload control planes by name, each started on first use and kept for the session
+    (no kube-controller-manager: nothing is garbage-collected in a workload cluster)."""
+
+    def __init__(self) -> None:
+        self.planes: dict[str, ControlPlane] = {}
+
+    def __call__(self, name: str) -> ControlPlane:
+        if name not in self.planes:
+            cp = ControlPlane(name=name, controller_manager=False)
+            cp.start()
+            self.planes[name] = cp
+        return self.planes[name]
+
+    def stop(self) -> None:
+        for cp in self.planes.values():
+            cp.stop()
+        self.planes.clear()
+
+
+@pytest.fixture(scope="session")
+def fleet() -> Iterator[Fleet]:
+    f = Fleet()
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+@pytest.fixture(scope="session")
+def argocd(control_plane: ControlPlane) -> Iterator[ArgoCD]:
+    with ArgoCD(control_plane) as a:
+        yield a

@@ -1,6 +1,8 @@
 """A loopback TCP proxy that can go silent: it keeps connections open but stops
-forwarding bytes, the way a dead NAT entry or a hung load balancer does. TLS
-passes through untouched."""
+forwarding bytes, the way a dead NAT entry or a hung load balancer does. It can
+also go away (`refuse`: every connection dropped, new ones refused, as when the
+server behind it is down) and come back on the same port (`accept`). TLS passes
+through untouched."""
 
 from __future__ import annotations
 
@@ -32,6 +34,18 @@ class StallingProxy:
         for w in list(self._writers):
             w.close()
         self._open.set()
+
+    async def refuse(self) -> None:
+        """Drop every connection and refuse new ones, as a stopped server does."""
+        if self._server:
+            self._server.close()
+            self._server = None
+        for w in list(self._writers):
+            w.close()
+
+    async def accept(self) -> None:
+        """Listen again on the same port."""
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
 
     async def close(self) -> None:
         if self._server:

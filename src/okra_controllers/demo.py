@@ -192,6 +192,9 @@ class Demo:
                                 "targetGroupSelector": {"matchLabels": {"role": "web"}},
                             },
                         },
+                        # Every version runs on two clusters: a rollout starts only once
+                        # both target groups of the new version exist.
+                        "replicas": 2,
                         "updateStrategy": {"type": "Canary", "canary": {"steps": STEPS}},
                     },
                 }

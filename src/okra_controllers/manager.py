@@ -54,6 +54,11 @@ class Settings:
     okra_namespace: str
     aws: AwsConfig
     concurrency: int
+    eks_poll_interval: float = 60.0
+    """Seconds between ListClusters/DescribeCluster rounds of a ClusterSet (EKS has no watch)."""
+    cluster_poll_interval: float = 30.0
+    """Seconds between reads of workload clusters (TargetGroupBindings, nodes, pods): they are
+    reached through Argo CD cluster Secrets and not watched."""
 
 
 Setup = Callable[[Manager, Settings], None]
@@ -218,6 +223,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="max concurrent reconciles per controller",
     )
     p.add_argument(
+        "--eks-poll-interval",
+        type=float,
+        default=float(_env("eks-poll-interval", "60") or 60),
+        help="seconds between reads of EKS clusters by ClusterSets (EKS has no watch)",
+    )
+    p.add_argument(
+        "--cluster-poll-interval",
+        type=float,
+        default=float(_env("cluster-poll-interval", "30") or 30),
+        help="seconds between reads of workload clusters (TargetGroupBindings, targets)",
+    )
+    p.add_argument(
         "--controllers",
         default=_env("controllers", ",".join(CONTROLLERS)),
         help=f"comma-separated controllers to run (known: {', '.join(CONTROLLERS)})",
@@ -228,6 +245,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error(f"unknown controllers: {', '.join(unknown)} (known: {', '.join(CONTROLLERS)})")
     if a.concurrency < 1:
         p.error("--concurrency must be at least 1")
+    if a.eks_poll_interval <= 0 or a.cluster_poll_interval <= 0:
+        p.error("--eks-poll-interval and --cluster-poll-interval must be positive")
     return a
 
 
@@ -251,6 +270,8 @@ async def run(a: argparse.Namespace) -> int:
         okra_namespace=a.okra_namespace,
         aws=AwsConfig(region=a.aws_region, endpoint_url=a.aws_endpoint_url),
         concurrency=a.concurrency,
+        eks_poll_interval=a.eks_poll_interval,
+        cluster_poll_interval=a.cluster_poll_interval,
     )
     async with await Client.from_environment(a.kubeconfig) as client:
         mgr = Manager(
@@ -290,6 +311,7 @@ def local_command(
     aws_region: str = "us-east-1",
     log_format: str = "json",
     controllers: str | None = None,
+    poll_interval: float | None = None,
 ) -> list[str]:
     """The command line of an okra-manager for one namespace on a local control plane
     (tests, the demo, benchmarks): no probe or metrics ports, okra's namespace = the
@@ -317,6 +339,9 @@ def local_command(
         cmd += ["--aws-endpoint-url", aws_endpoint_url]
     if controllers:
         cmd += ["--controllers", controllers]
+    if poll_interval is not None:
+        cmd += ["--eks-poll-interval", str(poll_interval)]
+        cmd += ["--cluster-poll-interval", str(poll_interval)]
     return cmd
 
 

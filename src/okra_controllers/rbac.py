@@ -12,8 +12,14 @@ OwnerReferencesPermissionEnforcement admission plugin is on, as on OpenShift). E
 `events.k8s.io/v1` (see `okra_runtime.events`); the leader-election Lease lives in the manager's
 own namespace, so it is granted by a namespaced Role, not by the ClusterRole.
 
-Generating: ``python -m okra_controllers.rbac --out config/rbac`` writes both files; with
-``--check`` nothing is written and it exits 1 if either differs.
+People get roles too: `okra-viewer` (read every okra kind) and `okra-editor` (create, change
+and delete the namespaced kinds, which is what `okra promote`, `abort`, `retry`, `set version`
+and `run analysis` do) are aggregated into Kubernetes' built-in `view` and `edit` roles, so an
+app team that may view or edit a namespace can watch and steer its rollouts without
+cluster-admin. They are derived from the CRD models, so a new kind is covered by itself.
+
+Generating: ``python -m okra_controllers.rbac --out config/rbac`` writes every file; with
+``--check`` nothing is written and it exits 1 if any differs.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ from typing import Any
 
 import yaml
 
+from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.api.v1alpha1.common import GROUP
+from okra_runtime.crdgen import crd_info
 
 __all__ = [
     "CONTROLLER_RULES",
@@ -39,9 +47,13 @@ __all__ = [
     "render_all",
     "render_leader_election_role",
     "render_role",
+    "render_user_roles",
+    "user_rules",
 ]
 
 MANAGER_ROLE = "okra-manager-role"
+VIEWER_ROLE = "okra-viewer"
+EDITOR_ROLE = "okra-editor"
 LEADER_ELECTION_ROLE = "okra-leader-election-role"
 NAMESPACE = "okra-system"
 ARGO_GROUP = "argoproj.io"
@@ -57,6 +69,10 @@ KEEP = (*READ, "create", "update", "patch")
 OWN = (*KEEP, "delete")
 """What a controller does with objects it creates, keeps up to date and removes."""
 STATUS = ("update", "patch")
+EDIT = ("create", "update", "patch", "delete", "deletecollection")
+"""What people with the `edit` role may do to okra's namespaced kinds (status excepted)."""
+
+AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 
 _VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 
@@ -237,11 +253,44 @@ def render_leader_election_role(
     )
 
 
+def user_rules() -> tuple[list[PolicyRule], list[PolicyRule]]:
+    """(viewer rules, editor rules), from the CRD models: every kind readable, every
+    namespaced kind editable. Status stays the controllers' to write."""
+    infos = [crd_info(m) for m in CRD_MODELS]
+    every = tuple(sorted(i.plural for i in infos))
+    namespaced = tuple(sorted(i.plural for i in infos if i.scope == "Namespaced"))
+    return [PolicyRule((GROUP,), every, READ)], [PolicyRule((GROUP,), namespaced, EDIT)]
+
+
+def _user_role(name: str, aggregate_to: Sequence[str], rules: Iterable[PolicyRule]) -> str:
+    return _dump(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {
+                "name": name,
+                "labels": {f"{AGGREGATE}{role}": "true" for role in aggregate_to},
+            },
+            "rules": [_rule_dict(r) for r in merge_rules(rules)],
+        }
+    )
+
+
+def render_user_roles() -> dict[str, str]:
+    """okra-viewer (aggregated into view, edit, admin) and okra-editor (into edit, admin)."""
+    viewer, editor = user_rules()
+    return {
+        "viewer_role.yaml": _user_role(VIEWER_ROLE, ("view", "edit", "admin"), viewer),
+        "editor_role.yaml": _user_role(EDITOR_ROLE, ("edit", "admin"), editor),
+    }
+
+
 def render_all() -> dict[str, str]:
     """File name (in config/rbac) -> content."""
     return {
         "role.yaml": render_role(),
         "leader_election_role.yaml": render_leader_election_role(),
+        **render_user_roles(),
     }
 
 

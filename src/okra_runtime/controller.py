@@ -3,7 +3,10 @@
 Guarantees: one Request is never reconciled by two workers at once (the
 queue's processing set); an exception never escapes a worker, it is logged
 with the object's key and the reconcile id, counted, and the Request is
-requeued with per-item exponential backoff; a `TerminalError` is counted and
+requeued with per-item exponential backoff — capped at `unreachable_max_delay`
+(1 s) when the failure is a server that cannot be reached or answers 5xx/429,
+logged then as a warning without traceback, so that work resumes within about
+a second of an outage ending; a `TerminalError` is counted and
 not retried; `Result(requeue_after=s)` forgets the backoff and comes back in
 s seconds. Metric names are controller-runtime's.
 """
@@ -18,6 +21,7 @@ from collections.abc import Hashable
 import structlog
 
 from okra_runtime import metrics as m
+from okra_runtime.errors import unreachable
 from okra_runtime.reconcile import ReconcileFunc, Reconciler, Request, Result, TerminalError
 from okra_runtime.workqueue import RateLimiter, ShutDown, WorkQueue, default_controller_rate_limiter
 
@@ -32,6 +36,7 @@ class Controller:
         *,
         max_concurrent_reconciles: int = 1,
         rate_limiter: RateLimiter[Hashable] | None = None,
+        unreachable_max_delay: float = 1.0,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -40,6 +45,7 @@ class Controller:
             reconciler.reconcile if isinstance(reconciler, Reconciler) else reconciler
         )
         self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.unreachable_max_delay = unreachable_max_delay
         self.queue: WorkQueue[Request] = WorkQueue(
             name, rate_limiter or default_controller_rate_limiter()
         )
@@ -113,6 +119,15 @@ class Controller:
             except Exception as e:
                 m.RECONCILE_TOTAL.labels(self.name, "error").inc()
                 m.RECONCILE_ERRORS.labels(self.name).inc()
+                if unreachable(e):
+                    retries = self.queue.num_requeues(req)
+                    (log.warning if retries == 0 else log.debug)(
+                        "reconcile interrupted: a server is unreachable; will retry",
+                        error=f"{type(e).__name__}: {e}",
+                        retries=retries,
+                    )
+                    self.queue.add_rate_limited(req, max_delay=self.unreachable_max_delay)
+                    return
                 log.error(
                     "reconcile failed; will retry",
                     error=f"{type(e).__name__}: {e}",

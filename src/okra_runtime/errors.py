@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
+
 
 class ApiError(Exception):
     """An error response from the API server (`status` is the HTTP code)."""
@@ -115,3 +117,19 @@ class NoKindMatchError(LookupError):
 
 class WatchStalledError(Exception):
     """A watch delivered no bytes (not even a bookmark) for longer than allowed."""
+
+
+def unreachable(e: BaseException) -> bool:
+    """A failure of the path to a server or of the server itself (refused, reset,
+    timed out, stalled, 5xx, 429), which ends by itself: worth a quick retry, not a
+    long backoff or a traceback. The server refusing the request (4xx) is not."""
+    return isinstance(
+        e,
+        ConnectionError
+        | OSError
+        | TimeoutError
+        | aiohttp.ClientConnectionError
+        | WatchStalledError
+        | ServerError
+        | TooManyRequestsError,
+    )

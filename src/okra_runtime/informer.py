@@ -10,6 +10,15 @@ byte for `inactivity_timeout` (default 100 s) is treated as dead and reopened.
 While it is not watching, `healthy` is False and `health_message` says why;
 the manager's /readyz reports it.
 
+Backoff: an API server that is unreachable or answering 5xx/429 (a restart, an
+outage) is retried with a backoff capped at `backoff_max_unreachable` (1 s), so
+an informer is watching again within about a second of the server's /readyz; a
+server that refuses the request itself (403, 404, a body that does not decode)
+is retried up to `backoff_max` (30 s, as client-go). The count restarts when the
+kind of failure changes, and every delay is jittered (50-100 %) so that the
+informers of one manager do not reconnect in lockstep. The first failure of a
+streak, and a change of reason, log a warning; the repeats log at debug.
+
 Handlers are plain callbacks run inline on the event loop; they must be cheap
 (enqueueing into a workqueue is the intended use).
 """
@@ -29,7 +38,7 @@ import structlog
 from okra_runtime import metrics as m
 from okra_runtime.cache import Obj, Store
 from okra_runtime.client import Client
-from okra_runtime.errors import ApiError, GoneError, WatchStalledError
+from okra_runtime.errors import ApiError, GoneError, WatchStalledError, unreachable
 from okra_runtime.gvk import GVK, object_key
 
 log = structlog.get_logger("okra_runtime.informer")
@@ -73,6 +82,14 @@ class InformerOptions:
     inactivity_timeout: float = 100.0
     backoff_base: float = 0.2
     backoff_max: float = 30.0
+    backoff_max_unreachable: float = 1.0  # server down, restarting or overloaded
+
+
+def backoff_delay(options: InformerOptions, failures: int, unreachable_server: bool) -> float:
+    """The delay before retry number `failures` (0-based) of one kind of failure,
+    before jitter."""
+    cap = options.backoff_max_unreachable if unreachable_server else options.backoff_max
+    return float(min(cap, options.backoff_base * 2.0 ** min(failures, 30)))
 
 
 @dataclass
@@ -123,6 +140,8 @@ class Informer:
         """List and watch until cancelled. Never raises on API trouble."""
         labels = (self.gvk.group, self.gvk.version, self.gvk.kind)
         need_list, failures = True, 0
+        last_kind: bool | None = None
+        last_reason = ""
         resync = asyncio.create_task(self._resync_loop()) if self.options.resync_period else None
         try:
             while True:
@@ -132,7 +151,7 @@ class Informer:
                         m.INFORMER_RELISTS.labels(*labels).inc()
                         need_list = False
                     await self._watch_once()
-                    failures = 0
+                    failures, last_kind, last_reason = 0, None, ""
                     m.WATCH_RESTARTS.labels(*labels, "closed").inc()
                     continue
                 except GoneError:
@@ -143,21 +162,28 @@ class Informer:
                 except WatchStalledError as e:
                     self._unhealthy(str(e))
                     m.WATCH_RESTARTS.labels(*labels, "stalled").inc()
+                    kind = True
                 except (ApiError, ConnectionError, OSError, ValueError, aiohttp.ClientError) as e:
                     self._unhealthy(f"{type(e).__name__}: {e}")
                     m.WATCH_RESTARTS.labels(*labels, "error").inc()
+                    kind = unreachable(e)
                 except Exception as e:
                     self._unhealthy(f"unexpected {type(e).__name__}: {e}")
                     m.WATCH_RESTARTS.labels(*labels, "error").inc()
                     log.exception("informer error", informer=self.name)
-                delay = min(self.options.backoff_max, self.options.backoff_base * 2.0**failures)
+                    kind = False
+                if kind != last_kind:
+                    failures = 0  # a new kind of failure starts its own backoff
+                delay = backoff_delay(self.options, failures, kind)
                 failures += 1
-                log.warning(
+                reason = self.health_message.split(":")[0]
+                (log.warning if reason != last_reason else log.debug)(
                     "watch interrupted; retrying",
                     informer=self.name,
                     reason=self.health_message,
                     retry_in=round(delay, 2),
                 )
+                last_kind, last_reason = kind, reason
                 await asyncio.sleep(delay * (0.5 + random.random() / 2))
         finally:
             self.healthy, self.health_message = False, "stopped"

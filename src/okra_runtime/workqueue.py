@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import random
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -239,9 +240,13 @@ class WorkQueue(Generic[T]):
         if self._timer is None or ready_at < self._timer_at:
             self._arm_timer()
 
-    def add_rate_limited(self, item: T) -> None:
-        """Re-add a failed `item` after the rate limiter's delay."""
-        self.add_after(item, self._rate_limiter.when(item))
+    def add_rate_limited(self, item: T, max_delay: float | None = None) -> None:
+        """Re-add a failed `item` after the rate limiter's delay; with `max_delay`, at
+        most that (jittered to 50-100 % of it, so that many items retry spread out)."""
+        delay = self._rate_limiter.when(item)
+        if max_delay is not None and delay > max_delay:
+            delay = max_delay * (0.5 + random.random() / 2)
+        self.add_after(item, delay)
 
     def forget(self, item: T) -> None:
         """Tell the rate limiter `item` succeeded, resetting its backoff."""

@@ -144,6 +144,7 @@ async def test_bad_input_never_stops_the_manager(
     assert okra.proc is not None
     assert okra.proc.poll() is None
     assert st["stableVersion"] == "v1"
+    assert st["phase"] == "Degraded"  # every status has a phase, not only a message
     assert await env.rule_weights() == {"web-a-v1": 100}
 
 

@@ -34,6 +34,12 @@ def test_demo_rolls_out_v2_and_rolls_back_v3() -> None:
     assert "canary v2 at 60%" in out
     assert "final weights in AWS: web-1-v2=50, web-2-v2=50" in out
     assert "blocked: v3 (analysis" in out
+    # replicas: 2 — a version gets traffic only on both its clusters at once, never one first.
+    weights = [line.split("AWS: ", 1)[1] for line in out.splitlines() if "AWS: " in line]
+    for version in ("v2", "v3"):
+        serving = [w for w in weights if f"-{version}=" in w]
+        assert serving, weights
+        assert all(f"web-1-{version}=" in w and f"web-2-{version}=" in w for w in serving), weights
     assert leftover_servers(RUN_ENV, run_id, ("okra_controllers.manager",)) == []
 
 

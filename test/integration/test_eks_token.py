@@ -32,7 +32,8 @@ async def test_eks_token_is_a_presigned_get_caller_identity_url(moto: MotoServer
     assert q["X-Amz-Credential"][0].endswith("/us-east-1/sts/aws4_request")
     assert len(q["X-Amz-Signature"][0]) == 64
     # (moto's server routes by the Authorization header, not a presigned query, so it cannot
-    # answer the URL itself; EKS's authenticator is what GETs it in production.)
+    # answer the URL itself; EKS's authenticator is what GETs it in production. test_eks_auth.py
+    # has a workload apiserver verify the signature, as that authenticator and STS do.)
 
 
 async def test_eks_token_with_a_role_signs_with_the_assumed_role(moto: MotoServer) -> None:

@@ -14,10 +14,7 @@ namespace and the RBAC, never the CRDs.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,11 +23,17 @@ from typing import Any
 import pytest
 import yaml
 
+from installed import (
+    assert_manager_works,
+    clean_env,
+    local_flags,
+    running_manager,
+    service_account_kubeconfig,
+)
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.rbac import CONTROLLER_RULES, LEADER_ELECTION_RULES, PolicyRule
 from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.controlplane import kubeconfig_dict
-from okra_runtime.envtest.process import Process, free_port, wait_until
+from okra_runtime.envtest.process import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config"
@@ -306,117 +309,85 @@ def test_every_declared_rule_is_granted(installed: ControlPlane) -> None:
 # -- the manager, as its ServiceAccount --------------------------------------------------------
 
 
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return bool(resp.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def test_manager_runs_with_only_its_rbac(installed: ControlPlane, tmp_path: Path) -> None:
     """okra-manager with a token of its ServiceAccount: caches sync (list/watch granted), it
     leads through the Lease, and a Check's status and Event get written."""
-    cp = installed
-    token = cp.kubectl(
-        "create", "token", SERVICE_ACCOUNT, "-n", NAMESPACE, "--duration=1h"
-    ).stdout.strip()
-    kubeconfig = tmp_path / "okra-manager.kubeconfig"
-    kubeconfig.write_text(json.dumps(kubeconfig_dict("mgmt", cp.server, cp.ca_pem, "okra", token)))
-    namespace = f"okra-install-{uuid.uuid4().hex[:8]}"
+    kubeconfig = service_account_kubeconfig(
+        installed, SERVICE_ACCOUNT, NAMESPACE, tmp_path / "okra-manager.kubeconfig"
+    )
     lease = f"okra-install-test-{uuid.uuid4().hex[:8]}"
-    probes, metrics = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OKRA_", "KUBECONFIG"))}
-    env["OKRA_TEST_RUN"] = os.environ.get("OKRA_TEST_RUN", "")
-    manager = Process(
-        "okra-manager",
+    flags, probes = local_flags(
         [
-            sys.executable,
-            "-m",
-            "okra_controllers.manager",
             "--kubeconfig",
             str(kubeconfig),
             "--leader-elect",
             f"--leader-election-id={lease}",
             f"--okra-namespace={NAMESPACE}",
-            f"--metrics-bind-address=127.0.0.1:{metrics}",
-            f"--health-probe-bind-address=127.0.0.1:{probes}",
             "--log-format=json",
             "--aws-region=us-east-1",
-        ],
-        tmp_path / "okra-manager.log",
-        env=env,
+        ]
     )
-    cp.kubectl("create", "namespace", namespace)
-    manager.start()
+    command = [sys.executable, "-m", "okra_controllers.manager"]
+    with running_manager(
+        command, flags, probes, tmp_path / "okra-manager.log", clean_env()
+    ) as manager:
+        assert_manager_works(installed, manager, lease, NAMESPACE)
+
+
+# -- RBAC for people: okra-viewer and okra-editor, aggregated into view and edit ---------------
+
+
+@pytest.fixture(scope="module")
+def people(installed: ControlPlane) -> Iterator[str]:
+    """A namespace where user `vic` has the built-in `view` role and `jane` has `edit`."""
+    ns = f"okra-people-{uuid.uuid4().hex[:6]}"
+    installed.kubectl("create", "namespace", ns)
+    installed.kubectl("create", "rolebinding", "vic", "--clusterrole=view", "--user=vic", "-n", ns)
+    installed.kubectl(
+        "create", "rolebinding", "jane", "--clusterrole=edit", "--user=jane", "-n", ns
+    )
     try:
-        wait_until(
-            lambda: _http_ok(f"http://127.0.0.1:{probes}/readyz"), 60, "/readyz", alive=manager
-        )
-        wait_until(
-            lambda: bool(
-                cp.kubectl(
-                    "get",
-                    "lease",
-                    lease,
-                    "-n",
-                    NAMESPACE,
-                    "-o",
-                    "jsonpath={.spec.holderIdentity}",
-                    check=False,
-                ).stdout.strip()
-            ),
-            60,
-            "the leader-election Lease",
-            alive=manager,
-        )
-        check = {
-            "apiVersion": "okra.mumo.co/v1alpha1",
-            "kind": "Check",
-            "metadata": {"name": "unreachable", "namespace": namespace},
-            "spec": {"interval": "1h", "provider": {"web": {"url": "http://127.0.0.1:1/"}}},
-        }
-        cp.kubectl("create", "-f", "-", input_text=json.dumps(check))
-        wait_until(
-            lambda: (
-                "lastRunTime"
-                in (_get(cp, "check", "unreachable", "-n", namespace).get("status") or {})
-            ),
-            60,
-            "the Check's status",
-            alive=manager,
-        )
-        wait_until(
-            lambda: any(
-                e.get("reportingController") == "check-controller"
-                for e in _get(cp, "events.v1.events.k8s.io", "-n", namespace)["items"]
-            ),
-            60,
-            "the Check's Event",
-            alive=manager,
-        )
+        yield ns
     finally:
-        manager.stop(timeout=20)
-        cp.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-    log = (tmp_path / "okra-manager.log").read_text(errors="replace")
-    assert "forbidden" not in log.lower(), log[-4000:]
-    # The stopped manager gave the Lease up, which takes an update.
-    holder = cp.kubectl(
-        "get", "lease", lease, "-n", NAMESPACE, "-o", "jsonpath={.spec.holderIdentity}"
-    ).stdout.strip()
-    assert holder == "", f"lease still held by {holder!r}:\n{log[-4000:]}"
+        installed.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
-# -- samples --------------------------------------------------------------------------------
+def _person_can(cp: ControlPlane, user: str, verb: str, resource: str, ns: str) -> bool:
+    name, _, sub = resource.partition("/")
+    args = ["auth", "can-i", verb, name, f"--as={user}", "-n", ns]
+    if sub:
+        args.append(f"--subresource={sub}")
+    return cp.kubectl(*args, check=False).stdout.strip() == "yes"
 
 
-def test_samples_are_accepted_by_the_server(installed: ControlPlane) -> None:
-    out = installed.kubectl(
-        "apply", "--dry-run=server", "-n", "default", "-k", str(CONFIG / "samples")
-    ).stdout
-    applied = [line for line in out.splitlines() if line.strip()]
-    assert len(applied) == len(CRD_MODELS), out
-    assert all("(server dry run)" in line for line in applied), out
-    # Nothing was stored.
-    left = installed.kubectl("get", "cells.okra.mumo.co", "-n", "default", "-o", "name").stdout
-    assert "cell.okra.mumo.co/web" not in left
+PEOPLE_ALLOWED = [
+    ("vic", "get", "cells.okra.mumo.co"),
+    ("vic", "watch", "cells.okra.mumo.co"),
+    ("vic", "list", "analysisruns.okra.mumo.co"),
+    ("vic", "list", "versionblocklists.okra.mumo.co"),
+    ("jane", "get", "cells.okra.mumo.co"),
+    ("jane", "patch", "cells.okra.mumo.co"),  # okra promote / abort / retry / set version
+    ("jane", "patch", "pauses.okra.mumo.co"),  # okra promote at a pause
+    ("jane", "update", "versionblocklists.okra.mumo.co"),  # okra retry
+    ("jane", "create", "analysisruns.okra.mumo.co"),  # okra run analysis
+    ("jane", "create", "analysistemplates.okra.mumo.co"),
+]
+PEOPLE_DENIED = [
+    ("vic", "patch", "cells.okra.mumo.co"),
+    ("vic", "create", "analysisruns.okra.mumo.co"),
+    ("vic", "list", "secrets"),
+    ("jane", "update", "cells.okra.mumo.co/status"),  # status is the controllers'
+    ("jane", "patch", "analysisruns.okra.mumo.co/status"),
+]
+
+
+def test_people_roles_are_aggregated(installed: ControlPlane, people: str) -> None:
+    """The clusterrole-aggregation controller copies okra's rules into view and edit."""
+    for user, verb, resource in PEOPLE_ALLOWED:
+
+        def allowed(u: str = user, v: str = verb, r: str = resource) -> bool:
+            return _person_can(installed, u, v, r, people)
+
+        wait_until(allowed, 30, f"{user} may {verb} {resource}")
+    for user, verb, resource in PEOPLE_DENIED:
+        assert not _person_can(installed, user, verb, resource, people), (user, verb, resource)

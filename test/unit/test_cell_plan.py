@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
+from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus, ListenerRule
 from okra_controllers.cell.plan import Forward, Observed, Plan, plan
 from okra_controllers.cell.versions import group_target_groups
 
@@ -65,6 +65,7 @@ class World:
     history: list[Plan] = field(default_factory=list)
     timed: set[str] = field(default_factory=set)
     now: datetime.datetime = T0
+    unhealthy: set[str] = field(default_factory=set)  # target group names without a healthy target
 
     def add_tg(self, name: str, version: str) -> None:
         self.tgs.append(
@@ -99,6 +100,7 @@ class World:
                 promote=self.promote,
                 abort=self.abort,
                 now=self.now,
+                health={arn: name not in self.unhealthy for name, arn, _ in self.tgs},
             )
         )
         self.history.append(p)
@@ -111,6 +113,9 @@ class World:
         for name in p.terminate_runs:
             if self.runs.get(name) in ("Running", ""):
                 self.runs[name] = "Successful"  # a terminated run ends Successful
+        for name in p.cancel_pauses:
+            if self.pauses.get(name) == "Started":
+                self.pauses[name] = "Cancelled"
         if p.create_pause:
             self.pauses[p.create_pause.name] = "Started"
             if p.create_pause.expire_time:
@@ -419,6 +424,12 @@ def test_weights_always_total_100_and_steps_run_in_order(
             w.spec = spec(steps, version=pin)
         before = (w.status.rollout_id, w.status.current_step_index)
         p = w.tick()
+        # Every status says where the Cell stands and why.
+        assert p.status.phase, p.status
+        assert p.status.message, p.status
+        # Pauses and runs of an ended rollout are cancelled / terminated.
+        if p.status.rollout_id is None:
+            assert all(ph != "Started" for ph in w.pauses.values()), w.pauses
         if p.forward is not None:
             assert sum(f.weight for f in p.forward) == 100
             assert all(f.weight > 0 for f in p.forward)
@@ -471,3 +482,124 @@ def test_failure_stays_degraded_after_the_rollback_is_applied() -> None:
     assert "version v2 failed" in (w.status.message or "")
     phases = [p.status.phase for p in w.history[-5:]]
     assert set(phases) == {"Degraded"}
+
+
+def test_a_cell_waiting_for_replicas_says_so() -> None:
+    w = World(spec(DEMO_STEPS, replicas=2))
+    w.add_tg("a-v1", "v1")
+    w.add_tg("b-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(3)
+    assert w.weights() == {"a-v1": 50, "b-v1": 50}
+    cond = next(c for c in w.status.conditions or [] if c.type == "ReplicasReady")
+    assert (cond.status, cond.reason) == ("False", "WaitingForReplicas")
+    assert cond.message == "waiting for v2: 1 of 2 target groups"
+    assert w.status.phase == "Healthy"
+    assert w.status.message == "v1 serves 100%; waiting for v2: 1 of 2 target groups"
+    waits = [e for p in w.history for e in p.events if e.reason == "WaitingForReplicas"]
+    assert [e.message for e in waits] == ["waiting for v2: 1 of 2 target groups"]  # once
+    w.add_tg("b-v2", "v2")
+    w.tick()
+    cond = next(c for c in w.status.conditions or [] if c.type == "ReplicasReady")
+    assert cond.status == "True"
+    assert w.status.canary_version == "v2"
+
+
+def test_six_target_groups_in_one_version_degrade_with_what_to_fix() -> None:
+    w = World(spec([]))
+    for n in range(6):
+        w.add_tg(f"web-{n}-v1", "v1")
+    p = w.tick()
+    assert p.forward is None
+    assert p.status.phase == "Degraded"
+    assert "an ALB forward action holds at most 5" in (p.status.message or "")
+    assert "lower the number of target groups" in (p.status.message or "")
+    assert [e.reason for e in p.events] == ["TooManyTargetGroups"]
+    assert not p.create_runs
+    assert p.create_pause is None
+    p = w.tick()
+    assert p.status.phase == "Degraded"
+    assert not p.events
+
+
+def test_a_listener_rule_without_conditions_degrades() -> None:
+    s = spec([])
+    alb = s.ingress.aws_application_load_balancer
+    assert alb is not None
+    alb.listener_rule = ListenerRule(priority=10)
+    w = World(s)
+    w.add_tg("a-v1", "v1")
+    p = w.tick()
+    assert p.forward is None
+    assert p.status.phase == "Degraded"
+    assert "needs at least one of hosts, pathPatterns" in (p.status.message or "")
+
+
+def test_health_is_asked_for_then_gates_new_target_groups() -> None:
+    w = World(spec(DEMO_STEPS))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.unhealthy.add("a-v2")
+    p = w.tick()
+    assert p.forward is None
+    assert p.held
+    assert p.status.message == "waiting for a healthy target in a-v2 before sending it traffic"
+    assert p.status.phase == "Progressing"
+    cond = next(c for c in p.status.conditions or [] if c.type == "TargetGroupsHealthy")
+    assert (cond.status, cond.reason) == ("False", "NoHealthyTargets")
+    assert [e.reason for e in p.events] == ["TargetGroupUnhealthy"]
+    assert not p.create_runs
+    assert p.create_pause is None
+    assert not w.tick().events  # the same wait is not announced again
+    # Without observed health the plan asks for it instead of guessing.
+    o = Observed(
+        "web",
+        1,
+        w.spec,
+        w.status,
+        group_target_groups(w.tgs, [LABEL]),
+        w.forward,
+        True,
+        {},
+        {},
+        {},
+        None,
+        None,
+        T0,
+    )
+    asked = plan(o)
+    assert asked.needs_health == (w.tgs[1][1],)
+    assert asked.forward is None
+    w.unhealthy.clear()
+    p = w.tick()
+    assert p.forward is not None
+    assert not p.held
+    cond = next(c for c in p.status.conditions or [] if c.type == "TargetGroupsHealthy")
+    assert cond.status == "True"
+    # A target group that already has weight is not checked again.
+    w.run(40)
+    w.unhealthy.add("a-v2")
+    assert not w.tick().held
+
+
+def test_pinned_rollback_mid_rollout_ends_its_pauses_and_runs() -> None:
+    bg = {"templates": [{"templateName": "error-rate"}]}
+    w = World(spec([{"stepWeight": 20}, {"pause": {}}], background=bg), outcome=lambda n: "Running")
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(5)
+    assert w.status.phase == "Paused"
+    (pause,) = w.pauses
+    assert w.pauses[pause] == "Started"
+    (bg_run,) = [r for r in w.runs if r.endswith("-bg")]
+    w.spec = spec([{"stepWeight": 20}, {"pause": {}}], background=bg, version="v1")
+    p = w.tick()
+    assert p.cancel_pauses == [pause]
+    assert bg_run in p.terminate_runs
+    assert w.pauses[pause] == "Cancelled"
+    assert w.weights() == {"a-v1": 100}
+    w.run(3)
+    assert not any(p.cancel_pauses for p in w.history[-2:])  # once ended, left alone

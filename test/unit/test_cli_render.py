@@ -623,3 +623,34 @@ def test_namespace_comes_from_the_kubeconfig_context(
     monkeypatch.setenv("KUBECONFIG", str(path))
     assert default_namespace(None, None) == "shop"
     assert default_namespace(str(tmp_path / "missing"), None) == "default"
+
+
+def test_a_version_waiting_for_replicas_is_shown_waiting() -> None:
+    waiting = cond("ReplicasReady", "False", "WaitingForReplicas", "waiting for v2: 1 of 2")
+    obj = cell(
+        {
+            "phase": "Healthy",
+            "message": "v1 serves 100%; waiting for v2: 1 of 2 target groups",
+            "stableVersion": "v1",
+            "conditions": [waiting],
+        }
+    )
+    obj["spec"]["replicas"] = 2
+    tgs = [tg("web-1-v1", "v1"), tg("web-2-v1", "v1"), tg("web-1-v2", "v2")]
+    view = select_view(obj, tgs, [config({"web-1-v1": 50, "web-2-v1": 50})], [], [])
+    out = render_cell(view.cell, view.target_groups, view.config, view.runs, view.blocklist, NOW)
+    assert "Phase:    Healthy  v1 serves 100%; waiting for v2: 1 of 2 target groups" in out
+    assert lines_with(out, "web-1-v2")[0].split()[:7] == [
+        "v2",
+        "(waiting:",
+        "1",
+        "of",
+        "2",
+        "target",
+        "groups)",
+    ]
+    assert lines_with(out, "ReplicasReady")[0].split()[:3] == [
+        "ReplicasReady",
+        "False",
+        "WaitingForReplicas",
+    ]

@@ -10,7 +10,7 @@ from cryptography import x509
 
 from okra_runtime.envtest import find_binaries
 from okra_runtime.envtest.certs import make_pki
-from okra_runtime.envtest.controlplane import kubeconfig_dict
+from okra_runtime.envtest.controlplane import kubeconfig_dict, webhook_kubeconfig_dict
 
 
 def test_serving_certificate_covers_loopback_and_is_signed_by_the_ca() -> None:
@@ -39,3 +39,21 @@ def test_kubeconfig_carries_server_ca_and_token() -> None:
     cfg = kubeconfig_dict("c", "https://127.0.0.1:1", b"PEM", "u", "tok")
     assert cfg["current-context"] == "u@c"
     assert cfg["users"] == [{"name": "u", "user": {"token": "tok"}}]
+
+
+def test_token_webhook_config_is_a_kubeconfig_naming_the_service_and_its_ca() -> None:
+    cfg = webhook_kubeconfig_dict("https://127.0.0.1:2/clusters/c1", b"PEM")
+    assert cfg["clusters"] == [
+        {
+            "name": "token-webhook",
+            "cluster": {
+                "server": "https://127.0.0.1:2/clusters/c1",
+                "certificate-authority-data": "UEVN",
+            },
+        }
+    ]
+    assert cfg["current-context"] == "webhook"
+    plain = webhook_kubeconfig_dict("http://127.0.0.1:2/")
+    assert plain["clusters"] == [
+        {"name": "token-webhook", "cluster": {"server": "http://127.0.0.1:2/"}}
+    ]

@@ -231,3 +231,35 @@ def test_logs_redact_secrets_wherever_they_are() -> None:
     assert "s3cr3t" not in out.getvalue()
     assert "abc123" not in out.getvalue()
     configure_logging("console", "info")
+
+
+def test_informer_backoff_is_capped_low_while_the_server_is_unreachable() -> None:
+    from okra_runtime.informer import InformerOptions, backoff_delay
+
+    o = InformerOptions()
+    assert [backoff_delay(o, n, True) for n in range(4)] == [0.2, 0.4, 0.8, 1.0]
+    assert backoff_delay(o, 100, True) == 1.0
+    assert backoff_delay(o, 100, False) == 30.0  # the server refuses: client-go's cap
+
+
+def test_unreachable_is_the_server_or_path_failing_not_refusing() -> None:
+    import aiohttp
+
+    from okra_runtime.errors import (
+        ForbiddenError,
+        NotFoundError,
+        ServerError,
+        TooManyRequestsError,
+        WatchStalledError,
+        unreachable,
+    )
+
+    assert unreachable(ConnectionRefusedError())
+    assert unreachable(ConnectionError("GET /api: refused"))
+    assert unreachable(aiohttp.ServerDisconnectedError())
+    assert unreachable(WatchStalledError("silent"))
+    assert unreachable(ServerError(503, "ServiceUnavailable", "etcd"))
+    assert unreachable(TooManyRequestsError(429, "TooManyRequests", "slow down"))
+    assert not unreachable(ForbiddenError(403, "Forbidden", "no"))
+    assert not unreachable(NotFoundError(404, "NotFound", "gone"))
+    assert not unreachable(ValueError("bad json"))

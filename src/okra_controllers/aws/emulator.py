@@ -3,18 +3,25 @@ demo. okra talks to it over HTTP exactly as it would to LocalStack or AWS."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shutil
 import sys
 import tempfile
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from xml.etree import ElementTree
 
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.eksauth import AwsPrincipal
 from okra_runtime.envtest.process import Process, free_port, wait_until
 
 _ATTEMPTS = 3
@@ -119,17 +126,44 @@ class MotoServer:
             return False
 
 
+EMULATOR_ARN = "arn:aws:sts::123456789012:user/moto"
+"""What moto's STS GetCallerIdentity answers for MotoServer's static keys."""
+
+
+def emulator_principal() -> AwsPrincipal:
+    """MotoServer's static keys as an EKS token verifier knows them."""
+    return AwsPrincipal("testing", "testing", EMULATOR_ARN)
+
+
 class CountingProxy:
     """An HTTP proxy in front of an AWS endpoint that records each call's action
     (`DescribeRules`, `ModifyRule`, ...), so tests and benchmarks can count what a
-    process that is not ours to instrument sends to AWS."""
+    process that is not ours to instrument sends to AWS.
 
-    def __init__(self, target: str) -> None:
+    It is also the bridge from moto's EKS to local control planes: for a cluster named with
+    `route_eks_cluster`, EKS DescribeCluster answers carry the local API server's URL and CA
+    in `cluster.endpoint` and `cluster.certificateAuthority.data` (moto's are fake hostnames);
+    every other byte passes through unchanged. And it tells `on_credentials` of each set of
+    temporary credentials STS AssumeRole hands out, so that an EKS token verifier can check
+    signatures made with them (as STS itself knows the credentials it issued)."""
+
+    def __init__(
+        self, target: str, on_credentials: Callable[[AwsPrincipal], None] | None = None
+    ) -> None:
         self.target = target.rstrip("/")
         self.calls: list[tuple[float, str]] = []  # (monotonic time, action)
         self.port = 0
+        self.on_credentials = on_credentials
+        self._eks: dict[str, tuple[str, str]] = {}
         self._runner: Any = None
         self._session: Any = None
+
+    def route_eks_cluster(self, name: str, server: str, ca_pem: bytes) -> None:
+        """Answer DescribeCluster of `name` with this API server URL and PEM CA."""
+        self._eks[name] = (server, base64.b64encode(ca_pem).decode())
+
+    def unroute_eks_cluster(self, name: str) -> None:
+        self._eks.pop(name, None)
 
     @property
     def endpoint_url(self) -> str:
@@ -158,13 +192,13 @@ class CountingProxy:
             await self._runner.cleanup()
 
     async def _forward(self, request: Any) -> Any:
-        import time
-        import urllib.parse
-
         from aiohttp import web
 
         body = await request.read()
         action = request.headers.get("X-Amz-Target", "").rpartition(".")[2]
+        eks_cluster = _eks_describe(request.method, request.path)
+        if eks_cluster is not None:
+            action = "DescribeCluster"
         if not action:
             form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
             action = (form.get("Action") or request.query.getall("Action", None) or ["?"])[0]
@@ -174,6 +208,12 @@ class CountingProxy:
             request.method, self.target + request.path_qs, data=body, headers=headers
         ) as resp:
             payload = await resp.read()
+            if resp.status == 200 and eks_cluster in self._eks:
+                payload = self._rewrite_cluster(payload, *self._eks[eks_cluster])
+            elif resp.status == 200 and action == "AssumeRole" and self.on_credentials:
+                issued = _assumed_role_principal(payload)
+                if issued is not None:
+                    self.on_credentials(issued)
             out_headers = {
                 k: v
                 for k, v in resp.headers.items()
@@ -181,3 +221,41 @@ class CountingProxy:
                 not in ("content-length", "transfer-encoding", "content-encoding", "connection")
             }
             return web.Response(status=resp.status, body=payload, headers=out_headers)
+
+    @staticmethod
+    def _rewrite_cluster(payload: bytes, server: str, ca_data: str) -> bytes:
+        doc = json.loads(payload)
+        cluster = doc.get("cluster") or {}
+        cluster["endpoint"] = server
+        cluster["certificateAuthority"] = {"data": ca_data}
+        return json.dumps(doc).encode()
+
+
+def _eks_describe(method: str, path: str) -> str | None:
+    """The cluster name of an EKS DescribeCluster call (`GET /clusters/<name>`), else None."""
+    parts = path.split("/")
+    if method == "GET" and len(parts) == 3 and parts[1] == "clusters" and parts[2]:
+        return urllib.parse.unquote(parts[2])
+    return None
+
+
+def _assumed_role_principal(payload: bytes) -> AwsPrincipal | None:
+    """The credentials and identity in an STS AssumeRole XML answer."""
+    ns = "{https://sts.amazonaws.com/doc/2011-06-15/}"
+    try:
+        root = ElementTree.fromstring(payload)
+    except ElementTree.ParseError:
+        return None
+    creds = root.find(f".//{ns}Credentials")
+    user = root.find(f".//{ns}AssumedRoleUser/{ns}Arn")
+    if creds is None or user is None or not user.text:
+        return None
+    values = {c.tag.removeprefix(ns): (c.text or "") for c in creds}
+    if not values.get("AccessKeyId") or not values.get("SecretAccessKey"):
+        return None
+    return AwsPrincipal(
+        values["AccessKeyId"],
+        values["SecretAccessKey"],
+        user.text,
+        session_token=values.get("SessionToken") or None,
+    )

@@ -3,9 +3,11 @@
 observe: the Cell, its AWSTargetGroups (selector), its load balancer config, its
 VersionBlocklist, its AnalysisRuns and Pauses (owner index), all from the
 caches; AWS is read only for the health of target groups about to receive
-weight for the first time. plan: `plan.plan` (pure). act: idempotent writes —
-server-side apply of the config when its weights change, AnalysisRuns and
-Pauses created by deterministic names, runs terminated, the blocklist appended.
+weight for the first time, when the plan asks for it (`Plan.needs_health`).
+plan: `plan.plan` (pure; it decides the health gate and the ALB limits too).
+act: idempotent writes — server-side apply of the config when its weights
+change, AnalysisRuns and Pauses created by deterministic names, runs
+terminated and pauses cancelled when their rollout ends, the blocklist appended.
 report: status (only when changed), conditions, Events.
 
 Nothing lives in memory: the step index, the rollout ID and the names of the
@@ -17,6 +19,7 @@ step.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -32,11 +35,11 @@ from okra_controllers.api.v1alpha1.cell import (
     ListenerRule,
     PauseSpec,
 )
-from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION, Condition
+from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.cell.pause_controller import PAUSE
-from okra_controllers.cell.plan import Event, Forward, Observed, Plan, RunRequest, plan
+from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
 from okra_controllers.cell.versions import group_target_groups
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
@@ -58,7 +61,6 @@ ABORT = "okra.mumo.co/abort"
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
-MAX_FORWARD = 5
 HEALTH_RECHECK = 5.0  # seconds between health checks of a target group waiting for traffic
 log = structlog.get_logger("okra.cell")
 
@@ -186,66 +188,14 @@ class CellReconciler:
             blocklist = None
         observed, config = self._observe(raw, cell, blocklist)
         p = plan(observed)
-        held = await self._health_gate(p, observed)
-        self._check_limits(p, observed)
+        if p.needs_health:
+            # Target health is observed only for target groups about to get weight for
+            # the first time (one DescribeTargetHealth each), then planned with.
+            health = {arn: await self._healthy(arn) for arn in p.needs_health}
+            p = plan(dataclasses.replace(observed, health=health))
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
-        return Result(requeue_after=HEALTH_RECHECK if held else RESYNC)
-
-    async def _health_gate(self, p: Plan, o: Observed) -> bool:
-        """Hold weights back from a target group that never had weight until it has a
-        healthy target (one DescribeTargetHealth per such group)."""
-        if p.forward is None:
-            return False
-        weighted = {f.arn for f in o.forward or () if f.weight > 0}
-        new = sorted({f.arn for f in p.forward} - weighted)
-        if not new:
-            return False
-        unhealthy = [arn for arn in new if not await self._healthy(arn)]
-        if not unhealthy:
-            return False
-        names = [f.name for f in p.forward if f.arn in unhealthy]
-        message = f"waiting for a healthy target in {', '.join(names)} before sending it traffic"
-        p.forward = None
-        p.create_runs.clear()
-        p.create_pause = None
-        p.status = o.status.model_copy(deep=True)
-        p.status.message = message
-        p.status.phase = p.status.phase or "Progressing"
-        p.events = [e for e in p.events if e.type == "Warning"]
-        conds = [c for c in p.status.conditions or [] if c.type != "TargetGroupsHealthy"]
-        conds.append(
-            Condition(
-                type="TargetGroupsHealthy",
-                status="False",
-                reason="NoHealthyTargets",
-                message=message,
-                last_transition_time=o.now,
-                observed_generation=o.generation,
-            )
-        )
-        p.status.conditions = conds
-        p.events.append(Event("Warning", "TargetGroupUnhealthy", message))
-        return True
-
-    def _check_limits(self, p: Plan, o: Observed) -> None:
-        """An ALB forward action holds at most 5 target groups: say so instead of writing
-        a config AWS would refuse."""
-        if p.forward is None or len(p.forward) <= MAX_FORWARD:
-            return
-        names = ", ".join(f.name for f in p.forward)
-        message = (
-            f"cannot route to {len(p.forward)} target groups ({names}): an ALB forward "
-            f"action holds at most {MAX_FORWARD}; lower the number of target groups "
-            "per version"
-        )
-        p.forward = None
-        p.create_runs.clear()
-        p.create_pause = None
-        p.status = o.status.model_copy(deep=True)
-        p.status.observed_generation = o.generation
-        p.status.message = message
-        p.events = [Event("Warning", "TooManyTargetGroups", message)]
+        return Result(requeue_after=HEALTH_RECHECK if p.held else RESYNC)
 
     async def _healthy(self, arn: str) -> bool:
         try:
@@ -294,16 +244,23 @@ class CellReconciler:
                 },
             )
         for run_name in p.terminate_runs:
-            with contextlib.suppress(NotFoundError):
-                await self.client.patch(
-                    ANALYSIS_RUN, run_name, {"spec": {"terminate": True}}, namespace=ns
-                )
+            await self._stop(ANALYSIS_RUN, self.runs, run_name, ns, "terminate")
+        for pause_name in p.cancel_pauses:
+            await self._stop(PAUSE, self.pauses, pause_name, ns, "cancelled")
         for e in p.events:
             self.events.event(raw, e.type, e.reason, e.message)
             log.info("cell event", reason=e.reason, message=e.message)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
         return True
+
+    async def _stop(self, gvk: GVK, store: Store, name: str, ns: str, flag: str) -> None:
+        """Set `spec.<flag>` (terminate a run, cancel a pause) unless already set."""
+        cached = store.get(name, ns)
+        if cached is not None and (cached.get("spec") or {}).get(flag):
+            return
+        with contextlib.suppress(NotFoundError):
+            await self.client.patch(gvk, name, {"spec": {flag: True}}, namespace=ns)
 
     async def _apply_config(
         self,

@@ -20,6 +20,15 @@ It never does I/O, so every rule below is tested directly:
   holds on stable until retry.
 - Weights are split evenly across a version's target groups (remainder to the
   last by name) and always total exactly 100.
+- A newer version with fewer than `replicas` target groups is reported as
+  waiting (condition `ReplicasReady`, an Event when that changes, the message).
+- Ending a rollout (completion, rollback, failure, abort, restart) terminates
+  its AnalysisRuns and cancels its Pauses.
+- Gates, decided here with the rest: ALB limits (at most 5 target groups in a
+  forward action, weights 0..999, a listener rule with at least one condition)
+  turn the plan into a Degraded status that says what to fix; a target group
+  about to get weight for the first time needs a healthy target (observed
+  input `health`; unknown health asks the caller to look, in `needs_health`).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import datetime
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -45,6 +55,9 @@ from okra_controllers.cell.versions import Grouped, TargetGroup, Version, split_
 EventType = Literal["Normal", "Warning"]
 FAILED_RUN = ("Failed", "Error")
 DONE_PAUSE = ("Expired", "Cancelled")
+DONE_RUN = ("Successful", "Failed", "Error", "Inconclusive")
+MAX_FORWARD = 5  # target groups in one ALB forward action
+MAX_WEIGHT = 999  # an ALB target group weight
 
 
 @dataclass(frozen=True, order=True)
@@ -70,6 +83,9 @@ class Observed:
     promote: str | None  # okra.mumo.co/promote annotation: "<rolloutID>/<step>" or ".../full"
     abort: str | None  # okra.mumo.co/abort annotation: the rollout ID to abort
     now: datetime.datetime
+    # target group ARN -> it has a healthy target; only ARNs about to get weight
+    # for the first time are looked at (the caller fills it when asked).
+    health: Mapping[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,6 +117,9 @@ class Plan:
     create_pause: PauseRequest | None = None
     block: tuple[str, str] | None = None
     events: list[Event] = field(default_factory=list)
+    cancel_pauses: list[str] = field(default_factory=list)
+    needs_health: tuple[str, ...] = ()  # plan again with `health` for these ARNs
+    held: bool = False  # a gate holds the plan back; look again soon
 
 
 def step_hash(version: str, spec: CellSpec) -> str:
@@ -239,6 +258,17 @@ def _desired(o: Observed) -> tuple[Version | None, str]:
 
 
 def plan(o: Observed) -> Plan:
+    """What to do next: the rollout's plan, then the gates that may hold it back."""
+    p = _plan(o)
+    _report_waiting(p, o)
+    problem = _limit_problem(o, p.forward)
+    if problem is not None:
+        reason, message = problem
+        return _hold(p, o, "Degraded", message, Event("Warning", reason, message))
+    return _health_gate(p, o)
+
+
+def _plan(o: Observed) -> Plan:
     st = o.status.model_copy(deep=True)
     st.observed_generation = o.generation
     p = Plan(forward=None, status=st)
@@ -272,9 +302,170 @@ def plan(o: Observed) -> Plan:
     return _canary(p, o, stable_v, desired, list(steps), by_version)
 
 
-def _end_rollout(p: Plan) -> None:
+def _waiting(o: Observed) -> tuple[Version, int] | None:
+    """The newest version above every other that waits for `replicas` target groups
+    (not pinned, not blocked), with how many it has."""
+    if o.spec.version:
+        return None
+    g = o.grouped
+    if not g.versions:
+        return None
+    newest = max(g.versions, key=lambda v: v.parsed)
+    have = len(g.by_version[newest.text])
+    if have >= o.spec.replicas or newest.text in o.blocked:
+        return None
+    return newest, have
+
+
+def _report_waiting(p: Plan, o: Observed) -> None:
+    """Condition `ReplicasReady` (and an Event when it turns False or its message
+    changes): a newer version exists but has fewer target groups than `replicas`."""
+    waiting = _waiting(o)
+    old = next((c for c in p.status.conditions or [] if c.type == "ReplicasReady"), None)
+    if waiting is None:
+        if old is not None and old.status == "False":
+            _condition(
+                p.status,
+                "ReplicasReady",
+                True,
+                "Ready",
+                "no version waits for replicas",
+                o.now,
+                o.generation,
+            )
+        return
+    version, have = waiting
+    message = f"waiting for {version.text}: {have} of {o.spec.replicas} target groups"
+    _condition(p.status, "ReplicasReady", False, "WaitingForReplicas", message, o.now, o.generation)
+    if old is None or old.status != "False" or old.message != message:
+        p.events.append(Event("Normal", "WaitingForReplicas", message))
+    if p.status.message and message not in p.status.message:
+        p.status.message = f"{p.status.message}; {message}"
+    elif not p.status.message:
+        p.status.message = message
+
+
+def _limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[str, str] | None:
+    """ALB limits the config would break, as (Event reason, what to fix)."""
+    alb = o.spec.ingress.aws_application_load_balancer
+    if alb is not None and alb.listener_rule is not None and not alb.listener_rule.has_condition():
+        return "InvalidListenerRule", (
+            "spec.ingress.awsApplicationLoadBalancer.listenerRule has no condition: an ALB "
+            "rule other than the default needs at least one of hosts, pathPatterns, methods, "
+            "sourceIPs, headers, queryStrings"
+        )
+    if forward is None:
+        return None
+    if len(forward) > MAX_FORWARD:
+        names = ", ".join(f.name for f in forward)
+        return "TooManyTargetGroups", (
+            f"cannot route to {len(forward)} target groups ({names}): an ALB forward "
+            f"action holds at most {MAX_FORWARD}; lower the number of target groups "
+            "per version"
+        )
+    bad = [f for f in forward if not 0 <= f.weight <= MAX_WEIGHT]
+    if bad:
+        return "InvalidWeight", (
+            f"weights out of range for {', '.join(f.name for f in bad)}: an ALB target "
+            f"group weight is 0..{MAX_WEIGHT}"
+        )
+    return None
+
+
+def _hold(
+    p: Plan,
+    o: Observed,
+    phase: Literal["Progressing", "Degraded"],
+    message: str,
+    event: Event | None,
+    condition: tuple[str, str] | None = None,
+) -> Plan:
+    """Hold the plan back: the status stays as observed but says why (phase, message,
+    optional condition); nothing is created, no weight written. A failure's blocklist
+    entry and the ending of runs and pauses that goes with it are kept (they only stop
+    things)."""
+    st = o.status.model_copy(deep=True)
+    st.observed_generation = o.generation
+    st.conditions = [c.model_copy() for c in p.status.conditions or []] or None
+    held = Plan(forward=None, status=st, block=p.block, held=True)
+    if p.block is not None:
+        held.terminate_runs = list(p.terminate_runs)
+        held.cancel_pauses = list(p.cancel_pauses)
+    held.events = [e for e in p.events if e.reason in ("UnparsableVersion", "WaitingForReplicas")]
+    if condition is not None:
+        type_, reason = condition
+        _condition(st, type_, False, reason, message, o.now, o.generation)
+    _set_phase(held, o, phase, message)
+    if event is not None and (o.status.message != message or o.status.phase != phase):
+        held.events.append(event)
+    return held
+
+
+def _health_gate(p: Plan, o: Observed) -> Plan:
+    """Hold weights back from a target group that never had weight until it has a
+    healthy target. Health is observed input; unknown health asks for a look."""
+    if p.forward is None:
+        return p
+    weighted = {f.arn for f in o.forward or () if f.weight > 0}
+    new = sorted({f.arn for f in p.forward if f.weight > 0} - weighted)
+    unknown = tuple(arn for arn in new if arn not in o.health)
+    if unknown:
+        names = ", ".join(f.name for f in p.forward if f.arn in unknown)
+        held = _hold(
+            p,
+            o,
+            "Progressing",
+            f"checking for a healthy target in {names}",
+            None,
+        )
+        held.needs_health = unknown
+        return held
+    unhealthy = [arn for arn in new if not o.health[arn]]
+    if unhealthy:
+        names = ", ".join(f.name for f in p.forward if f.arn in unhealthy)
+        message = f"waiting for a healthy target in {names} before sending it traffic"
+        return _hold(
+            p,
+            o,
+            "Progressing",
+            message,
+            Event("Warning", "TargetGroupUnhealthy", message),
+            ("TargetGroupsHealthy", "NoHealthyTargets"),
+        )
+    if any(c.type == "TargetGroupsHealthy" for c in p.status.conditions or []):
+        _condition(
+            p.status,
+            "TargetGroupsHealthy",
+            True,
+            "HealthyTargets",
+            "every target group given weight has a healthy target",
+            o.now,
+            o.generation,
+        )
+    return p
+
+
+def _end_leftovers(p: Plan, o: Observed, keep: str | None = None) -> None:
+    """Terminate the Cell's runs and cancel its Pauses still going, except those of the
+    rollout `keep` (their names carry its ID)."""
+
+    def stale(name: str) -> bool:
+        return keep is None or f"-{keep}-" not in name
+
+    for name, phase in sorted(o.runs.items()):
+        if phase not in DONE_RUN and stale(name) and name not in p.terminate_runs:
+            p.terminate_runs.append(name)
+    for name, phase in sorted(o.pauses.items()):
+        if phase not in DONE_PAUSE and stale(name) and name not in p.cancel_pauses:
+            p.cancel_pauses.append(name)
+
+
+def _end_rollout(p: Plan, o: Observed) -> None:
     st = p.status
-    p.terminate_runs.extend(sorted((st.analysis_runs or {}).values()))
+    for name in sorted((st.analysis_runs or {}).values()):
+        if name not in p.terminate_runs:
+            p.terminate_runs.append(name)
+    _end_leftovers(p, o)
     st.canary_version = None
     st.canary_weight = None
     st.current_step_index = None
@@ -313,7 +504,7 @@ def _switch(p: Plan, o: Observed, to: Version, why: str, first: bool) -> Plan:
                 "Normal", "RolledOut" if first else "Switched", f"{why}: all traffic to {to.text}"
             )
         )
-    _end_rollout(p)
+    _end_rollout(p, o)
     p.status.stable_version = to.text
     if _applied(o, p.forward):
         _set_phase(p, o, "Healthy", f"{to.text} serves 100%")
@@ -334,7 +525,9 @@ def _steady(p: Plan, o: Observed, stable: Version, why: str) -> Plan:
     p.forward = forward_for([(o.grouped.by_version[stable.text], 100)])
     _weights_status(p)
     if canary:
-        _end_rollout(p)
+        _end_rollout(p, o)
+    else:
+        _end_leftovers(p, o)
     p.status.stable_version = stable.text
     if p.status.phase == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
         # A failure stays visible until a new rollout starts or the version is retried.
@@ -350,7 +543,7 @@ def _fail(p: Plan, o: Observed, stable: Version, canary: Version, cause: str) ->
     p.forward = forward_for([(o.grouped.by_version[stable.text], 100)])
     _weights_status(p)
     p.block = (canary.text, cause)
-    _end_rollout(p)
+    _end_rollout(p, o)
     message = f"version {canary.text} failed: {cause}; all traffic back to {stable.text}"
     p.events.append(Event("Warning", "RolloutFailed", message))
     _set_phase(p, o, "Degraded", message)
@@ -374,8 +567,7 @@ def _canary(
         or resumed
         or st.rollout_id is None
     ):
-        if st.analysis_runs:
-            p.terminate_runs.extend(sorted(st.analysis_runs.values()))
+        _end_rollout(p, o)
         st.canary_version, st.current_step_hash = canary.text, h
         st.current_step_index, st.step_started_at = 0, o.now
         st.rollout_id = rollout_id(h, o.now)
@@ -385,6 +577,7 @@ def _canary(
         )
     rid = st.rollout_id
     assert rid is not None
+    _end_leftovers(p, o, keep=rid)
     runs = dict(st.analysis_runs or {})
     stable_tgs, canary_tgs = by_version[stable.text], by_version[canary.text]
 
@@ -405,6 +598,7 @@ def _canary(
         st.aborted = True
         st.canary_weight = 0
         p.terminate_runs.extend(sorted(runs.values()))
+        _end_leftovers(p, o)
         _set_phase(
             p,
             o,
@@ -492,7 +686,7 @@ def _canary(
         p.forward = at(100)
         if _applied(o, p.forward):
             _weights_status(p)
-            _end_rollout(p)
+            _end_rollout(p, o)
             st.stable_version = canary.text
             p.events.append(Event("Normal", "RolloutCompleted", f"{canary.text} serves 100%"))
             _set_phase(p, o, "Healthy", f"{canary.text} serves 100%")

@@ -333,12 +333,16 @@ def _target_groups(
         [("VERSION", "2"), ("NAME", "2"), ("WEIGHT", "2"), ("AWS", "2"), ("ARN", "2")]
     ]
     seen: set[str] = set()
+    replicas = model.spec.replicas
     for v in grouped.versions:
+        have = len(grouped.by_version[v.text])
         role = (
             " (stable)"
             if v.text == st.stable_version
             else " (canary)"
             if v.text == st.canary_version
+            else f" (waiting: {have} of {replicas} target groups)"
+            if have < replicas and not model.spec.version
             else ""
         )
         for n, tg in enumerate(grouped.by_version[v.text]):

@@ -258,6 +258,9 @@ class ClusterConnections:
         if cluster.bearer_token is not None:
             cfg.api_key = {"BearerToken": cluster.bearer_token}
         elif cluster.aws_auth is not None:
+            # kubernetes_asyncio calls the hook only for a key that exists: an empty one, which
+            # the hook replaces with a signed token before the first request.
+            cfg.api_key = {"BearerToken": ""}
             cfg.refresh_api_key_hook = _EksTokenRefresher(self.aws, cluster.aws_auth)
         try:
             api = k8s.ApiClient(configuration=cfg)

@@ -321,6 +321,7 @@ def setup_clustersets(mgr: Manager, s: Settings) -> None:
         mgr.informer_for(CLUSTERSET),
         mgr.event_recorder("clusterset-controller"),
         s.aws,
+        requeue_after=s.eks_poll_interval,
     )
     (
         mgr.builder("clusterset")

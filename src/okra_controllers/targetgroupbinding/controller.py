@@ -507,4 +507,9 @@ def register(
 
 def setup_targetgroupbindings(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["targetgroupbinding"]`)."""
-    register(mgr, settings.aws, concurrency=settings.concurrency)
+    register(
+        mgr,
+        settings.aws,
+        concurrency=settings.concurrency,
+        resync=settings.cluster_poll_interval,
+    )

@@ -482,4 +482,9 @@ def register(
 
 def setup_targetgroupsets(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["targetgroupset"]`)."""
-    register(mgr, settings.aws, concurrency=settings.concurrency)
+    register(
+        mgr,
+        settings.aws,
+        concurrency=settings.concurrency,
+        resync=settings.cluster_poll_interval,
+    )

@@ -10,6 +10,7 @@ import shutil
 import ssl
 import subprocess
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
@@ -62,6 +63,13 @@ class ControlPlane:
     controller_manager: bool = True
     extra_users: Sequence[User] = ()
     apiserver_args: Sequence[str] = ()
+    token_webhook: str | None = None
+    """URL of a TokenReview webhook (`authentication.k8s.io/v1`, http or https): bearer tokens
+    that no static user has are sent there (`--authentication-token-webhook-config-file`)."""
+    token_webhook_ca: bytes | None = field(default=None, repr=False)
+    """PEM CA for an https `token_webhook`."""
+    token_webhook_cache_ttl: str = "2m"
+    """How long kube-apiserver caches the webhook's answers (its own default)."""
     users: dict[str, User] = field(init=False, default_factory=dict)
     dir: Path = field(init=False, default=Path())
     server: str = field(init=False, default="")
@@ -174,13 +182,24 @@ class ControlPlane:
         self.kubectl(
             "apply", "--server-side", "--force-conflicts", "-f", "-", input_text="---\n".join(docs)
         )
-        self.kubectl(
-            "wait",
-            "--for=condition=Established",
-            f"--timeout={int(timeout)}s",
-            *[f"crd/{n}" for n in names],
-        )
-        return names
+        deadline = time.monotonic() + timeout
+        while True:
+            # A CRD just created may have no status yet, which `kubectl wait` reports as an
+            # error ("accessor error") rather than waiting: ask again until it has one.
+            out = self.kubectl(
+                "wait",
+                "--for=condition=Established",
+                f"--timeout={int(timeout)}s",
+                *[f"crd/{n}" for n in names],
+                check=False,
+            )
+            if out.returncode == 0:
+                return names
+            if "accessor error" not in out.stderr or time.monotonic() > deadline:
+                raise ControlPlaneError(
+                    f"CRDs {', '.join(names)} not Established: {out.stderr.strip()}"
+                )
+            time.sleep(0.2)
 
     # -- internals -------------------------------------------------------------
 
@@ -219,6 +238,24 @@ class ControlPlane:
         tokens = self.dir / "tokens.csv"
         tokens.write_text("\n".join(lines) + "\n")
         tokens.chmod(0o600)
+        if self.token_webhook:
+            webhook = self.dir / "token-webhook.kubeconfig"
+            webhook.write_text(
+                json.dumps(webhook_kubeconfig_dict(self.token_webhook, self.token_webhook_ca))
+            )
+            webhook.chmod(0o600)
+
+    def _webhook_args(self) -> list[str]:
+        if not self.token_webhook:
+            return []
+        return [
+            "--authentication-token-webhook-config-file",
+            str(self.dir / "token-webhook.kubeconfig"),
+            "--authentication-token-webhook-version",
+            "v1",
+            "--authentication-token-webhook-cache-ttl",
+            self.token_webhook_cache_ttl,
+        ]
 
     def _start_with_retry(
         self, name: str, argv_for_ports: _ArgvFactory, ready: _ReadyFactory, timeout: float
@@ -310,6 +347,7 @@ class ControlPlane:
                 str(d / "certs"),
                 "--v",
                 "1",
+                *self._webhook_args(),
                 *self.apiserver_args,
             ]
 
@@ -330,7 +368,7 @@ class ControlPlane:
                 "--kubeconfig",
                 str(kubeconfig),
                 "--controllers",
-                "garbagecollector,namespace",
+                "garbagecollector,namespace,clusterrole-aggregation-controller",
                 "--leader-elect=false",
                 "--secure-port",
                 "0",
@@ -378,6 +416,24 @@ def kubeconfig_dict(
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": f"{user}@{cluster}", "context": {"cluster": cluster, "user": user}}],
         "current-context": f"{user}@{cluster}",
+    }
+
+
+def webhook_kubeconfig_dict(url: str, ca_pem: bytes | None = None) -> dict[str, object]:
+    """A kubeconfig-format webhook configuration, as kube-apiserver's
+    `--authentication-token-webhook-config-file` reads it: `clusters` is the remote service."""
+    cluster: dict[str, str] = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "token-webhook", "cluster": cluster}],
+        "users": [{"name": "kube-apiserver", "user": {}}],
+        "contexts": [
+            {"name": "webhook", "context": {"cluster": "token-webhook", "user": "kube-apiserver"}}
+        ],
+        "current-context": "webhook",
     }
 
 

@@ -2,8 +2,9 @@
 
 Children inherit the harness's environment, so a marker variable set once
 (for example per test run) identifies every etcd, kube-apiserver,
-kube-controller-manager and moto_server that run started, wherever it was
-started from: pytest-xdist workers, nested runs or demos."""
+kube-controller-manager, moto_server, Prometheus, Redis and Argo CD component
+that run started, wherever it was started from: pytest-xdist workers, nested
+runs or demos."""
 
 from __future__ import annotations
 
@@ -15,11 +16,18 @@ SERVER_NAMES = (
     "kube-controller-manager",
     "moto_server",
     "prometheus",
+    "redis-server",
+    "argocd-repo-server",
+    "argocd-application-controller",
+    "argocd-applicationset-controller",
 )
 
 
 def _is_server(cmdline: list[str], extra: tuple[str, ...] = ()) -> bool:
-    return any(Path(arg).name in SERVER_NAMES or arg in extra for arg in cmdline[:3])
+    # A server may rewrite its title into argv[0] ("redis-server 127.0.0.1:6379").
+    return any(
+        Path(arg.split(" ", 1)[0]).name in SERVER_NAMES or arg in extra for arg in cmdline[:3]
+    )
 
 
 def leftover_servers(env_name: str, value: str, extra: tuple[str, ...] = ()) -> list[str]:

@@ -113,12 +113,16 @@ async def test_successful_run(
         "inconclusive": 0,
         "error": 0,
     }
-    events = [
-        e["reason"]
-        for e in (await rt_client.list(EVENT, namespace)).items
-        if e["regarding"]["name"] == "ok"
-    ]
-    assert "AnalysisRunSuccessful" in events
+
+    async def reported() -> bool:  # Events are recorded after the status write, not with it
+        events = [
+            e["reason"]
+            for e in (await rt_client.list(EVENT, namespace)).items
+            if e["regarding"]["name"] == "ok"
+        ]
+        return "AnalysisRunSuccessful" in events
+
+    assert await eventually(reported, within=15)
 
 
 async def test_fails_after_failure_limit(

@@ -15,10 +15,12 @@ from kubernetes_asyncio import config as k8s_config
 
 from okra_runtime import metrics
 from okra_runtime.client import Client
+from okra_runtime.controller import Controller
 from okra_runtime.envtest import ControlPlane
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer, InformerOptions
 from okra_runtime.manager import Manager, ManagerOptions
+from okra_runtime.reconcile import Request, Result
 from support import eventually
 from tcpproxy import StallingProxy
 
@@ -192,3 +194,65 @@ def _relists() -> float:
         )
         or 0.0
     )
+
+
+async def test_work_resumes_within_seconds_of_an_apiserver_outage(
+    plane: ControlPlane, proxy: StallingProxy, direct: Client
+) -> None:
+    """An informer with the default backoff and a controller polling the API server
+    every 0.3 s, both through a 30 s outage (the server unreachable: connections
+    refused): once it answers again, the informer sees a new object and the
+    controller succeeds within about a second. (With client-go's 30 s backoff cap
+    the informer came back 6 s late here, and up to ~25 s late in a manager.)"""
+    await direct.apply(cm("poll", "1"), field_manager="t", force=True)
+    async with await client_via(plane, proxy.port) as c:
+        inf = Informer(c, CM, InformerOptions(namespace=NS))  # default backoff
+        ok_at: list[float] = []
+        loop = asyncio.get_running_loop()
+
+        async def poll(req: Request) -> Result:
+            await c.get(CM, req.name, req.namespace)
+            ok_at.append(loop.time())
+            return Result(requeue_after=0.3)
+
+        ctrl = Controller("poller", poll)
+        tasks = [asyncio.create_task(inf.run()), asyncio.create_task(ctrl.run())]
+        try:
+            await _through_an_outage(inf, ctrl, proxy, direct, ok_at)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _through_an_outage(
+    inf: Informer, ctrl: Controller, proxy: StallingProxy, direct: Client, ok_at: list[float]
+) -> None:
+    loop = asyncio.get_running_loop()
+    assert await inf.wait_for_sync(30)
+    ctrl.enqueue(Request("poll", NS))
+    assert await eventually(lambda: _true(bool(ok_at)), within=10)
+    await proxy.refuse()
+    await asyncio.sleep(30)  # the outage: informer and controller fail meanwhile
+    await direct.create(cm("after-outage", "x"))
+    await proxy.accept()
+    back = loop.time()
+
+    def seen() -> bool:
+        return "after-outage" in {o["metadata"]["name"] for o in inf.store.list(NS)}
+
+    assert await eventually(lambda: _true(seen()), within=60, interval=0.05)
+    informer_s = loop.time() - back
+    assert await eventually(lambda: _true(ok_at[-1] > back), within=60, interval=0.05)
+    controller_s = next(t for t in ok_at if t > back) - back
+    print(
+        f"\nafter a 30 s outage: informer caught up {informer_s:.2f}s and the "
+        f"controller succeeded {controller_s:.2f}s after the API server answered again"
+    )
+    # Backoff is capped at 1 s (jittered) while the server is unreachable.
+    assert informer_s < 3.0
+    assert controller_s < 3.0
+
+
+async def _true(value: bool) -> bool:
+    return value
