@@ -13,9 +13,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import os
-import subprocess
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,46 +26,22 @@ from okra_controllers.aws.config import AwsConfig
 from okra_controllers.manager import Settings, setup_analysisruns
 from okra_controllers.progressiverollout.controller import APPLICATION, setup
 from okra_runtime import Client, Manager, ManagerOptions
-from okra_runtime.envtest import ControlPlane, ControlPlaneError
+from okra_runtime.envtest import ControlPlane
+from okra_runtime.envtest.argocd import find_argocd
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.timeutil import rfc3339
 
 REPO = Path(__file__).resolve().parents[3]
-ARGOCD_VERSION = "v3.6.1"
-
-
-def argocd_crds() -> Path | None:
-    """Argo CD's CRDs from its Go module (fetched by the Argo CD build), or $OKRA_ARGOCD_CRDS."""
-    env = os.environ.get("OKRA_ARGOCD_CRDS")
-    if env:
-        return Path(env)
-    try:
-        cache = subprocess.run(
-            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    path = Path(cache) / f"github.com/argoproj/argo-cd/v3@{ARGOCD_VERSION}/manifests/crds"
-    return path if path.is_dir() else None
 
 
 @pytest.fixture(scope="session")
 def argo_crds(control_plane: ControlPlane) -> None:
-    crds = argocd_crds()
-    if crds is None:
-        pytest.skip("Argo CD's CRDs are not in the Go module cache: build Argo CD first")
-    for attempt in range(5):
-        try:
-            control_plane.install_crds(
-                [crds / "application-crd.yaml", crds / "applicationset-crd.yaml"]
-            )
-            break
-        except ControlPlaneError:
-            # `kubectl wait` fails instead of waiting when a CRD has no conditions yet
-            # (Argo CD's CRDs are large and take a moment); applying again is harmless.
-            if attempt == 4:
-                raise
-            time.sleep(1)
+    """Argo CD's CRDs (from the pinned Argo CD build) and okra's, on the session plane."""
+    try:
+        crds = find_argocd().crds
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    control_plane.install_crds([crds / "application-crd.yaml", crds / "applicationset-crd.yaml"])
     control_plane.install_crds([REPO / "config" / "crd" / "bases"])
 
 

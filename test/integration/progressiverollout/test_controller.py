@@ -18,6 +18,7 @@ from okra_controllers.progressiverollout.controller import (
 from okra_runtime import Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
+from okra_runtime.metrics import REGISTRY
 from support import eventually
 
 EVENT = GVK("events.k8s.io", "v1", "Event")
@@ -106,6 +107,19 @@ async def test_the_seed_rollout_goes_stage_by_stage_to_every_cluster(
         conds = {c["type"]: c for c in st["conditions"]}
         assert conds["Ready"]["status"] == "True"
         assert conds["AutomatedSyncDisabled"]["status"] == "True"
+        labels = {"namespace": namespace, "progressiverollout": "web"}
+        assert (
+            REGISTRY.get_sample_value(
+                "okra_progressiverollout_phase", {**labels, "phase": "Completed"}
+            )
+            == 1
+        )
+        assert REGISTRY.get_sample_value(
+            "okra_progressiverollout_clusters", {**labels, "phase": "Completed"}
+        ) == len(CLUSTERS)
+        assert REGISTRY.get_sample_value(
+            "okra_progressiverollout_syncs_total", {**labels, "reason": "rollout"}
+        ) == len(CLUSTERS)
         reasons = [e.get("reason") for e in (await rt_client.list(EVENT, namespace)).items]
         assert "StageCompleted" in reasons
         assert "RolloutCompleted" in reasons
