@@ -7,10 +7,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets argocd helm chart check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo
+.PHONY: help venv assets argocd helm chart check-chart lint manifests check-manifests rbac check-rbac test test-unit fmt lock clean bench-runtime bench-cell demo demo-fleet
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
+	@echo "make demo-fleet  okra's standard scenario: EKS clusters -> Argo CD -> target groups -> canary"
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
 	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
@@ -86,6 +87,12 @@ test-unit: $(STAMP)
 
 demo: $(STAMP)
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" $(BIN)/python -m okra_controllers.demo
+
+demo-fleet: $(STAMP)
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
+	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
+	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
+	$(BIN)/python -m okra_controllers.demo_fleet
 
 bench-runtime: $(STAMP)
 	bench/runtime/run.sh

@@ -38,7 +38,14 @@ REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "okra_controllers"
 POLICY = REPO / "config" / "iam" / "policy.json"
 
-HARNESS = {"aws/seed.py", "aws/emulator.py", "aws/localeks.py", "demo.py"}
+HARNESS = {
+    "aws/seed.py",
+    "aws/emulator.py",
+    "aws/localeks.py",
+    "demo.py",
+    "demo_fleet.py",
+    "scenario.py",
+}
 """Modules that talk to the AWS emulator in tests and the demo, never to AWS for the manager."""
 
 IAM_PREFIX = {
