@@ -4,12 +4,14 @@ Applications (see harness.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import signal
 from typing import Any
 
 from integration.progressiverollout.harness import NEW, OLD, argo, manager
 from integration.progressiverollout.test_controller import phase_is, rollout, status_of
-from integration.test_cli import okra
+from integration.test_cli import cli_env, command, okra, read_until
 from okra_controllers.progressiverollout.controller import APPLICATION
 from okra_runtime import Client
 from okra_runtime.envtest import ControlPlane
@@ -93,3 +95,31 @@ async def test_unknown_name_is_a_clear_error(
     code, _, err = await okra(control_plane, namespace, "get", "progressiverollout", "nope")
     assert code == 1
     assert f"progressiverollout nope not found in namespace {namespace}" in err
+
+
+async def test_watch_prints_a_new_frame_when_the_rollout_moves_and_stops_on_sigint(
+    world: dict[str, Any], rt_client: Client, namespace: str, control_plane: ControlPlane
+) -> None:
+    async with manager(rt_client, namespace), argo(rt_client, namespace) as argocd:
+        await rt_client.create(rollout(namespace))
+        assert await eventually(lambda: phase_is(rt_client, namespace, "Completed"), 30)
+        proc = await asyncio.create_subprocess_exec(
+            *command(control_plane, namespace, "get", "progressiverollout", "web", "--watch"),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=cli_env(),
+        )
+        assert proc.stdout is not None
+        buf = bytearray()
+        try:
+            await read_until(proc.stdout, buf, OLD[:12].encode())
+            await argocd.commit(NEW)
+            await read_until(proc.stdout, buf, b"Revision:      " + NEW[:12].encode())
+            proc.send_signal(signal.SIGINT)
+            _, err = await asyncio.wait_for(proc.communicate(), 30)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert proc.returncode == 0, err.decode()
+        assert b"---\n" in buf  # frames separated when not on a terminal
