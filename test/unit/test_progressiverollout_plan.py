@@ -679,6 +679,11 @@ def test_bad_input_gets_a_message_saying_what_to_fix() -> None:
     assert "sourceRef" in (p.status.message or "")
     p = plan(dataclasses.replace(o, owner="other"))
     assert "already rolled out by ProgressiveRollout 'other'" in (p.status.message or "")
+    multi = tuple(dataclasses.replace(a, multi_source=True) for a in o.apps[:1])
+    p = plan(dataclasses.replace(o, apps=multi + o.apps[1:]))
+    assert p.status.phase == "Error"
+    assert "spec.sources" in (p.status.message or "")
+    assert not p.syncs
     auto = tuple(dataclasses.replace(a, automated=True) for a in o.apps[:1])
     p = plan(dataclasses.replace(o, apps=auto + o.apps[1:]))
     assert "syncPolicy.automated" in (p.status.message or "")

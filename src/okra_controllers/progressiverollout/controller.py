@@ -188,6 +188,7 @@ def application_view(app: dict[str, Any], cluster: str, labels: dict[str, str]) 
         op_finished_at=_time(op_state.get("finishedAt")),
         reconciled_at=_time(status.get("reconciledAt")),
         unreachable="; ".join(errors) or None,
+        multi_source=bool((app.get("spec") or {}).get("sources")),
     )
 
 

@@ -101,6 +101,8 @@ class App:
     reconciled_at: datetime.datetime | None = None
     unreachable: str | None = None
     """Argo CD's error comparing the Application (cluster unreachable and the like)."""
+    multi_source: bool = False
+    """`spec.sources` (several sources, several revisions): not rolled out by okra yet."""
 
     @property
     def operation_running(self) -> bool:
@@ -368,6 +370,13 @@ class _Planner:
                 f"template of ApplicationSet {name!r}",
             )
         self.cond("AutomatedSyncDisabled", True, "AutomatedSyncOff", "okra syncs every Application")
+        multi = sorted(a.name for a in o.apps if a.multi_source)
+        if multi:
+            return self.error(
+                "MultiSourceUnsupported",
+                f"Applications {', '.join(multi)} have several sources (spec.sources): okra "
+                "rolls out single-source Applications only; use spec.source in the template",
+            )
         if not o.apps:
             self.st.phase = "Pending"
             self.st.message = f"ApplicationSet {name!r} has no Applications yet"
