@@ -42,6 +42,8 @@ from okra_runtime import (
     Request,
     configure_logging,
 )
+from okra_runtime.errors import NoKindMatchError
+from okra_runtime.gvk import GVK
 from okra_runtime.leaderelection import LeadershipLostError
 from okra_runtime.predicates import AnnotationsChanged, Any_
 
@@ -128,6 +130,12 @@ def setup_pauses(mgr: Manager, s: Settings) -> None:
     )
 
 
+def setup_progressiverollouts(mgr: Manager, s: Settings) -> None:
+    from okra_controllers.progressiverollout.controller import setup
+
+    setup(mgr, s)
+
+
 def setup_albconfigs(mgr: Manager, s: Settings) -> None:
     from okra_controllers.albconfig.controller import setup
 
@@ -150,7 +158,27 @@ CONTROLLERS: dict[str, Setup] = {
     "targetgroupset": setup_targetgroupsets,
     "targetgroupbinding": setup_targetgroupbindings,
     "pause": setup_pauses,
+    "progressiverollout": setup_progressiverollouts,
 }
+
+
+REQUIRED_KINDS: dict[str, GVK] = {
+    "progressiverollout": GVK("argoproj.io", "v1alpha1", "Application")
+}
+"""Kinds a controller watches that okra does not install: without them it stays off (its
+informer would never sync and hold every controller back)."""
+
+
+async def _served(client: Client, name: str) -> bool:
+    gvk = REQUIRED_KINDS.get(name)
+    if gvk is None:
+        return True
+    try:
+        await client.resource(gvk)
+    except NoKindMatchError as e:
+        log.warning("controller off: a kind it needs is not served", controller=name, error=str(e))
+        return False
+    return True
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -279,7 +307,7 @@ async def run(a: argparse.Namespace) -> int:
                 leader_election_namespace=a.okra_namespace,
             ),
         )
-        enabled = [c for c in a.controllers.split(",") if c]
+        enabled = [c for c in a.controllers.split(",") if c and await _served(client, c)]
         for name in enabled:
             CONTROLLERS[name](mgr, settings)
         log.info(

@@ -57,7 +57,8 @@ EDITOR_ROLE = "okra-editor"
 LEADER_ELECTION_ROLE = "okra-leader-election-role"
 NAMESPACE = "okra-system"
 ARGO_GROUP = "argoproj.io"
-"""Argo Rollouts' group: its AnalysisTemplates are read, never written (see analysis.templates)."""
+"""Argo's group: Argo Rollouts' AnalysisTemplates are read, never written (see
+analysis.templates); Argo CD's Applications get sync operations (progressiverollout)."""
 CORE = ""
 EVENTS_GROUP = "events.k8s.io"
 COORDINATION = "coordination.k8s.io"
@@ -171,6 +172,19 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     "targetgroupbinding": (
         *_primary("awstargetgroupbindings", verbs=(*READ, "update", "patch")),
         rule(CORE, "secrets", verbs=READ),
+        EVENTS,
+    ),
+    # Rolls an ApplicationSet's Applications out: reads the ApplicationSet, its Applications
+    # and the Argo CD cluster Secrets (labels), writes `operation` on Applications (a merge
+    # patch; a json patch removes okra's unstarted ones when a rollout is deleted, hence its
+    # finalizer), and starts AnalysisRuns from okra's or Argo Rollouts' templates.
+    "progressiverollout": (
+        *_primary("progressiverollouts", verbs=(*READ, "update", "patch"), owner=True),
+        rule(ARGO_GROUP, "applications", verbs=(*READ, "patch")),
+        rule(ARGO_GROUP, "applicationsets", verbs=READ),
+        rule(CORE, "secrets", verbs=READ),
+        rule(GROUP, "analysisruns", verbs=KEEP),
+        PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),
         EVENTS,
     ),
 }

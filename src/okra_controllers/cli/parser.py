@@ -28,6 +28,7 @@ GROUPS = (
     "okra_controllers.cli.groups.cell",
     "okra_controllers.cli.groups.analysis",
     "okra_controllers.cli.groups.cluster",
+    "okra_controllers.cli.groups.progressive",
     "okra_controllers.cli.groups.tools",
 )
 
@@ -50,6 +51,8 @@ examples:
   okra set version web v1.4.2
   okra run analysis --template success-rate --arg service=web --wait
   okra get analysisrun web-v2-5e7a1b2c-step-1
+  okra get progressiverollout web --watch
+  okra pause web / okra resume web  # a ProgressiveRollout: hold new syncs / go on (retry)
 """
 
 if TYPE_CHECKING:

@@ -80,7 +80,7 @@ def register(v: Verbs) -> None:
         "promote",
         "end the current pause (or accept an inconclusive analysis) of a Cell's rollout; "
         "resume a Cell held by okra pause",
-        f"{H}.commands:cmd_promote",
+        f"{H}.progressive:cmd_promote_any",
     )
     p.add_argument("cell", metavar="CELL")
     p.add_argument("--full", action="store_true", help="skip every remaining step: canary to 100%%")
@@ -89,7 +89,7 @@ def register(v: Verbs) -> None:
         v.top,
         "pause",
         "hold a Cell's rollout at its current weights until okra promote",
-        f"{H}.commands:cmd_pause",
+        f"{H}.progressive:cmd_pause_any",
     )
     p.add_argument("cell", metavar="CELL")
 
@@ -97,7 +97,7 @@ def register(v: Verbs) -> None:
         v.top,
         "abort",
         "send all traffic back to the stable version and hold",
-        f"{H}.commands:cmd_abort",
+        f"{H}.progressive:cmd_abort_any",
     )
     p.add_argument("cell", metavar="CELL")
 

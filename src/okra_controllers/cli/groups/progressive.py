@@ -1,0 +1,31 @@
+"""ProgressiveRollout commands: get progressiverollout, resume. `okra promote|pause|abort NAME`
+(registered with the Cell commands) act on the ProgressiveRollout NAME when no Cell has
+that name."""
+
+from __future__ import annotations
+
+from okra_controllers.cli.parser import Verbs, output, watch
+
+H = "okra_controllers.cli.progressive"
+
+
+def register(v: Verbs) -> None:
+    p = v.command(
+        v.get,
+        "progressiverollout",
+        "a ProgressiveRollout: stages, clusters, revisions, health, bake time, analysis",
+        f"{H}:cmd_get_progressiverollout",
+        aliases=("progressiverollouts", "prollout"),
+    )
+    p.add_argument("name", metavar="NAME")
+    watch(p)
+    output(p, choices=("json", "yaml"))
+
+    p = v.command(
+        v.top,
+        "resume",
+        "resume a ProgressiveRollout paused by okra pause; after a failure or abort, retry "
+        "the failed stage",
+        f"{H}:cmd_resume",
+    )
+    p.add_argument("name", metavar="NAME")

@@ -1,0 +1,604 @@
+"""The ProgressiveRollout controller, in observe → plan → act → report.
+
+observe: the ProgressiveRollout, its ApplicationSet, the Applications the ApplicationSet owns
+(ownerReferences), the Argo CD cluster Secrets of their destinations (labels), the other
+ProgressiveRollouts naming the same ApplicationSet, and the rollout's AnalysisRuns — all from
+caches. plan: `plan.plan` (pure). act: the status first (guarded by resourceVersion, so a plan
+made from a stale object writes nothing), then Argo CD sync operations, AnalysisRuns, webhook
+calls. report: status, conditions, Events, `okra_progressiverollout_*` metrics.
+
+Syncing: okra writes Argo CD's `operation` on an Application — what `argocd app sync
+--revision R` does — with `initiatedBy.username: okra` and okra's sync ID in `info`; Argo CD's
+application-controller runs it and copies it into `status.operationState`, which is how okra
+recognises the result of its own sync. Applications must not sync automatically: okra reports
+and refuses an ApplicationSet whose Applications have `syncPolicy.automated`.
+
+Deletion: the finalizer removes the sync operations okra wrote that Argo CD has not started
+yet (a running one is left to finish), so no Application is left with an okra sync pending.
+
+Nothing lives in memory: stages, clusters, sync IDs and webhook results are in the status, so a
+restarted manager carries on where the last one stopped and never syncs a finished cluster
+again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import structlog
+from prometheus_client import Counter, Gauge
+
+from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.api.v1alpha1.progressiverollout import (
+    ProgressiveRollout,
+    ProgressiveRolloutStatus,
+    WebhookResult,
+)
+from okra_controllers.clusters.connect import (
+    SECRET_TYPE_LABEL,
+    ClusterSecretError,
+    parse_cluster_secret,
+)
+from okra_controllers.progressiverollout.plan import (
+    App,
+    Observed,
+    Plan,
+    Requests,
+    RunRequest,
+    Sync,
+    WebhookCall,
+    plan,
+)
+from okra_runtime.cache import OWNER_INDEX, Store
+from okra_runtime.client import Client
+from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.metrics import REGISTRY
+from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
+from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from okra_controllers.manager import Settings
+    from okra_runtime.manager import Manager
+
+PROGRESSIVE_ROLLOUT = GVK(GROUP, VERSION, "ProgressiveRollout")
+APPLICATION = GVK("argoproj.io", "v1alpha1", "Application")
+APPLICATION_SET = GVK("argoproj.io", "v1alpha1", "ApplicationSet")
+SECRET = GVK("", "v1", "Secret")
+FINALIZER = "okra.mumo.co/progressiverollout"
+SYNC_ID_INFO = "okra-sync-id"
+"""The name of the `operation.info` entry carrying okra's sync ID."""
+INITIATOR = "okra"
+PROMOTE = "okra.mumo.co/promote"
+ABORT = "okra.mumo.co/abort"
+RETRY = "okra.mumo.co/retry"
+COMPARISON_ERRORS = ("ComparisonError", "UnknownError", "InvalidSpecError")
+log = structlog.get_logger("okra.progressiverollout")
+
+PHASES = (
+    "Pending",
+    "Progressing",
+    "Paused",
+    "Completed",
+    "Failed",
+    "RollingBack",
+    "RolledBack",
+    "Error",
+)
+PHASE = Gauge(
+    "okra_progressiverollout_phase",
+    "1 for the rollout's current phase, 0 for the others",
+    ["namespace", "progressiverollout", "phase"],
+    registry=REGISTRY,
+)
+STAGE = Gauge(
+    "okra_progressiverollout_current_stage",
+    "Index of the stage being rolled out",
+    ["namespace", "progressiverollout"],
+    registry=REGISTRY,
+)
+CLUSTERS = Gauge(
+    "okra_progressiverollout_clusters",
+    "Clusters of the current revision by phase",
+    ["namespace", "progressiverollout", "phase"],
+    registry=REGISTRY,
+)
+SYNCS = Counter(
+    "okra_progressiverollout_syncs_total",
+    "Sync operations okra wrote on Applications (reason: rollout or rollback)",
+    ["namespace", "progressiverollout", "reason"],
+    registry=REGISTRY,
+)
+WEBHOOKS = Counter(
+    "okra_progressiverollout_webhook_calls_total",
+    "Webhook calls by outcome",
+    ["namespace", "progressiverollout", "outcome"],
+    registry=REGISTRY,
+)
+
+
+def _time(value: Any) -> datetime.datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _info(op: dict[str, Any] | None) -> str | None:
+    for item in (op or {}).get("info") or []:
+        if item.get("name") == SYNC_ID_INFO:
+            return str(item.get("value"))
+    return None
+
+
+def _automated(app: dict[str, Any]) -> bool:
+    auto = ((app.get("spec") or {}).get("syncPolicy") or {}).get("automated")
+    if auto is None:
+        return False
+    return bool(auto.get("enabled", True)) if isinstance(auto, dict) else True
+
+
+def application_view(app: dict[str, Any], cluster: str, labels: dict[str, str]) -> App:
+    """What the plan needs of an Argo CD Application."""
+    status = app.get("status") or {}
+    sync = status.get("sync") or {}
+    op_state = status.get("operationState") or {}
+    op = app.get("operation")
+    result = op_state.get("syncResult") or {}
+    op_revision = result.get("revision") or (
+        (op_state.get("operation") or {}).get("sync") or {}
+    ).get("revision", "")
+    history = status.get("history") or []
+    deployed = ""
+    if op_state.get("phase") == "Succeeded" and result.get("revision"):
+        deployed = str(result["revision"])
+    elif history:
+        deployed = str(history[-1].get("revision") or "")
+    errors = [
+        str(c.get("message") or c.get("type"))
+        for c in status.get("conditions") or []
+        if c.get("type") in COMPARISON_ERRORS
+    ]
+    return App(
+        name=app["metadata"]["name"],
+        cluster=cluster,
+        labels=labels,
+        sync_status=str(sync.get("status") or ""),
+        sync_revision=str(sync.get("revision") or ""),
+        health=str((status.get("health") or {}).get("status") or ""),
+        deployed_revision=deployed,
+        automated=_automated(app),
+        pending_sync_id=_info(op),
+        operation_pending=op is not None,
+        op_phase=str(op_state.get("phase") or ""),
+        op_sync_id=_info(op_state.get("operation")),
+        op_revision=str(op_revision or ""),
+        op_message=str(op_state.get("message") or ""),
+        op_started_at=_time(op_state.get("startedAt")),
+        op_finished_at=_time(op_state.get("finishedAt")),
+        reconciled_at=_time(status.get("reconciledAt")),
+        unreachable="; ".join(errors) or None,
+        multi_source=bool((app.get("spec") or {}).get("sources")),
+    )
+
+
+def sync_operation(sync: Sync, app: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Argo CD's `operation` for a sync of one Application to `sync.revision`, as Argo CD's API
+    server writes it for `argocd app sync --revision`: the Application's
+    `syncPolicy.syncOptions` (e.g. CreateNamespace=true) and `retry` apply to it, prune off."""
+    policy = ((app or {}).get("spec") or {}).get("syncPolicy") or {}
+    op: dict[str, Any] = {
+        "initiatedBy": {"username": INITIATOR},
+        "info": [
+            {"name": SYNC_ID_INFO, "value": sync.sync_id},
+            {"name": "reason", "value": f"okra progressive {sync.reason}"},
+        ],
+        "sync": {"revision": sync.revision},
+    }
+    if policy.get("syncOptions"):
+        op["sync"]["syncOptions"] = list(policy["syncOptions"])
+    if policy.get("retry"):
+        op["retry"] = policy["retry"]
+    return op
+
+
+class ProgressiveRolloutReconciler:
+    def __init__(
+        self,
+        mgr: Manager,
+        events: EventRecorder,
+        clock: Callable[[], datetime.datetime] = utcnow,
+    ) -> None:
+        self.client: Client = mgr.client
+        self.rollouts: Store = mgr.informer_for(PROGRESSIVE_ROLLOUT).store
+        self.apps: Store = mgr.informer_for(APPLICATION).store
+        self.appsets: Store = mgr.informer_for(APPLICATION_SET).store
+        self.secrets: Store = mgr.informer_for(SECRET).store
+        self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
+        self.events = events
+        self.clock = clock
+
+    # -- observe ---------------------------------------------------------------
+
+    def _owner(self, pr: ProgressiveRollout) -> str | None:
+        """The ProgressiveRollout rolling the ApplicationSet out, if another one: the oldest
+        naming it (then by name)."""
+        ns = pr.metadata.namespace or ""
+        rivals = [
+            r
+            for r in self.rollouts.list(ns)
+            if ((r.get("spec") or {}).get("sourceRef") or {}).get("name") == pr.spec.source_ref.name
+            and not r["metadata"].get("deletionTimestamp")
+        ]
+        if not rivals:
+            return None
+        first = min(
+            rivals,
+            key=lambda r: (r["metadata"].get("creationTimestamp") or "", r["metadata"]["name"]),
+        )
+        name = str(first["metadata"]["name"])
+        return None if name == pr.metadata.name else name
+
+    def _clusters(
+        self, ns: str
+    ) -> tuple[dict[str, tuple[str, dict[str, str]]], dict[str, tuple[str, dict[str, str]]]]:
+        by_server: dict[str, tuple[str, dict[str, str]]] = {}
+        by_name: dict[str, tuple[str, dict[str, str]]] = {}
+        for s in self.secrets.list(ns):
+            if (s["metadata"].get("labels") or {}).get(SECRET_TYPE_LABEL) != "cluster":
+                continue
+            try:
+                c = parse_cluster_secret(s)
+            except ClusterSecretError as e:
+                log.warning("unusable cluster secret", error=str(e))
+                continue
+            by_server[c.server] = (c.name, c.labels)
+            by_name[c.name] = (c.name, c.labels)
+        return by_server, by_name
+
+    def _apps(self, ns: str, appset_uid: str) -> tuple[App, ...]:
+        by_server, by_name = self._clusters(ns)
+        out = []
+        for a in self.apps.by_index(OWNER_INDEX, appset_uid):
+            dest = (a.get("spec") or {}).get("destination") or {}
+            server = str(dest.get("server") or "").rstrip("/")
+            found = by_server.get(server) or by_name.get(str(dest.get("name") or ""))
+            cluster, labels = found or (str(dest.get("name") or server), {})
+            out.append(application_view(a, cluster, dict(labels)))
+        return tuple(sorted(out, key=lambda a: a.name))
+
+    def observe(self, pr: ProgressiveRollout) -> Observed:
+        ns = pr.metadata.namespace or ""
+        appset = self.appsets.get(pr.spec.source_ref.name, ns)
+        annotations = pr.metadata.annotations
+        runs = {
+            r["metadata"]["name"]: str((r.get("status") or {}).get("phase") or "")
+            for r in self.runs.by_index(OWNER_INDEX, pr.metadata.uid or "")
+        }
+        return Observed(
+            name=pr.metadata.name,
+            generation=pr.metadata.generation or 0,
+            spec=pr.spec,
+            status=pr.status or ProgressiveRolloutStatus(),
+            now=self.clock(),
+            source_found=appset is not None,
+            owner=self._owner(pr),
+            apps=self._apps(ns, appset["metadata"]["uid"]) if appset else (),
+            runs=runs,
+            requests=Requests(
+                promote=annotations.get(PROMOTE),
+                abort=annotations.get(ABORT),
+                retry=annotations.get(RETRY),
+            ),
+        )
+
+    # -- reconcile -------------------------------------------------------------
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.rollouts.get(req.name, req.namespace)
+        if raw is None:
+            return None
+        if raw["metadata"].get("deletionTimestamp"):
+            return await self._finalize(raw)
+        if FINALIZER not in (raw["metadata"].get("finalizers") or []):
+            raw["metadata"]["finalizers"] = [*(raw["metadata"].get("finalizers") or []), FINALIZER]
+            try:
+                raw = await self.client.update(raw)
+            except ConflictError:
+                return Result(requeue=True)
+            except NotFoundError:
+                return None
+        pr = ProgressiveRollout.model_validate(raw)
+        p = plan(self.observe(pr))
+        if p.webhooks:
+            # A webhook is not idempotent: call it only from a plan made on the object as it
+            # is now (the cache may lag behind this controller's last status write).
+            live = await self.client.get(PROGRESSIVE_ROLLOUT, req.name, req.namespace)
+            if live["metadata"].get("resourceVersion") != raw["metadata"].get("resourceVersion"):
+                return Result(requeue_after=0.2)
+            await self._call_webhooks(raw, p)
+        if not await self._write_status(raw, p.status):
+            return Result(requeue=True)  # changed under us: plan again from fresh state
+        await self._act(raw, pr, p)
+        self._report(raw, p)
+        if p.requeue_after is None:
+            return None
+        return Result(requeue_after=p.requeue_after)
+
+    # -- act -------------------------------------------------------------------
+
+    async def _act(self, raw: dict[str, Any], pr: ProgressiveRollout, p: Plan) -> None:
+        ns, name = pr.metadata.namespace or "", pr.metadata.name
+        for s in p.syncs:
+            app = self.apps.get(s.application, ns)
+            if app is None:
+                continue
+            # Guarded by the resourceVersion the plan saw: if the Application changed since
+            # (Argo CD took the operation, or this controller wrote it a moment ago and the
+            # cache lags), the write is refused and the next reconcile decides again. An
+            # operation is therefore never written twice, nor over one Argo CD started.
+            patch = {
+                "metadata": {"resourceVersion": app["metadata"].get("resourceVersion")},
+                "operation": sync_operation(s, app),
+            }
+            try:
+                await self.client.patch(APPLICATION, s.application, patch, namespace=ns)
+            except (NotFoundError, ConflictError):
+                log.debug(
+                    "application changed since planned; not written", application=s.application
+                )
+                continue
+            SYNCS.labels(ns, name, s.reason).inc()
+            log.info(
+                "sync written",
+                application=s.application,
+                revision=s.revision,
+                sync_id=s.sync_id,
+                reason=s.reason,
+            )
+        for run in p.create_runs:
+            await self._create_run(raw, pr, run, p)
+        for run_name in p.terminate_runs:
+            with contextlib.suppress(NotFoundError):
+                await self.client.patch(
+                    ANALYSIS_RUN, run_name, {"spec": {"terminate": True}}, namespace=ns
+                )
+
+    async def _create_run(
+        self, raw: dict[str, Any], pr: ProgressiveRollout, run: RunRequest, p: Plan
+    ) -> None:
+        ns = pr.metadata.namespace or ""
+        try:
+            obj = await build_run(
+                self.client,
+                namespace=ns,
+                name=run.name,
+                templates=[
+                    TemplateRef(t.template_name, t.cluster_scope) for t in run.analysis.templates
+                ],
+                args=run.args,
+                labels={
+                    "okra.mumo.co/progressiverollout": pr.metadata.name,
+                    "okra.mumo.co/revision": (p.status.revision or "")[:63],
+                },
+                owner=raw,
+            )
+        except TemplateError as e:
+            self.events.event(raw, "Warning", "AnalysisTemplateError", f"stage {run.stage!r}: {e}")
+            return
+        with contextlib.suppress(AlreadyExistsError):
+            await self.client.create(obj)
+
+    async def _call_webhooks(self, raw: dict[str, Any], p: Plan) -> None:
+        """Call the webhooks the plan asks for and record their outcome in the status about
+        to be written (a crash before that write calls them again: at least once)."""
+        if not p.webhooks:
+            return
+        ns, name = raw["metadata"].get("namespace") or "", raw["metadata"]["name"]
+        async with aiohttp.ClientSession() as session:
+            for call in p.webhooks:
+                result = await _call(session, call, self.clock())
+                WEBHOOKS.labels(ns, name, "success" if result.succeeded else "failure").inc()
+                stages = p.status.stages or []
+                ss = stages[call.stage]
+                ss.webhooks = [*(w for w in ss.webhooks or [] if w.name != call.key), result]
+                if not result.succeeded:
+                    self.events.event(
+                        raw, "Warning", "WebhookFailed", f"{call.key}: {result.message}"
+                    )
+
+    async def _write_status(self, raw: dict[str, Any], status: ProgressiveRolloutStatus) -> bool:
+        new = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if raw.get("status") == new:
+            return True
+        raw["status"] = new
+        try:
+            updated = await self.client.update_status(raw)
+        except (ConflictError, NotFoundError):
+            log.debug("progressiverollout changed while reconciling; planning again")
+            return False
+        raw["metadata"] = updated["metadata"]
+        return True
+
+    def _report(self, raw: dict[str, Any], p: Plan) -> None:
+        ns, name = raw["metadata"].get("namespace") or "", raw["metadata"]["name"]
+        for e in p.events:
+            self.events.event(raw, e.type, e.reason, e.message)
+            log.info("progressiverollout event", reason=e.reason, message=e.message)
+        for phase in PHASES:
+            PHASE.labels(ns, name, phase).set(1 if p.status.phase == phase else 0)
+        STAGE.labels(ns, name).set(p.status.current_stage or 0)
+        counts: dict[str, int] = {}
+        seen: set[str] = set()
+        for ss in p.status.stages or []:
+            for c in ss.clusters or []:
+                if c.name in seen:
+                    continue
+                seen.add(c.name)
+                counts[c.phase] = counts.get(c.phase, 0) + 1
+        for phase in (
+            "Pending",
+            "Requeued",
+            "Syncing",
+            "Baking",
+            "Verifying",
+            "Completed",
+            "Failed",
+            "RollingBack",
+            "RolledBack",
+        ):
+            CLUSTERS.labels(ns, name, phase).set(counts.get(phase, 0))
+
+    # -- delete ----------------------------------------------------------------
+
+    async def _finalize(self, raw: dict[str, Any]) -> Result | None:
+        finalizers = raw["metadata"].get("finalizers") or []
+        if FINALIZER not in finalizers:
+            return None
+        ns = raw["metadata"].get("namespace") or ""
+        name = ((raw.get("spec") or {}).get("sourceRef") or {}).get("name") or ""
+        appset = self.appsets.get(name, ns)
+        removed = []
+        if appset is not None and self._owner(ProgressiveRollout.model_validate(raw)) is None:
+            for app in self.apps.by_index(OWNER_INDEX, appset["metadata"]["uid"]):
+                op = app.get("operation")
+                if op is None or _info(op) is None:
+                    continue
+                # Only an operation Argo CD has not started: a json patch with a test, so an
+                # operation that started (or changed) in between is left alone.
+                with contextlib.suppress(ApiError):
+                    await self.client.patch(
+                        APPLICATION,
+                        app["metadata"]["name"],
+                        [
+                            {"op": "test", "path": "/operation", "value": op},
+                            {"op": "remove", "path": "/operation"},
+                        ],
+                        namespace=ns,
+                        patch_type="json",
+                    )
+                    removed.append(app["metadata"]["name"])
+        if removed:
+            self.events.event(
+                raw,
+                "Normal",
+                "SyncsCancelled",
+                f"removed pending syncs from {', '.join(sorted(removed))}",
+            )
+        raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        try:
+            await self.client.update(raw)
+        except ConflictError:
+            return Result(requeue=True)
+        except NotFoundError:
+            return None
+        for phase in PHASES:
+            with contextlib.suppress(KeyError):
+                PHASE.remove(ns, raw["metadata"]["name"], phase)
+        return None
+
+
+async def _call(
+    session: aiohttp.ClientSession, call: WebhookCall, now: datetime.datetime
+) -> WebhookResult:
+    w = call.webhook
+    try:
+        async with session.request(
+            w.method,
+            w.url,
+            json=dict(call.payload) if w.method != "GET" else None,
+            timeout=aiohttp.ClientTimeout(total=w.timeout_seconds),
+        ) as resp:
+            ok = resp.status == w.expected_status
+            return WebhookResult(
+                name=call.key,
+                status_code=resp.status,
+                succeeded=ok,
+                message=None
+                if ok
+                else f"{w.url} answered {resp.status}, expected {w.expected_status}",
+                time=now,
+            )
+    except (aiohttp.ClientError, TimeoutError) as e:
+        return WebhookResult(
+            name=call.key,
+            succeeded=False,
+            message=f"{w.url}: {type(e).__name__}: {e}"[:1000],
+            time=now,
+        )
+
+
+def rollouts_for_application(
+    rollouts: Store, appsets: Store
+) -> Callable[[dict[str, Any]], list[Request]]:
+    """Map an Application to the ProgressiveRollouts of the ApplicationSet owning it."""
+
+    def mapper(app: dict[str, Any]) -> list[Request]:
+        ns = app["metadata"].get("namespace") or ""
+        owners = {
+            o.get("name")
+            for o in app["metadata"].get("ownerReferences") or []
+            if o.get("kind") == "ApplicationSet"
+        }
+        return [
+            Request(r["metadata"]["name"], ns)
+            for r in rollouts.list(ns)
+            if ((r.get("spec") or {}).get("sourceRef") or {}).get("name") in owners
+        ]
+
+    return mapper
+
+
+def rollouts_for_appset(rollouts: Store) -> Callable[[dict[str, Any]], list[Request]]:
+    def mapper(appset: dict[str, Any]) -> list[Request]:
+        ns = appset["metadata"].get("namespace") or ""
+        return [
+            Request(r["metadata"]["name"], ns)
+            for r in rollouts.list(ns)
+            if ((r.get("spec") or {}).get("sourceRef") or {}).get("name")
+            == appset["metadata"]["name"]
+        ]
+
+    return mapper
+
+
+def rollouts_in_namespace(rollouts: Store) -> Callable[[dict[str, Any]], list[Request]]:
+    """A cluster Secret (labels) or a rival ProgressiveRollout affects every rollout beside it."""
+
+    def mapper(obj: dict[str, Any]) -> list[Request]:
+        if (
+            obj.get("kind") == "Secret"
+            and (obj["metadata"].get("labels") or {}).get(SECRET_TYPE_LABEL) != "cluster"
+        ):
+            return []
+        ns = obj["metadata"].get("namespace") or ""
+        return [Request(r["metadata"]["name"], ns) for r in rollouts.list(ns)]
+
+    return mapper
+
+
+def setup(mgr: Manager, settings: Settings) -> None:
+    """The manager's entry (`CONTROLLERS["progressiverollout"]`)."""
+    rec = ProgressiveRolloutReconciler(mgr, mgr.event_recorder("progressiverollout-controller"))
+    rollouts = mgr.informer_for(PROGRESSIVE_ROLLOUT).store
+    appsets = mgr.informer_for(APPLICATION_SET).store
+    (
+        mgr.builder("progressiverollout")
+        .for_(PROGRESSIVE_ROLLOUT, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
+        .owns(ANALYSIS_RUN)
+        .watches(APPLICATION, rollouts_for_application(rollouts, appsets))
+        .watches(APPLICATION_SET, rollouts_for_appset(rollouts))
+        .watches(SECRET, rollouts_in_namespace(rollouts))
+        .with_options(max_concurrent_reconciles=settings.concurrency)
+        .complete(rec)
+    )
