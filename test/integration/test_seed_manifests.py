@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from okra_runtime.envtest import ControlPlane
@@ -120,8 +122,18 @@ def _placeholders(value: Any, key: str = "") -> Any:
     return value
 
 
+def seeds() -> Path:
+    """The seeds beside the repository. CI always has them (their absence fails there); a
+    plain clone without them skips these tests, saying where they are expected."""
+    if not SEEDS.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"the seeds are expected beside the repository, at {SEEDS}")
+        pytest.skip(f"no seeds beside the repository (expected at {SEEDS})")
+    return SEEDS
+
+
 def test_the_seed_000_fixture_says_what_the_seed_says() -> None:
-    seed = next(SEEDS.glob("000_*.txt"))
+    seed = next(seeds().glob("000_*.txt"))
     seed_lines = significant(seed.read_text().splitlines())
     text = FIXTURE.read_text()
     docs = text.split("\n---\n")
@@ -143,7 +155,7 @@ def test_the_seed_000_fixture_says_what_the_seed_says() -> None:
 
 
 async def test_every_seed_manifest_is_accepted(control_plane: ControlPlane, namespace: str) -> None:
-    assert SEEDS.is_dir(), f"the seeds are expected beside the repository, at {SEEDS}"
+    seeds()
     control_plane.install_crds([REPO / "config" / "crd" / "bases"])
     kinds = installed_kinds()
     docs, not_yaml = seed_manifests()

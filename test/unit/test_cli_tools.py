@@ -212,6 +212,23 @@ def test_the_step_rule_evaluates_like_the_apiserver(step: dict[str, Any], ok: bo
     assert evaluate_condition(cel_to_expr(rule), step) is ok
 
 
+@pytest.mark.parametrize(
+    ("stages", "ok"),
+    [
+        ([{"name": "a"}, {"name": "b"}], True),
+        ([{"name": "a"}, {"name": "b"}, {"name": "a"}], False),
+    ],
+)
+def test_the_unique_names_rule_evaluates_like_the_apiserver(
+    stages: list[dict[str, Any]], ok: bool
+) -> None:
+    from okra_controllers.analysis.expr import evaluate_condition
+    from okra_controllers.api.v1alpha1.progressiverollout import ProgressiveRollout
+
+    rule = next(r for r in _rules(openapi_schema(ProgressiveRollout)) if "t.name == s.name" in r)
+    assert evaluate_condition(cel_to_expr(rule), {"stages": stages}) is ok
+
+
 def test_completion_covers_every_command_and_knows_cell_arguments() -> None:
     t = tree(build_parser())
     assert {"get", "status", "plan", "lint", "pause", "promote", "terminate"} <= set(t[""][0])

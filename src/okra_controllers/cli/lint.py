@@ -359,6 +359,14 @@ def cel_to_expr(rule: str) -> str:
         r"\[([^\[\]]*)\]\.filter\(\s*x\s*,\s*x\s*\)\.size\(\)", r"len(filter([\1], {#}))", rule
     )
 
+    # uniqueness: `L.all(a, L.exists_one(b, b.k == a.k))`, every element's key once in L
+    s = re.sub(
+        r"(self(?:\.[A-Za-z_]\w*)+)\.all\((\w+),\s*\1\.exists_one\((\w+),\s*"
+        r"\3\.(\w+)\s*==\s*\2\.\4\)\)",
+        r"all(\1, {let key = #.\4; one(\1, {#.\4 == key})})",
+        s,
+    )
+
     def has(m: re.Match[str]) -> str:
         parts = m.group(1).split(".")[1:]
         return "(result" + "".join(f"?.{p}" for p in parts) + " != nil)"
