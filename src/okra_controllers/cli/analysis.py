@@ -9,7 +9,6 @@ other verdict (Failed, Error, Inconclusive), 130 when interrupted."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN
@@ -17,10 +16,10 @@ from okra_controllers.analysis.templates import TemplateError, TemplateRef, buil
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
 from okra_controllers.cli.actions import parse_arguments
 from okra_controllers.cli.get import dump, follow, now, objects
-from okra_controllers.cli.kube import CliError, Context, get_or_none, on_interrupt, synced
+from okra_controllers.cli.kube import CliError, Context, get_or_none, watching
 from okra_controllers.cli.render import render_analysis_run, render_analysis_runs
 from okra_controllers.cli.view import Obj, strip
-from okra_runtime.informer import FuncHandler, Informer, InformerOptions
+from okra_runtime.informer import Informer, InformerOptions
 
 TERMINAL = ("Successful", "Failed", "Error", "Inconclusive")
 WAITING = ("", "Pending", "Running")
@@ -73,52 +72,22 @@ def new_lines(run: Obj, seen: set[tuple[str, str, str]]) -> list[str]:
 
 
 async def wait_run(ctx: Context, name: str) -> int:
-    changed, stop = asyncio.Event(), asyncio.Event()
-    informer = Informer(
-        ctx.client,
-        ANALYSIS_RUN,
-        InformerOptions(namespace=ctx.namespace, field_selector=f"metadata.name={name}"),
-    )
-    informer.add_handler(
-        FuncHandler(
-            add=lambda _: changed.set(),
-            update=lambda _a, _b: changed.set(),
-            delete=lambda _: changed.set(),
-        )
-    )
-
-    def interrupt() -> None:
-        stop.set()
-        changed.set()
-
-    task = asyncio.create_task(informer.run())
     seen: set[tuple[str, str, str]] = set()
     phase = ""
-    try:
-        with on_interrupt(interrupt):
-            await synced([informer], stop)
-            while True:
-                if stop.is_set():
-                    ctx.say(f"interrupted; analysisrun {name} keeps running")
-                    return 130
-                changed.clear()
-                run = informer.store.get(name, ctx.namespace)
-                if run is None:
-                    raise CliError(f"analysisrun {name} was deleted")
-                for line in new_lines(run, seen):
-                    ctx.say(line)
-                status = run.get("status") or {}
-                if status.get("phase", "") != phase:
-                    phase = status.get("phase", "")
-                    if phase in TERMINAL:
-                        message = f": {status['message']}" if status.get("message") else ""
-                        ctx.say(f"analysisrun {name}: {phase}{message}")
-                        return 0 if phase == "Successful" else 1
-                    ctx.say(f"analysisrun {name}: {phase or 'Pending'}")
-                await changed.wait()
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    async with watching(ctx, ANALYSIS_RUN, name) as changes:
+        async for run in changes:
+            for line in new_lines(run, seen):
+                ctx.say(line)
+            status = run.get("status") or {}
+            if status.get("phase", "") != phase:
+                phase = status.get("phase", "")
+                if phase in TERMINAL:
+                    message = f": {status['message']}" if status.get("message") else ""
+                    ctx.say(f"analysisrun {name}: {phase}{message}")
+                    return 0 if phase == "Successful" else 1
+                ctx.say(f"analysisrun {name}: {phase or 'Pending'}")
+    ctx.say(f"interrupted; analysisrun {name} keeps running")
+    return 130
 
 
 async def cmd_get_analysisrun(ctx: Context, args: argparse.Namespace) -> int:

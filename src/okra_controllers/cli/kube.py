@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,7 +23,8 @@ from pydantic import ValidationError
 
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, NoKindMatchError, NotFoundError
-from okra_runtime.informer import Informer
+from okra_runtime.gvk import GVK
+from okra_runtime.informer import FuncHandler, Informer, InformerOptions
 
 SYNC_TIMEOUT = 30.0
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -86,6 +87,52 @@ def on_interrupt(callback: Callable[[], None]) -> Iterator[None]:
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+@contextlib.asynccontextmanager
+async def watching(
+    ctx: Context, gvk: GVK, name: str
+) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+    """One named object, as it is now and again after each change (an informer on it
+    alone): `async with watching(...) as changes: async for obj in changes: ...`. The
+    iteration ends on Ctrl-C/SIGTERM (the caller says what that means); a deleted object
+    is a CliError. Leaving the block stops the informer."""
+    changed, stop = asyncio.Event(), asyncio.Event()
+    informer = Informer(
+        ctx.client,
+        gvk,
+        InformerOptions(namespace=ctx.namespace, field_selector=f"metadata.name={name}"),
+    )
+    informer.add_handler(
+        FuncHandler(
+            add=lambda _: changed.set(),
+            update=lambda _a, _b: changed.set(),
+            delete=lambda _: changed.set(),
+        )
+    )
+
+    def interrupt() -> None:
+        stop.set()
+        changed.set()
+
+    async def changes() -> AsyncIterator[dict[str, Any]]:
+        if not await synced([informer], stop):
+            return
+        while not stop.is_set():
+            changed.clear()
+            obj = informer.store.get(name, ctx.namespace)
+            if obj is None:
+                raise CliError(f"{gvk.kind.lower()} {name} was deleted")
+            yield obj
+            await changed.wait()
+
+    task = asyncio.create_task(informer.run(), name=f"informer {gvk.kind} {name}")
+    try:
+        with on_interrupt(interrupt):
+            yield changes()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 async def synced(

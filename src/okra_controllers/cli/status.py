@@ -17,9 +17,8 @@ from typing import Any
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.cell.controller import CELL
-from okra_controllers.cli.kube import CliError, Context, on_interrupt, synced
+from okra_controllers.cli.kube import CliError, Context, watching
 from okra_controllers.cli.view import get_cell
-from okra_runtime.informer import FuncHandler, Informer, InformerOptions
 
 HEALTHY, DEGRADED, NOT_DONE = 0, 1, 3
 
@@ -68,44 +67,14 @@ async def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def _wait(ctx: Context, name: str) -> int:
-    changed, stop = asyncio.Event(), asyncio.Event()
-    informer = Informer(
-        ctx.client,
-        CELL,
-        InformerOptions(namespace=ctx.namespace, field_selector=f"metadata.name={name}"),
-    )
-    informer.add_handler(
-        FuncHandler(
-            add=lambda _: changed.set(),
-            update=lambda _a, _b: changed.set(),
-            delete=lambda _: changed.set(),
-        )
-    )
-
-    def interrupt() -> None:
-        stop.set()
-        changed.set()
-
-    task = asyncio.create_task(informer.run(), name=f"informer {name}")
     last = ""
-    try:
-        with on_interrupt(interrupt):
-            if not await synced([informer], stop):
-                return 130
-            while not stop.is_set():
-                changed.clear()
-                cell = informer.store.get(name, ctx.namespace)
-                if cell is None:
-                    raise CliError(f"cell {name} was deleted")
-                text = line(cell)
-                if text != last:
-                    ctx.say(text)
-                    last = text
-                code = verdict(cell)
-                if code is not None:
-                    return code
-                await changed.wait()
-            return 130
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    async with watching(ctx, CELL, name) as changes:
+        async for cell in changes:
+            text = line(cell)
+            if text != last:
+                ctx.say(text)
+                last = text
+            code = verdict(cell)
+            if code is not None:
+                return code
+    return 130  # interrupted
