@@ -7,8 +7,8 @@
 # `make image` builds a Debian bookworm base with mmdebstrap when no registry but Debian's is
 # reachable). The build stage installs the pinned runtime dependencies from requirements.lock
 # with their hashes (`pip --require-hashes`), then okra itself, into a virtualenv; the final
-# stage copies only that virtualenv onto a clean BASE: no compiler, no pip, no build tools, no
-# test harness (the envtest control plane, the moto emulator and its seeders, the demo). It
+# stage copies only that virtualenv onto a clean BASE: no compiler, no pip, no build tools. The
+# test harness is another distribution (okra-testkit, under testkit/) that is never copied. It
 # runs as a numeric non-root user, so runAsNonRoot can verify it, and needs nothing writable
 # but /tmp (the Deployment mounts an emptyDir there and sets readOnlyRootFilesystem).
 #
@@ -30,15 +30,12 @@ RUN --mount=type=secret,id=pip-ca,required=false \
 COPY pyproject.toml README.md ./
 COPY src ./src
 # okra itself, built by the backend pyproject.toml declares (setuptools>=77), then checked,
-# stripped of the test harness and of pip, and byte-compiled (the root filesystem is read-only).
+# stripped of pip, and byte-compiled (the root filesystem is read-only).
 RUN --mount=type=secret,id=pip-ca,required=false \
     set -e; \
     if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi; \
     /opt/okra/bin/pip install --no-deps . ; \
     /opt/okra/bin/pip check; \
-    site="$(/opt/okra/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"; \
-    rm -rf "$site/okra_runtime/envtest" "$site/okra_controllers/aws/emulator.py" \
-        "$site/okra_controllers/aws/seed.py" "$site/okra_controllers/demo.py"; \
     /opt/okra/bin/python -m pip uninstall --yes --quiet pip setuptools wheel 2>/dev/null || true; \
     rm -f /opt/okra/bin/pip /opt/okra/bin/pip3*; \
     find /opt/okra -name __pycache__ -prune -exec rm -rf {} +; \

@@ -26,12 +26,12 @@ help:
 	@echo "make bench-runtime  okra_runtime vs kopf vs controller-runtime, 10k objects"
 	@echo "make bench-cell     new target group -> first ModifyRule; idle Cell's AWS calls"
 
-$(STAMP): pyproject.toml requirements-dev.lock
+$(STAMP): pyproject.toml testkit/pyproject.toml requirements-dev.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "okra needs Python 3.11+")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.lock
-	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip install --quiet --no-deps -e . -e ./testkit
 	touch $@
 
 venv: $(STAMP)
@@ -71,14 +71,14 @@ check-rbac: $(STAMP)
 	$(BIN)/python -m okra_controllers.rbac --check --out config/rbac
 
 lint: $(STAMP) check-manifests check-rbac check-chart
-	$(BIN)/ruff check src test examples bench
-	$(BIN)/ruff format --check src test examples bench
+	$(BIN)/ruff check src testkit test examples bench
+	$(BIN)/ruff format --check src testkit test examples bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 fmt: $(STAMP)
-	$(BIN)/ruff format src test examples bench
-	$(BIN)/ruff check --fix src test examples bench
+	$(BIN)/ruff format src testkit test examples bench
+	$(BIN)/ruff check --fix src testkit test examples bench
 
 test: lint
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
@@ -107,13 +107,13 @@ test-reliability: $(STAMP)
 	$(BIN)/pytest test/reliability -rP -n 2 --dist loadscope
 
 demo: $(STAMP)
-	OKRA_ASSETS="$$(hack/build-control-plane.sh)" $(BIN)/python -m okra_controllers.demo
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" $(BIN)/python -m okra_testkit.demo
 
 demo-fleet: $(STAMP)
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
 	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
 	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
-	$(BIN)/python -m okra_controllers.demo_fleet
+	$(BIN)/python -m okra_testkit.demo_fleet
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
@@ -124,10 +124,20 @@ bench-runtime: $(STAMP)
 bench-cell: $(STAMP)
 	bench/cell/run.sh
 
+# requirements-dev.lock: okra's dev extra and okra-testkit's dependencies; requirements.lock:
+# okra's runtime dependencies alone (the image's), at the same pins. okra-testkit requires the
+# okra of this tree, which is on no index: pip-compile finds it as a wheel built here and leaves
+# it out of the lock (`make venv` installs both from the checkout). No machine path is written.
 lock:
-	$(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet pip-tools
-	.venv-lock/bin/pip-compile --quiet --extra dev --strip-extras --no-emit-find-links --generate-hashes -o requirements-dev.lock pyproject.toml
-	.venv-lock/bin/pip-compile --quiet --strip-extras --no-emit-find-links --generate-hashes --constraint requirements-dev.lock -o requirements.lock pyproject.toml
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet pip-tools
+	.venv-lock/bin/pip wheel --quiet --no-deps -w .venv-lock/okra .
+	CUSTOM_COMPILE_COMMAND="make lock" .venv-lock/bin/pip-compile --quiet --extra dev --strip-extras --generate-hashes \
+	  --find-links .venv-lock/okra --no-emit-find-links --unsafe-package okra \
+	  -o requirements-dev.lock pyproject.toml testkit/pyproject.toml
+	sed -i '/^# WARNING: The following packages were not pinned/,$$d' requirements-dev.lock
+	echo '# okra (required by okra-testkit): not pinned here, `make venv` installs it from this tree' >> requirements-dev.lock
+	CUSTOM_COMPILE_COMMAND="make lock" .venv-lock/bin/pip-compile --quiet --strip-extras --no-emit-find-links --generate-hashes \
+	  --constraint requirements-dev.lock -o requirements.lock pyproject.toml
 	rm -rf .venv-lock
 
 clean:

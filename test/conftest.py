@@ -33,12 +33,12 @@ import pytest
 import structlog
 from kubernetes_asyncio import client
 
-from okra_controllers.aws.emulator import MotoServer
 from okra_runtime.client import Client
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.argocd import ArgoCD
-from okra_runtime.envtest.leaks import leftover_servers
 from okra_runtime.logging import configure_logging
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.argocd import ArgoCD
+from okra_testkit.envtest.leaks import leftover_servers
 from support import LogCapture, api_client
 
 RUN_ENV = "OKRA_TEST_RUN"

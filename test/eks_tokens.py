@@ -18,7 +18,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from okra_controllers.clusters.connect import EKS_TOKEN_PREFIX
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 
 
 class _SignedAt(SigV4QueryAuth):

@@ -1,5 +1,5 @@
 """The AWS fault proxy: okra's counting proxy in front of the moto server
-(`okra_controllers.aws.emulator.CountingProxy`), injecting faults.
+(`okra_testkit.emulator.CountingProxy`), injecting faults.
 
 Faults are drawn from a seeded RNG, so a failing run replays with the same seed:
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from okra_controllers.aws.emulator import CountingProxy, action_of
+from okra_testkit.emulator import CountingProxy, action_of
 
 FAULTS = ("500", "503", "throttle", "reset-before", "reset-after", "latency")
 

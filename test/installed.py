@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.controlplane import kubeconfig_dict
-from okra_runtime.envtest.process import Process, free_port, wait_until
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.controlplane import kubeconfig_dict
+from okra_testkit.envtest.process import Process, free_port, wait_until
 
 
 def get(cp: ControlPlane, *args: str) -> dict[str, Any]:

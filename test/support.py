@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes_asyncio import client, config
 
-from okra_runtime.envtest import ADMIN, ControlPlane
+from okra_testkit.envtest import ADMIN, ControlPlane
 
 
 async def api_client(cp: ControlPlane, user: str = ADMIN) -> client.ApiClient:

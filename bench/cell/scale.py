@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from okra_controllers.api.v1alpha1 import CRD_MODELS
-from okra_controllers.aws.emulator import CountingProxy, MotoServer
-from okra_controllers.aws.seed import Seeder
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
 from okra_runtime.crdgen import write_crds
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import CountingProxy, MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import Seeder
 
 NS = "scale"
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")

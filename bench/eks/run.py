@@ -23,12 +23,12 @@ import time
 
 import aiohttp
 
-from okra_controllers.aws.eksauth import AwsPrincipal
-from okra_controllers.aws.emulator import EMULATOR_ARN, MotoServer
-from okra_controllers.aws.localeks import LocalEks
-from okra_controllers.aws.seed import Seeder
 from okra_controllers.clusters.connect import eks_token
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.eksauth import AwsPrincipal
+from okra_testkit.emulator import EMULATOR_ARN, MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.localeks import LocalEks
+from okra_testkit.seed import Seeder
 
 
 async def get_latencies(plane: ControlPlane, tokens: list[str]) -> list[float]:

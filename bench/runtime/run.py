@@ -1,6 +1,6 @@
 """Orchestrator of bench/runtime (start it through run.sh, which installs what it needs).
 
-It starts one fresh local control plane (okra_runtime.envtest, no kube-controller-manager), then
+It starts one fresh local control plane (okra_testkit.envtest, no kube-controller-manager), then
 for each implementation in turn: creates BENCH_COUNT ConfigMaps (label bench=1, small data) in a
 namespace of its own (`bench-<impl>`), starts the implementation as a subprocess and measures
 
@@ -42,7 +42,7 @@ from typing import IO, Any
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 
 HERE = Path(__file__).resolve().parent
 IN_FLIGHT = 50

@@ -16,11 +16,11 @@ import pytest
 from aiohttp import web
 
 import iampolicy
-from okra_controllers.aws.emulator import CountingProxy, MotoServer
-from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import CountingProxy, MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import LoadBalancer, Network, Seeder
 
 REPO = Path(__file__).resolve().parents[2]
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")

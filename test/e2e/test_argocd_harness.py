@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.argocd import ArgoCD
 from okra_runtime.errors import NotFoundError
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.argocd import ArgoCD
 from support import eventually
 
 APPLICATION = GVK("argoproj.io", "v1alpha1", "Application")

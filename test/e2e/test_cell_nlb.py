@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from okra_controllers.aws.emulator import CountingProxy, MotoServer
-from okra_controllers.aws.seed import LoadBalancer, Seeder
 from okra_runtime import GVK, Client
+from okra_testkit.emulator import CountingProxy, MotoServer
+from okra_testkit.seed import LoadBalancer, Seeder
 from support import eventually
 
 from .conftest import CELL, VERSION_LABEL, Env, Metrics, OkraManager, error_rate_template

@@ -12,7 +12,7 @@ from typing import Any
 
 from okra_controllers.manager import EMULATOR_ENV
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 from .conftest import Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template

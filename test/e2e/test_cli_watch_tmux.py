@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 from .conftest import Env, OkraManager, cell_obj, cell_status

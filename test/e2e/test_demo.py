@@ -9,14 +9,14 @@ import sys
 import time
 import uuid
 
-from okra_runtime.envtest.leaks import leftover_servers
+from okra_testkit.envtest.leaks import leftover_servers
 
 RUN_ENV = "OKRA_TEST_RUN"
 
 
 def demo(run_id: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "okra_controllers.demo"],
+        [sys.executable, "-m", "okra_testkit.demo"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from okra_runtime.envtest.leaks import leftover_servers
+from okra_testkit.envtest.leaks import leftover_servers
 
 RUN_ENV = "OKRA_TEST_RUN"
 
@@ -19,7 +19,7 @@ RUN_ENV = "OKRA_TEST_RUN"
 def test_demo_fleet_runs_the_standard_scenario_to_the_end() -> None:
     run_id = uuid.uuid4().hex
     proc = subprocess.run(
-        [sys.executable, "-m", "okra_controllers.demo_fleet"],
+        [sys.executable, "-m", "okra_testkit.demo_fleet"],
         capture_output=True,
         text=True,
         timeout=540,

@@ -9,7 +9,8 @@ read-only, a tmpfs on /tmp (the Deployment's emptyDir), chroot'ed, as the image'
 user. This needs root, buildah and umoci; it is the `image` suite (`make test-image`), not part
 of `make test`.
 
-It also checks what the image must not hold: a compiler, pip, the test harness.
+It also checks what the image must not hold: a compiler, pip, the test harness (the
+okra-testkit distribution and its dependencies: moto, cryptography).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import pytest
 
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.controlplane import kubeconfig_dict
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.controlplane import kubeconfig_dict
 
 from .conftest import Env, OkraManager, cell_obj, cell_status
 
@@ -145,18 +146,63 @@ def test_the_image_holds_no_compiler_pip_or_test_harness(image_bundle: Path) -> 
             *[root / "usr/bin" / c for c in ("gcc", "cc", "c++", "make", "ld")],
             root / "opt/okra/bin/pip",
             site / "pip",
-            site / "okra_runtime/envtest",
-            site / "okra_controllers/aws/emulator.py",
-            site / "okra_controllers/aws/seed.py",
-            site / "okra_controllers/demo.py",
-            site / "moto",
-            site / "pytest",
-            site / "cryptography",
         )
         if p.exists()
     ]
     assert not present, f"the image should not hold {present}"
     assert (site / "okra_controllers/manager.py").is_file()
+
+
+_INSPECT = """
+import importlib.metadata as md, importlib.util, json
+print(json.dumps({
+    "modules": {m: importlib.util.find_spec(m) is not None
+                for m in ("okra_controllers", "okra_testkit", "moto", "cryptography", "pytest")},
+    "dists": sorted(d.metadata["Name"].lower() for d in md.distributions()),
+    "okra_files": [str(f) for f in md.files("okra") or []],
+}))
+"""
+
+
+def test_the_image_cannot_import_the_test_harness(image_bundle: Path, tmp_path: Path) -> None:
+    """The harness is another distribution (okra-testkit) with its own dependencies: the
+    image's Python, as the image's user, finds none of it, and okra's own files hold none."""
+    process = _config(image_bundle)["process"]
+    user = process["user"]
+    out = subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "--",
+            "/bin/sh",
+            "-c",
+            _RUN,
+            "inspect-image",
+            str(image_bundle / "rootfs"),
+            str(tmp_path),
+            f"{user['uid']}:{user['gid']}",
+            "/opt/okra/bin/python",
+            "-c",
+            _INSPECT,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(e.split("=", 1) for e in process.get("env", [])),
+    )
+    seen = json.loads(out.stdout)
+    assert seen["modules"] == {
+        "okra_controllers": True,
+        "okra_testkit": False,
+        "moto": False,
+        "cryptography": False,
+        "pytest": False,
+    }
+    assert "okra" in seen["dists"]
+    harness = {"okra-testkit", "moto", "cryptography", "pytest", "pip"} & set(seen["dists"])
+    assert not harness, f"the image should not have {sorted(harness)} installed"
+    assert seen["okra_files"], "okra's installed file list (RECORD) is empty"
+    assert not [f for f in seen["okra_files"] if "testkit" in f or "envtest" in f]
 
 
 @pytest.fixture

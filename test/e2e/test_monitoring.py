@@ -18,8 +18,8 @@ import yaml
 
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.process import Process, free_port, wait_until
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.process import Process, free_port, wait_until
 from support import eventually
 
 from .conftest import Env, Metrics, cell_obj, cell_status, error_rate_template

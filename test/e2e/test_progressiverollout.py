@@ -23,9 +23,9 @@ import yaml
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_controllers.progressiverollout.controller import APPLICATION, PROGRESSIVE_ROLLOUT
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.argocd import ArgoCD
 from okra_runtime.errors import InvalidError, NotFoundError
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.argocd import ArgoCD
 from support import eventually
 
 if TYPE_CHECKING:

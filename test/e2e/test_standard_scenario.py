@@ -1,4 +1,4 @@
-"""okra's standard scenario end to end, every link real (see okra_controllers.scenario):
+"""okra's standard scenario end to end, every link real (see okra_testkit.scenario):
 EKS clusters in moto → ClusterSet → Argo CD cluster Secrets → ApplicationSet → Applications
 synced by Argo CD onto the clusters (ConfigMap, Service, TargetGroupBinding) → AWSTargetGroupSet
 → AWSTargetGroups by version → a Cell canaries the ALB from v1 to v2, weights read back from
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.scenario import CANARY_TOTALS, StandardScenario
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.scenario import CANARY_TOTALS, StandardScenario
 
 REPO = Path(__file__).resolve().parents[2]
 V1 = ("web-1-v1", "web-2-v1")

@@ -1,5 +1,5 @@
 """Fixtures for EKS clusters whose API servers are local control planes (see
-okra_controllers.aws.localeks):
+okra_testkit.localeks):
 
 - `eks_webhook`: the session's TokenReview webhook verifying EKS tokens.
 - `eks_plane`: a session-scoped workload control plane that accepts EKS tokens for the cluster
@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from okra_controllers.aws.eksauth import TokenReviewServer
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.localeks import LocalEks, eks_token_webhook, start_eks_plane
 from okra_controllers.clusterset.controller import setup_clustersets
 from okra_controllers.manager import Settings
 from okra_controllers.targetgroupset.controller import register
 from okra_runtime import Client, Manager, ManagerOptions
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.eksauth import TokenReviewServer
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.localeks import LocalEks, eks_token_webhook, start_eks_plane
 
 REPO = Path(__file__).resolve().parents[2]
 

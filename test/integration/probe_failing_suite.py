@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from okra_controllers.aws.emulator import MotoServer
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
 
 PIDS_FILE = os.environ.get("OKRA_PROBE_PIDS_FILE", "")
 pytestmark = pytest.mark.skipif(not PIDS_FILE, reason="run only by test_harness_cleanup")

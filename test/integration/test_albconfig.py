@@ -21,11 +21,11 @@ from faultproxy import FaultProxy
 from okra_controllers.albconfig import ALB_CONFIG, FINALIZER, register, setup
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
 from okra_controllers.manager import Settings
 from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions, NotFoundError
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import LoadBalancer, Network, Seeder
 from support import LogCapture, eventually
 
 REPO = Path(__file__).resolve().parents[2]

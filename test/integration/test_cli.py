@@ -25,7 +25,7 @@ from okra_controllers.analysis.run_controller import ANALYSIS_RUN
 from okra_controllers.cell.controller import BLOCKLIST, CELL
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ADMIN, UNPRIVILEGED, ControlPlane
+from okra_testkit.envtest import ADMIN, UNPRIVILEGED, ControlPlane
 from support import eventually
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.seed import Network, Seeder
 from okra_controllers.clusterset.controller import CLUSTERSET, SECRET, ClusterSetReconciler
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.process import free_port
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.process import free_port
+from okra_testkit.seed import Network, Seeder
 from support import LogCapture, eventually
 
 REPO = Path(__file__).resolve().parents[2]

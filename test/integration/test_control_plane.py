@@ -13,7 +13,7 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from okra_runtime.envtest import UNPRIVILEGED, ControlPlane
+from okra_testkit.envtest import UNPRIVILEGED, ControlPlane
 from support import api_client, eventually
 
 WIDGET_CRD = textwrap.dedent("""\

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from okra_runtime.crdgen import CRDInfo, PrinterColumn, write_crds
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 
 GROUP, VERSION, PLURAL = "crdgen.example.dev", "v1alpha1", "gadgets"
 CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)

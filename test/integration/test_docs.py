@@ -22,7 +22,7 @@ import yaml
 
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_runtime.crdgen import crd_info
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"

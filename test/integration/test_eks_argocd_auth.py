@@ -17,12 +17,12 @@ import pytest
 import yaml
 
 from eks_tokens import decode, whoami
-from okra_controllers.aws.eksauth import TokenReviewServer
-from okra_controllers.aws.emulator import EMULATOR_ARN
-from okra_controllers.aws.localeks import LocalEks
-from okra_controllers.aws.seed import Seeder
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane, find_binaries
+from okra_testkit.eksauth import TokenReviewServer
+from okra_testkit.emulator import EMULATOR_ARN
+from okra_testkit.envtest import ControlPlane, find_binaries
+from okra_testkit.localeks import LocalEks
+from okra_testkit.seed import Seeder
 from support import eventually
 
 SECRET = GVK("", "v1", "Secret")

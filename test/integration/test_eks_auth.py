@@ -13,11 +13,11 @@ import aiohttp
 
 from eks_tokens import SIGV4_TIMESTAMP, altered, offline_token, query_of, whoami
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.eksauth import ADMIN_GROUP, TokenReviewServer
-from okra_controllers.aws.emulator import EMULATOR_ARN
-from okra_controllers.aws.localeks import LocalEks
 from okra_controllers.clusters.connect import eks_token
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.eksauth import ADMIN_GROUP, TokenReviewServer
+from okra_testkit.emulator import EMULATOR_ARN
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.localeks import LocalEks
 
 
 async def test_a_token_okra_signs_is_accepted_as_the_iam_principal(

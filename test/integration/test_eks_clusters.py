@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from eks_tokens import whoami
-from okra_controllers.aws.eksauth import TokenReviewServer
-from okra_controllers.aws.emulator import EMULATOR_ARN, MotoServer
-from okra_controllers.aws.localeks import LocalEks
-from okra_controllers.aws.seed import Seeder
 from okra_controllers.clusters.connect import eks_token
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.eksauth import TokenReviewServer
+from okra_testkit.emulator import EMULATOR_ARN, MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.localeks import LocalEks
+from okra_testkit.seed import Seeder
 from support import eventually
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 from urllib.parse import parse_qs, urlsplit
 
-from okra_controllers.aws.emulator import MotoServer
 from okra_controllers.clusters.connect import EKS_TOKEN_PREFIX, eks_token
+from okra_testkit.emulator import MotoServer
 
 
 def decode(token: str) -> str:

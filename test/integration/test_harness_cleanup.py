@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from okra_runtime.envtest.leaks import leftover_servers
+from okra_testkit.envtest.leaks import leftover_servers
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_ENV = "OKRA_TEST_RUN"
 
 HARNESS = textwrap.dedent("""\
     import json, time
-    from okra_runtime.envtest import ControlPlane
-    from okra_controllers.aws.emulator import MotoServer
+    from okra_testkit.envtest import ControlPlane
+    from okra_testkit.emulator import MotoServer
     with ControlPlane(name="sig") as cp, MotoServer() as aws:
         print(json.dumps({"pids": [*cp.pids, aws.pid], "dirs": [str(cp.dir), str(aws.dir)]}),
               flush=True)

@@ -34,8 +34,8 @@ from installed import (
     running_manager,
     service_account_kubeconfig,
 )
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.binaries import find_binaries
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.binaries import find_binaries
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "okra"

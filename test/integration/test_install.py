@@ -32,8 +32,8 @@ from installed import (
 )
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.rbac import CONTROLLER_RULES, LEADER_ELECTION_RULES, PolicyRule
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.process import wait_until
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.process import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config"

@@ -7,8 +7,8 @@ import asyncio
 import dataclasses
 
 from okra_controllers.albconfig.controller import ListenerRules
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.seed import Seeder
+from okra_testkit.emulator import MotoServer
+from okra_testkit.seed import Seeder
 
 
 async def test_listener_rules_are_listed_once_per_listener_within_the_ttl(moto: MotoServer) -> None:

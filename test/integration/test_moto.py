@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.seed import Network, Seeder
+from okra_testkit.emulator import MotoServer
+from okra_testkit.seed import Network, Seeder
 
 
 @pytest.fixture

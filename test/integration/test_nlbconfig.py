@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 
 from okra_controllers.aws import elbv2
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.seed import LoadBalancer, Seeder
 from okra_controllers.manager import Settings
 from okra_controllers.nlbconfig import NLB_CONFIG, register, setup
 from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import LoadBalancer, Seeder
 from support import eventually
 
 REPO = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = REPO.parent / "shared" / "seeds"

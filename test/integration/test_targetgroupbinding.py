@@ -20,8 +20,6 @@ import pytest
 
 from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBinding
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.seed import Network, Seeder
 from okra_controllers.targetgroupbinding.controller import (
     FINALIZER,
     TARGET_GROUP_BINDING,
@@ -29,7 +27,9 @@ from okra_controllers.targetgroupbinding.controller import (
 )
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.crdgen import write_crds
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import Network, Seeder
 from support import LogCapture, eventually
 
 NODE = GVK("", "v1", "Node")

@@ -18,8 +18,6 @@ import pytest
 
 from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSet
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.seed import Seeder
 from okra_controllers.manager import Settings, setup_albconfigs, setup_cells
 from okra_controllers.targetgroupset.controller import (
     TARGET_GROUP_BINDING,
@@ -29,7 +27,9 @@ from okra_controllers.targetgroupset.controller import (
 from okra_controllers.targetgroupset.plan import SET_LABEL
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.crdgen import write_crds
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import Seeder
 from support import LogCapture, eventually
 
 REPO = Path(__file__).resolve().parents[2]

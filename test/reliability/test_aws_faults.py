@@ -32,9 +32,9 @@ from e2e.conftest import (
     error_rate_template,
 )
 from faultproxy import FaultProxy
-from okra_controllers.aws.emulator import MotoServer
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")

@@ -24,10 +24,10 @@ import pytest
 
 from e2e.conftest import CELL, Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
 from faultproxy import FaultProxy
-from okra_controllers.aws.emulator import MotoServer
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane
 from okra_runtime.errors import NotFoundError
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 from .test_aws_faults import VERSION_ARG, Sampler

@@ -23,7 +23,7 @@ import yaml
 from e2e.conftest import Env, OkraManager, cell_obj, cell_status
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 from tcpproxy import StallingProxy
 

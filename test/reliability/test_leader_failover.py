@@ -25,10 +25,10 @@ import pytest
 
 from e2e.conftest import CELL, Env, OkraManager, cell_obj, cell_status
 from faultproxy import FaultProxy
-from okra_controllers.aws.emulator import MotoServer
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 WRITES = {"ModifyRule", "CreateRule"}

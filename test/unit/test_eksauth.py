@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from eks_tokens import altered, offline_token
-from okra_controllers.aws.eksauth import AwsPrincipal, EksTokenVerifier, TokenRejectedError
-from okra_controllers.aws.emulator import EMULATOR_ARN, emulator_principal
+from okra_testkit.eksauth import AwsPrincipal, EksTokenVerifier, TokenRejectedError
+from okra_testkit.emulator import EMULATOR_ARN, emulator_principal
 
 EMULATOR = "http://127.0.0.1:4566"
 AWS_STS = "https://sts.us-east-1.amazonaws.com"

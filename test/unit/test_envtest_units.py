@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from okra_runtime.envtest import find_binaries
-from okra_runtime.envtest.certs import make_pki
-from okra_runtime.envtest.controlplane import kubeconfig_dict, webhook_kubeconfig_dict
+from okra_testkit.envtest import find_binaries
+from okra_testkit.envtest.certs import make_pki
+from okra_testkit.envtest.controlplane import kubeconfig_dict, webhook_kubeconfig_dict
 
 
 def test_serving_certificate_covers_loopback_and_is_signed_by_the_ca() -> None:

@@ -31,7 +31,7 @@ from okra_controllers.targetgroupset.plan import (
     plan,
     render,
 )
-from okra_runtime.envtest.certs import make_pki
+from okra_testkit.envtest.certs import make_pki
 
 ARN = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/{}/0123456789abcdef"
 SPEC = AWSTargetGroupSetSpec.model_validate(

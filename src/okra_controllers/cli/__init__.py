@@ -44,7 +44,7 @@ from okra_controllers.cli.parser import build_parser, resolve
 if TYPE_CHECKING:
     from okra_controllers.cli.kube import Context
 
-DEMO_MODULE = "okra_controllers.demo"
+DEMO_MODULE = "okra_testkit.demo"
 
 
 def prog_name() -> str:
@@ -126,10 +126,13 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def demo(argv: Sequence[str]) -> int:
-    """`okra demo`: runs `okra_controllers.demo.main()` when that module exists."""
-    if importlib.util.find_spec(DEMO_MODULE) is None:
+    """`okra demo`: runs `okra_testkit.demo.main()` when okra-testkit (the test harness, a
+    distribution of its own that okra never requires) is installed."""
+    package = DEMO_MODULE.partition(".")[0]
+    if importlib.util.find_spec(package) is None or importlib.util.find_spec(DEMO_MODULE) is None:
         print(
-            f"error: okra demo is not available: this build has no {DEMO_MODULE} module",
+            f"error: okra demo is not available: it needs okra-testkit ({DEMO_MODULE}), "
+            "which this installation lacks (in a checkout of okra: make demo)",
             file=sys.stderr,
         )
         return 1

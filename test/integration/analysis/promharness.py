@@ -4,7 +4,7 @@ Why: the Prometheus provider (and the AnalysisRun tests built on it) must be che
 what a real Prometheus answers, including its errors and its absence. The server is Debian's
 `prometheus` (found or fetched by hack/prometheus.sh), started on a free loopback port with
 its TSDB in a temporary directory and a 1s scrape interval; it runs under
-`okra_runtime.envtest.process.Process`, so it dies with the test run and leaves nothing behind.
+`okra_testkit.envtest.process.Process`, so it dies with the test run and leaves nothing behind.
 
 The exporter serves `/metrics` from a dict in a thread of its own, so it keeps answering while
 a test's event loop is busy and lives as long as the (module-scoped) fixture.
@@ -30,7 +30,7 @@ from typing import Any
 
 import aiohttp
 
-from okra_runtime.envtest.process import Process, free_port, wait_until
+from okra_testkit.envtest.process import Process, free_port, wait_until
 
 HACK_SCRIPT = Path(__file__).resolve().parents[3] / "hack" / "prometheus.sh"
 SCRAPE_INTERVAL = "1s"

@@ -22,7 +22,7 @@ from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.manager import local_command
 from okra_runtime import GVK, Client, GenerationChanged, Manager, ManagerOptions
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 REPO = Path(__file__).resolve().parents[3]

@@ -13,8 +13,8 @@ from aiohttp import web
 from okra_controllers.analysis.check_controller import CHECK, CheckReconciler
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
-from okra_runtime.envtest import ControlPlane
 from okra_runtime.predicates import AnnotationsChanged, Any_
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 REPO = Path(__file__).resolve().parents[3]

@@ -37,12 +37,12 @@ from okra_controllers.analysis.providers.base import (
 from okra_controllers.analysis.providers.prometheus import ENV_ADDRESS
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.emulator import MotoServer
 from okra_runtime.client import Client
 from okra_runtime.crdgen import CRDInfo, write_crds
-from okra_runtime.envtest import ControlPlane
 from okra_runtime.errors import InvalidError
 from okra_runtime.gvk import GVK
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
 
 API_KEY, APP_KEY = "dd-api-key-1", "dd-app-key-1"
 

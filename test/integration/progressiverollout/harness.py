@@ -26,10 +26,10 @@ from okra_controllers.aws.config import AwsConfig
 from okra_controllers.manager import Settings, setup_analysisruns
 from okra_controllers.progressiverollout.controller import APPLICATION, setup
 from okra_runtime import Client, Manager, ManagerOptions
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.argocd import find_argocd
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.timeutil import rfc3339
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.argocd import find_argocd
 
 REPO = Path(__file__).resolve().parents[3]
 

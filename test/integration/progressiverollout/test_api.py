@@ -13,8 +13,8 @@ import yaml
 
 from okra_controllers.api.v1alpha1.progressiverollout import ProgressiveRollout
 from okra_runtime.client import Client
-from okra_runtime.envtest import ControlPlane
 from okra_runtime.errors import InvalidError
+from okra_testkit.envtest import ControlPlane
 
 REPO = Path(__file__).resolve().parents[3]
 SEED_EXAMPLE = """

@@ -14,7 +14,7 @@ from integration.progressiverollout.test_controller import phase_is, rollout, st
 from integration.test_cli import cli_env, command, okra, read_until
 from okra_controllers.progressiverollout.controller import APPLICATION
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 

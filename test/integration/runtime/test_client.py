@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from okra_runtime.client import Client
-from okra_runtime.envtest import ControlPlane
 from okra_runtime.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -17,6 +16,7 @@ from okra_runtime.errors import (
     NotFoundError,
 )
 from okra_runtime.gvk import GVK
+from okra_testkit.envtest import ControlPlane
 
 CM = GVK("", "v1", "ConfigMap")
 

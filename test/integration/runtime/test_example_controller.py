@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from okra_runtime import GVK, Client, NotFoundError
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 REPO = Path(__file__).resolve().parents[3]

@@ -16,11 +16,11 @@ from kubernetes_asyncio import config as k8s_config
 from okra_runtime import metrics
 from okra_runtime.client import Client
 from okra_runtime.controller import Controller
-from okra_runtime.envtest import ControlPlane
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer, InformerOptions
 from okra_runtime.manager import Manager, ManagerOptions
 from okra_runtime.reconcile import Request, Result
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 from tcpproxy import StallingProxy
 

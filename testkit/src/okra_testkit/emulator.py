@@ -21,8 +21,8 @@ from typing import Any
 from xml.etree import ElementTree
 
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.eksauth import AwsPrincipal
-from okra_runtime.envtest.process import Process, free_port, wait_until
+from okra_testkit.eksauth import AwsPrincipal
+from okra_testkit.envtest.process import Process, free_port, wait_until
 
 _ATTEMPTS = 3
 
@@ -34,7 +34,7 @@ def _moto_server_argv() -> list[str]:
     found = shutil.which("moto_server")
     if found:
         return [found]
-    raise FileNotFoundError("moto_server not found; install the dev extra: pip install 'okra[dev]'")
+    raise FileNotFoundError("moto_server not found; install okra-testkit: pip install ./testkit")
 
 
 @dataclass

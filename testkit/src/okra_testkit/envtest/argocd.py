@@ -43,8 +43,8 @@ from typing import Any
 
 import yaml
 
-from okra_runtime.envtest.controlplane import ADMIN, ControlPlane, ControlPlaneError
-from okra_runtime.envtest.process import Process, free_port, wait_until
+from okra_testkit.envtest.controlplane import ADMIN, ControlPlane, ControlPlaneError
+from okra_testkit.envtest.process import Process, free_port, wait_until
 
 ARGOCD_ENV = "OKRA_ARGOCD"
 REDIS_ENV = "OKRA_REDIS"

@@ -23,14 +23,14 @@ from types import TracebackType
 from typing import Any
 
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.eksauth import (
+from okra_testkit.eksauth import (
     ADMIN_GROUP,
     EksTokenVerifier,
     TokenReviewServer,
 )
-from okra_controllers.aws.emulator import CountingProxy, MotoServer, emulator_principal
-from okra_controllers.aws.seed import Network, Seeder
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import CountingProxy, MotoServer, emulator_principal
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import Network, Seeder
 
 
 def eks_token_webhook() -> TokenReviewServer:

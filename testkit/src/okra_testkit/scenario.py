@@ -10,8 +10,8 @@
       ─▶ clusters deleted in moto lose their Secret, their Application, their AWSTargetGroup
          and their place in the rule.
 
-okra-manager runs as its own process, Argo CD as its own processes (`okra_runtime.envtest.argocd`),
-AWS is a moto server behind the EKS bridge (`okra_controllers.aws.localeks`): DescribeCluster
+okra-manager runs as its own process, Argo CD as its own processes (`okra_testkit.envtest.argocd`),
+AWS is a moto server behind the EKS bridge (`okra_testkit.localeks`): DescribeCluster
 answers point at the local API servers, which verify the EKS tokens okra and Argo CD sign.
 Nothing is called in-process except to seed AWS and git and to read state back.
 
@@ -32,15 +32,15 @@ from typing import Any
 import yaml
 
 from okra_controllers.api.v1alpha1 import CRD_MODELS
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.localeks import LocalEks, start_eks_plane
-from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
 from okra_runtime.crdgen import write_crds
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.argocd import ArgoCD
 from okra_runtime.errors import NotFoundError
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.argocd import ArgoCD
+from okra_testkit.localeks import LocalEks, start_eks_plane
+from okra_testkit.seed import LoadBalancer, Network, Seeder
 
 APPLICATION = GVK("argoproj.io", "v1alpha1", "Application")
 APPLICATION_SET = GVK("argoproj.io", "v1alpha1", "ApplicationSet")

@@ -6,7 +6,7 @@ discovers their target groups and sends the ALB's traffic to them. Then two v2 c
 appear: the same happens for them, and the Cell canaries the traffic over (20 %, 50 %, 100 %),
 every weight read back from AWS. Then the v1 clusters are deleted in AWS and everything that
 pointed at them goes. It narrates each link as it happens, ends with a summary and leaves
-nothing running (Ctrl-C too). See okra_controllers.scenario for the pieces.
+nothing running (Ctrl-C too). See okra_testkit.scenario for the pieces.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.scenario import StandardScenario
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.scenario import StandardScenario
 
 REPO = Path(__file__).resolve().parents[2]
 TGB_CRD = REPO / "test" / "fixtures" / "targetgroupbinding-crd.yaml"

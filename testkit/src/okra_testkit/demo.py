@@ -25,12 +25,12 @@ from typing import Any
 from aiohttp import web
 
 from okra_controllers.api.v1alpha1 import CRD_MODELS
-from okra_controllers.aws.emulator import MotoServer
-from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
 from okra_runtime.crdgen import write_crds
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import LoadBalancer, Network, Seeder
 
 NS = "demo"
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")

@@ -10,8 +10,8 @@ The harness is synchronous on purpose: it runs in test fixtures and before a
 demo's event loop starts, never inside a controller.
 """
 
-from okra_runtime.envtest.binaries import Binaries, find_binaries
-from okra_runtime.envtest.controlplane import (
+from okra_testkit.envtest.binaries import Binaries, find_binaries
+from okra_testkit.envtest.controlplane import (
     ADMIN,
     UNPRIVILEGED,
     ControlPlane,

@@ -20,9 +20,9 @@ from types import TracebackType
 
 import yaml
 
-from okra_runtime.envtest.binaries import Binaries, find_binaries
-from okra_runtime.envtest.certs import make_pki
-from okra_runtime.envtest.process import Process, free_port, wait_until
+from okra_testkit.envtest.binaries import Binaries, find_binaries
+from okra_testkit.envtest.certs import make_pki
+from okra_testkit.envtest.process import Process, free_port, wait_until
 
 _Check = Callable[[], bool]
 _ArgvFactory = Callable[[int, int], list[str]]
