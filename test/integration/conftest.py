@@ -22,7 +22,7 @@ from okra_controllers.aws.eksauth import TokenReviewServer
 from okra_controllers.aws.emulator import MotoServer
 from okra_controllers.aws.localeks import LocalEks, eks_token_webhook, start_eks_plane
 from okra_controllers.clusterset.controller import setup_clustersets
-from okra_controllers.manager import Settings
+from okra_controllers.settings import Settings
 from okra_controllers.targetgroupset.controller import register
 from okra_runtime import Client, Manager, ManagerOptions
 from okra_runtime.envtest import ControlPlane

@@ -23,7 +23,7 @@ from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.emulator import MotoServer
 from okra_controllers.aws.seed import LoadBalancer, Network, Seeder
-from okra_controllers.manager import Settings
+from okra_controllers.settings import Settings
 from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions, NotFoundError
 from okra_runtime.envtest import ControlPlane
 from support import LogCapture, eventually

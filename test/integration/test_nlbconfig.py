@@ -25,8 +25,8 @@ import pytest
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.emulator import MotoServer
 from okra_controllers.aws.seed import LoadBalancer, Seeder
-from okra_controllers.manager import Settings
 from okra_controllers.nlbconfig import NLB_CONFIG, register, setup
+from okra_controllers.settings import Settings
 from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions
 from okra_runtime.envtest import ControlPlane
 from support import eventually

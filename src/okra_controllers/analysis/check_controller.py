@@ -35,12 +35,15 @@ from okra_controllers.api.v1alpha1.analysis import (
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.settings import Settings
 from okra_controllers.templating import Syntax, TemplateError, render
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
+from okra_runtime.manager import Manager
+from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
@@ -198,3 +201,19 @@ class CheckReconciler:
             return "Error", None, out.error, out.provider
         phase, message = judge(spec, out.result.value)
         return phase, out.result.display, message, out.provider
+
+
+def setup(mgr: Manager, s: Settings) -> None:
+    rec = CheckReconciler(
+        mgr.client,
+        mgr.informer_for(CHECK),
+        mgr.event_recorder("check-controller"),
+        s.aws,
+        s.okra_namespace,
+    )
+    (
+        mgr.builder("check")
+        .for_(CHECK, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )

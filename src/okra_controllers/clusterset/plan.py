@@ -16,12 +16,13 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from okra_controllers.api.v1alpha1.clusterset import ClusterSetSpec
 from okra_controllers.api.v1alpha1.common import API_VERSION
+from okra_controllers.aws.eks import EksCluster as EksCluster
 from okra_controllers.templating import Syntax, render_labels
 from okra_controllers.templating import TemplateError as TemplateError
 from okra_controllers.templating import render as render_template
@@ -36,18 +37,6 @@ _SYNTAX = Syntax(roots=frozenset({"awseks"}))
 _DNS_LABEL_CHARS = re.compile(r"[^a-z0-9-]+")
 
 Obj = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class EksCluster:
-    """The part of an EKS DescribeCluster answer a Secret is made of."""
-
-    name: str
-    status: str
-    endpoint: str
-    ca_data: str = field(repr=False)
-    """certificateAuthority.data: base64 PEM, exactly what Argo CD's caData wants."""
-    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
