@@ -1,5 +1,8 @@
 """okra-manager: the controller manager running okra's controllers.
 
+The manager parses flags into `okra_controllers.settings.Settings` and calls the setup of each
+enabled controller from `okra_controllers.registry`; no controller imports this module.
+
     okra-manager --kubeconfig ~/.kube/config --aws-region eu-west-1
 
 Every flag has an environment variable (OKRA_<FLAG>, e.g. OKRA_AWS_ENDPOINT_URL)
@@ -12,161 +15,18 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import structlog
 
-from okra_controllers.analysis.check_controller import CHECK, CheckReconciler
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN, AnalysisRunReconciler
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.cell.controller import (
-    ALB_CONFIG,
-    BLOCKLIST,
-    CELL,
-    JOB,
-    TARGET_GROUP,
-    CellReconciler,
-    cells_for_target_group,
-)
-from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
-from okra_controllers.clusterset.controller import setup_clustersets
-from okra_controllers.nlbconfig.controller import NLB_CONFIG
-from okra_controllers.targetgroupbinding.controller import setup_targetgroupbindings
-from okra_controllers.targetgroupset.controller import setup_targetgroupsets
-from okra_runtime import (
-    Client,
-    GenerationChanged,
-    Manager,
-    ManagerOptions,
-    Request,
-    configure_logging,
-)
+from okra_controllers.registry import CONTROLLERS, REQUIRED_KINDS
+from okra_controllers.settings import Settings as Settings
+from okra_runtime import Client, Manager, ManagerOptions, configure_logging
 from okra_runtime.errors import NoKindMatchError
-from okra_runtime.gvk import GVK
 from okra_runtime.leaderelection import LeadershipLostError
-from okra_runtime.predicates import AnnotationsChanged, Any_
 
 log = structlog.get_logger("okra.manager")
-
-
-@dataclass(frozen=True)
-class Settings:
-    namespace: str | None
-    okra_namespace: str
-    aws: AwsConfig
-    concurrency: int
-    eks_poll_interval: float = 60.0
-    """Seconds between ListClusters/DescribeCluster rounds of a ClusterSet (EKS has no watch)."""
-    cluster_poll_interval: float = 30.0
-    """Seconds between reads of workload clusters (TargetGroupBindings, nodes, pods): they are
-    reached through Argo CD cluster Secrets and not watched."""
-    drift_check: float = 60.0  # seconds between looks at each listener rule (drift repair)
-
-
-Setup = Callable[[Manager, Settings], None]
-
-
-def setup_analysisruns(mgr: Manager, s: Settings) -> None:
-    rec = AnalysisRunReconciler(
-        mgr.client,
-        mgr.informer_for(ANALYSIS_RUN),
-        mgr.event_recorder("analysisrun-controller"),
-        s.aws,
-        s.okra_namespace,
-    )
-    (
-        mgr.builder("analysisrun")
-        .for_(ANALYSIS_RUN, predicates=(GenerationChanged(),))
-        .with_options(max_concurrent_reconciles=s.concurrency)
-        .complete(rec)
-    )
-
-
-def setup_checks(mgr: Manager, s: Settings) -> None:
-    rec = CheckReconciler(
-        mgr.client,
-        mgr.informer_for(CHECK),
-        mgr.event_recorder("check-controller"),
-        s.aws,
-        s.okra_namespace,
-    )
-    (
-        mgr.builder("check")
-        .for_(CHECK, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
-        .with_options(max_concurrent_reconciles=s.concurrency)
-        .complete(rec)
-    )
-
-
-def setup_cells(mgr: Manager, s: Settings) -> None:
-    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws)
-    cells = mgr.informer_for(CELL).store
-    (
-        mgr.builder("cell")
-        .for_(CELL, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
-        .owns(ANALYSIS_RUN)
-        .owns(PAUSE)
-        .owns(ALB_CONFIG)
-        .owns(NLB_CONFIG)
-        .owns(JOB)
-        .watches(TARGET_GROUP, cells_for_target_group(cells))
-        .watches(
-            BLOCKLIST,
-            lambda b: [Request(b["metadata"]["name"], b["metadata"].get("namespace") or "")],
-        )
-        .with_options(max_concurrent_reconciles=s.concurrency)
-        .complete(rec)
-    )
-
-
-def setup_pauses(mgr: Manager, s: Settings) -> None:
-    rec = PauseReconciler(mgr.client, mgr.informer_for(PAUSE))
-    (
-        mgr.builder("pause")
-        .for_(PAUSE, predicates=(GenerationChanged(),))
-        .with_options(max_concurrent_reconciles=s.concurrency)
-        .complete(rec)
-    )
-
-
-def setup_progressiverollouts(mgr: Manager, s: Settings) -> None:
-    from okra_controllers.progressiverollout.controller import setup
-
-    setup(mgr, s)
-
-
-def setup_albconfigs(mgr: Manager, s: Settings) -> None:
-    from okra_controllers.albconfig.controller import setup
-
-    setup(mgr, s)
-
-
-def setup_nlbconfigs(mgr: Manager, s: Settings) -> None:
-    from okra_controllers.nlbconfig.controller import setup
-
-    setup(mgr, s)
-
-
-CONTROLLERS: dict[str, Setup] = {
-    "albconfig": setup_albconfigs,
-    "nlbconfig": setup_nlbconfigs,
-    "analysisrun": setup_analysisruns,
-    "check": setup_checks,
-    "cell": setup_cells,
-    "clusterset": setup_clustersets,
-    "targetgroupset": setup_targetgroupsets,
-    "targetgroupbinding": setup_targetgroupbindings,
-    "pause": setup_pauses,
-    "progressiverollout": setup_progressiverollouts,
-}
-
-
-REQUIRED_KINDS: dict[str, GVK] = {
-    "progressiverollout": GVK("argoproj.io", "v1alpha1", "Application")
-}
-"""Kinds a controller watches that okra does not install: without them it stays off (its
-informer would never sync and hold every controller back)."""
 
 
 async def _served(client: Client, name: str) -> bool:

@@ -11,17 +11,26 @@ to every watch.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from okra_runtime.controller import Controller
 from okra_runtime.gvk import GVK
 from okra_runtime.handler import EnqueueForObject, EnqueueForOwner, EnqueueMapped, Mapper
+from okra_runtime.informer import Informer
 from okra_runtime.predicates import Predicate
 from okra_runtime.reconcile import ReconcileFunc, Reconciler
 from okra_runtime.workqueue import RateLimiter
 
-if TYPE_CHECKING:
-    from okra_runtime.manager import Manager
+
+class Host(Protocol):
+    """What a Builder needs of the manager it registers with (okra_runtime.manager.Manager).
+
+    A protocol, not the Manager class, so that the manager imports the builder and never the
+    reverse."""
+
+    def informer_for(self, kind: GVK) -> Informer: ...
+
+    def add(self, controller: Controller, *, needs_leader: bool = True) -> None: ...
 
 
 def as_gvk(kind: GVK | str, name: str | None = None) -> GVK:
@@ -33,7 +42,7 @@ def as_gvk(kind: GVK | str, name: str | None = None) -> GVK:
 
 
 class Builder:
-    def __init__(self, manager: Manager, name: str) -> None:
+    def __init__(self, manager: Host, name: str) -> None:
         self._manager = manager
         self._name = name
         self._for: tuple[GVK, tuple[Predicate, ...]] | None = None

@@ -1,6 +1,6 @@
 """Label selectors, in both of Kubernetes' spellings: the string form
 (`app=web,tier!=db,env in (prod,staging),!legacy`) and the structured form
-(`{"matchLabels": {...}, "matchExpressions": [...]}`)."""
+(`{"matchLabels": {...}, "matchExpressions": [...]}`), and what a label value may be."""
 
 from __future__ import annotations
 
@@ -8,6 +8,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+LABEL_VALUE_RULE = (
+    "at most 63 characters: alphanumerics, '-', '_', '.', starting and ending alphanumeric"
+)
+
+
+def valid_label_value(value: str) -> bool:
+    """Whether the API server accepts `value` as a label value (empty is allowed)."""
+    return len(value) <= 63 and _LABEL_VALUE.match(value) is not None
+
 
 Op = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from okra_controllers.clusterset.controller import setup_clustersets
-from okra_controllers.manager import Settings
+from okra_controllers.settings import Settings
 from okra_controllers.targetgroupset.controller import register
 from okra_runtime import Client, Manager, ManagerOptions
 from okra_testkit.eksauth import TokenReviewServer

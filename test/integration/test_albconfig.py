@@ -21,7 +21,7 @@ from faultproxy import FaultProxy
 from okra_controllers.albconfig import ALB_CONFIG, FINALIZER, register, setup
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.manager import Settings
+from okra_controllers.settings import Settings
 from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions, NotFoundError
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from okra_controllers.aws import elbv2
-from okra_controllers.manager import Settings
 from okra_controllers.nlbconfig import NLB_CONFIG, register, setup
+from okra_controllers.settings import Settings
 from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane

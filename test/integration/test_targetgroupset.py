@@ -16,9 +16,11 @@ from typing import Any
 
 import pytest
 
+from okra_controllers.albconfig.controller import setup as setup_albconfigs
 from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSet
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.manager import Settings, setup_albconfigs, setup_cells
+from okra_controllers.cell.controller import setup as setup_cells
+from okra_controllers.settings import Settings
 from okra_controllers.targetgroupset.controller import (
     TARGET_GROUP_BINDING,
     TARGET_GROUP_SET,

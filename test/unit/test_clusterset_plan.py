@@ -107,7 +107,10 @@ def test_render_substitutes_name_and_tags() -> None:
 
 
 def test_render_of_a_missing_tag_is_an_error_naming_it() -> None:
-    with pytest.raises(TemplateError, match="has no tag 'env'"):
+    missing = (
+        r"cluster web-1: template variable \{\{\.awseks\.cluster\.tags\.env\}\} is not defined"
+    )
+    with pytest.raises(TemplateError, match=missing):
         render("{{.awseks.cluster.tags.env}}", eks("web-1"))
 
 
@@ -306,7 +309,7 @@ def test_a_template_error_skips_that_cluster_only_and_keeps_its_secret() -> None
     assert p.delete == []
     assert p.update == []
     assert len(p.errors) == 1
-    assert "no tag 'env'" in p.errors[0]
+    assert "{{.awseks.cluster.tags.env}} is not defined" in p.errors[0]
 
 
 def test_the_original_okra_manifest_is_accepted() -> None:

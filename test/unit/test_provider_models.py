@@ -17,9 +17,9 @@ from okra_controllers.analysis.providers.base import (
     go_format_float,
     go_json,
     go_sprint_float,
-    provider_for,
 )
 from okra_controllers.analysis.providers.cloudwatch import metric_data_queries
+from okra_controllers.analysis.providers.registry import provider_for
 from okra_controllers.api.v1alpha1.providers import (
     CloudWatchMetric,
     DatadogMetric,

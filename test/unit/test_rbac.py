@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from okra_controllers import rbac
-from okra_controllers.manager import CONTROLLERS
 from okra_controllers.rbac import CONTROLLER_RULES, PolicyRule, merge_rules
+from okra_controllers.registry import CONTROLLERS
 
 RBAC_DIR = Path(__file__).resolve().parents[2] / "config" / "rbac"
 

@@ -26,10 +26,8 @@ from okra_controllers.targetgroupset.plan import (
     Binding,
     Existing,
     ObservedCluster,
-    TemplateError,
     dns_name,
     plan,
-    render,
 )
 from okra_testkit.envtest.certs import make_pki
 
@@ -401,13 +399,6 @@ def test_long_names_stay_unique() -> None:
     long = "x" * 70
     assert dns_name("s", long, "a") != dns_name("s", long, "b")
     assert dns_name("s", long, "a") == dns_name("s", long, "a")
-
-
-def test_render_substitutes_and_rejects_unknown() -> None:
-    v = {"awseks": {"cluster": {"name": "eks1", "tags": {"version": "v2"}}}}
-    assert render("{{.awseks.cluster.name}}-{{ .awseks.cluster.tags.version }}", v) == "eks1-v2"
-    with pytest.raises(TemplateError, match=r"tags\.nope"):
-        render("{{.awseks.cluster.tags.nope}}", v)
 
 
 def _b64(s: str) -> str:

@@ -11,8 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from okra_controllers.api.v1alpha1.analysis import Argument, Metric
-
-_ARG = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
+from okra_controllers.templating import ARGS, TemplateError, placeholders, render
 
 
 class ArgumentError(ValueError):
@@ -89,18 +88,14 @@ def substitute(metric: Metric, values: dict[str, str]) -> Metric:
     """The metric with every `{{args.NAME}}` replaced; raises ArgumentError for an
     argument that is referenced but not declared."""
     raw = metric.model_dump_json(by_alias=True, exclude_none=True)
-
-    def repl(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name not in values:
-            raise ArgumentError(
-                f"metrics[{metric.name}]: {{{{args.{name}}}}} is used but no argument "
-                f"{name!r} is declared"
-            )
-        return json.dumps(values[name])[1:-1]  # escaped for a JSON string
-
-    return Metric.model_validate_json(_ARG.sub(repl, raw))
+    try:
+        rendered = render(raw, {"args": values}, ARGS, escape="json")
+    except TemplateError as e:
+        raise ArgumentError(f"metrics[{metric.name}]: {e}") from None
+    return Metric.model_validate_json(rendered)
 
 
 def referenced_args(metric: Metric) -> set[str]:
-    return set(_ARG.findall(metric.model_dump_json(by_alias=True, exclude_none=True)))
+    """Names of the arguments the metric uses (`{{args.NAME}}` → NAME)."""
+    raw = metric.model_dump_json(by_alias=True, exclude_none=True)
+    return {p.removeprefix("args.") for p in placeholders(raw, ARGS) if p.startswith("args.")}

@@ -12,9 +12,7 @@ so whoever wrote the annotation can tell the result is for the latest query).
 from __future__ import annotations
 
 import datetime
-import json
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -37,17 +35,21 @@ from okra_controllers.api.v1alpha1.analysis import (
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.settings import Settings
+from okra_controllers.templating import Syntax, TemplateError, render
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
+from okra_runtime.manager import Manager
+from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
 CHECK = GVK(GROUP, VERSION, "Check")
 HASH_ANNOTATION = "analysis-hash"
-_VAR = re.compile(r"\{\{\s*\.Vars\.([A-Za-z0-9_]+)\s*\}\}")
+_VARS = Syntax(roots=frozenset({"Vars"}))
 log = structlog.get_logger("okra.check")
 
 
@@ -56,18 +58,13 @@ class CheckError(ValueError):
 
 
 def render_provider(spec: CheckSpec) -> MetricProvider:
+    """The provider with every `{{.Vars.NAME}}` replaced from spec.vars (JSON-escaped)."""
     raw = spec.provider.model_dump_json(by_alias=True, exclude_none=True)
-
-    def repl(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name not in spec.vars:
-            raise CheckError(
-                f"spec.provider uses {{{{.Vars.{name}}}}} but spec.vars has no "
-                f"{name!r} (has: {', '.join(sorted(spec.vars)) or 'none'})"
-            )
-        return json.dumps(spec.vars[name])[1:-1]
-
-    return MetricProvider.model_validate_json(_VAR.sub(repl, raw))
+    try:
+        rendered = render(raw, {"Vars": spec.vars}, _VARS, escape="json")
+    except TemplateError as e:
+        raise CheckError(f"spec.provider: {e}") from None
+    return MetricProvider.model_validate_json(rendered)
 
 
 def judge(spec: CheckSpec, value: Any) -> tuple[Phase, str | None]:
@@ -204,3 +201,19 @@ class CheckReconciler:
             return "Error", None, out.error, out.provider
         phase, message = judge(spec, out.result.value)
         return phase, out.result.display, message, out.provider
+
+
+def setup(mgr: Manager, s: Settings) -> None:
+    rec = CheckReconciler(
+        mgr.client,
+        mgr.informer_for(CHECK),
+        mgr.event_recorder("check-controller"),
+        s.aws,
+        s.okra_namespace,
+    )
+    (
+        mgr.builder("check")
+        .for_(CHECK, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )

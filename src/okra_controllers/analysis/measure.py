@@ -13,8 +13,8 @@ from okra_controllers.analysis.providers.base import (
     ProviderContext,
     ProviderError,
     ProviderResult,
-    provider_for,
 )
+from okra_controllers.analysis.providers.registry import provider_for
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_runtime.metrics import REGISTRY
 

@@ -31,9 +31,9 @@ from okra_controllers.analysis.measure import measure
 from okra_controllers.analysis.providers.base import (
     ProviderContext,
     ProviderError,
-    provider_for,
     secret_reader,
 )
+from okra_controllers.analysis.providers.registry import provider_for
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRun,
     AnalysisRunStatus,
@@ -44,12 +44,15 @@ from okra_controllers.api.v1alpha1.analysis import (
 )
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.settings import Settings
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
+from okra_runtime.manager import Manager
 from okra_runtime.metrics import REGISTRY
+from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
@@ -310,3 +313,19 @@ class AnalysisRunReconciler:
                 self.events.event(
                     raw, "Warning" if warn else "Normal", f"AnalysisRun{judged.phase}", note
                 )
+
+
+def setup(mgr: Manager, s: Settings) -> None:
+    rec = AnalysisRunReconciler(
+        mgr.client,
+        mgr.informer_for(ANALYSIS_RUN),
+        mgr.event_recorder("analysisrun-controller"),
+        s.aws,
+        s.okra_namespace,
+    )
+    (
+        mgr.builder("analysisrun")
+        .for_(ANALYSIS_RUN, predicates=(GenerationChanged(),))
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )

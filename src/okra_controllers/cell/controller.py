@@ -44,6 +44,7 @@ from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunR
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.notifications.notifier import Notification, Notifier, fields_for
 from okra_controllers.notifications.triggers import subscriptions, triggers, wanted
+from okra_controllers.settings import Settings
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -52,6 +53,7 @@ from okra_runtime.gvk import GVK
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.metrics import REGISTRY
+from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
@@ -481,3 +483,24 @@ def cells_for_target_group(cells: Store) -> Callable[[dict[str, Any]], list[Requ
         return out
 
     return mapper
+
+
+def setup(mgr: Manager, s: Settings) -> None:
+    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws)
+    cells = mgr.informer_for(CELL).store
+    (
+        mgr.builder("cell")
+        .for_(CELL, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
+        .owns(ANALYSIS_RUN)
+        .owns(PAUSE)
+        .owns(ALB_CONFIG)
+        .owns(NLB_CONFIG)
+        .owns(JOB)
+        .watches(TARGET_GROUP, cells_for_target_group(cells))
+        .watches(
+            BLOCKLIST,
+            lambda b: [Request(b["metadata"]["name"], b["metadata"].get("namespace") or "")],
+        )
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )

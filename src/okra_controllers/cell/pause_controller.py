@@ -10,10 +10,13 @@ from typing import Literal
 
 from okra_controllers.api.v1alpha1.cell import Pause, PauseStatus
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.settings import Settings
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
+from okra_runtime.manager import Manager
+from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
@@ -58,3 +61,13 @@ class PauseReconciler:
             except NotFoundError:
                 return None
         return Result(requeue_after=wait) if wait else None
+
+
+def setup(mgr: Manager, s: Settings) -> None:
+    rec = PauseReconciler(mgr.client, mgr.informer_for(PAUSE))
+    (
+        mgr.builder("pause")
+        .for_(PAUSE, predicates=(GenerationChanged(),))
+        .with_options(max_concurrent_reconciles=s.concurrency)
+        .complete(rec)
+    )

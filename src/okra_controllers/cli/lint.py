@@ -41,7 +41,6 @@ Path_ = tuple[str | int, ...]
 MAX_FORWARD = 5
 OKRA = "okra.mumo.co/v1alpha1"
 ARGO_KINDS = ("AnalysisTemplate", "ClusterAnalysisTemplate")
-_ARG = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
 
 
 @dataclass(frozen=True)
@@ -206,6 +205,7 @@ def _schema_message(err: Any, path: Path_) -> str:
 
 def _analysis(linter: Linter, doc: Doc) -> None:
     from okra_controllers.analysis.expr import ExprError, compile_condition
+    from okra_controllers.templating import ARGS, placeholders
 
     spec = doc.data.get("spec") or {}
     declared = {a.get("name") for a in spec.get("args") or [] if isinstance(a, dict)}
@@ -226,7 +226,12 @@ def _analysis(linter: Linter, doc: Doc) -> None:
                     compile_condition(source)
                 except ExprError as e:
                     linter.report(doc, ("spec", "metrics", i, key), str(e))
-        for used in sorted(set(_ARG.findall(yaml.safe_dump(metric)))):
+        used_args = {
+            p.removeprefix("args.")
+            for p in placeholders(yaml.safe_dump(metric), ARGS)
+            if p.startswith("args.")
+        }
+        for used in sorted(used_args):
             if used not in declared:
                 linter.report(
                     doc,

@@ -16,23 +16,20 @@ Certificate data and the rendered `config` never reach a log line or an Event.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import structlog
-from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from okra_controllers.api.v1alpha1.clusterset import ClusterSet, ClusterSetStatus
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.eks import AwsReadError, observe_eks
 from okra_controllers.clusterset.plan import (
     CLUSTERSET_LABEL,
-    EksCluster,
     Obj,
     Owner,
     Plan,
@@ -52,81 +49,13 @@ from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
-    from okra_controllers.manager import Settings
+    from okra_controllers.settings import Settings
     from okra_runtime import Manager
 
 CLUSTERSET = GVK(GROUP, VERSION, "ClusterSet")
 SECRET = GVK("", "v1", "Secret")
 REQUEUE_AFTER = 60.0
-DESCRIBE_CONCURRENCY = 8
 log = structlog.get_logger("okra.clusterset")
-
-
-class AwsReadError(Exception):
-    """ListClusters failed: nothing is known, so nothing may be deleted."""
-
-
-@dataclass
-class Observed:
-    clusters: list[EksCluster] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-    """Listed but not described (an error other than not-found)."""
-    errors: list[str] = field(default_factory=list)
-
-
-def _aws_message(e: Exception) -> str:
-    if isinstance(e, ClientError):
-        err = e.response.get("Error", {})
-        return f"{err.get('Code', 'Error')}: {err.get('Message', '')}".rstrip(": ")
-    return str(e)
-
-
-async def observe_eks(aws: AwsConfig, page_size: int = 100) -> Observed:
-    """Every EKS cluster of the account and region, described; one ListClusters walk."""
-    out = Observed()
-    try:
-        async with aws.client("eks") as eks:
-            names: list[str] = []
-            token: str | None = None
-            while True:
-                kwargs: dict[str, Any] = {"maxResults": page_size}
-                if token:
-                    kwargs["nextToken"] = token
-                page = await eks.list_clusters(**kwargs)
-                names.extend(page.get("clusters") or [])
-                token = page.get("nextToken")
-                if not token:
-                    break
-            gate = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
-
-            async def describe(name: str) -> None:
-                async with gate:
-                    try:
-                        c = (await eks.describe_cluster(name=name))["cluster"]
-                    except ClientError as e:
-                        if e.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
-                            return  # deleted between List and Describe: gone
-                        out.unknown.append(name)
-                        out.errors.append(f"DescribeCluster {name}: {_aws_message(e)}")
-                        return
-                    except BotoCoreError as e:
-                        out.unknown.append(name)
-                        out.errors.append(f"DescribeCluster {name}: {e}")
-                        return
-                out.clusters.append(
-                    EksCluster(
-                        name=c["name"],
-                        status=c.get("status", ""),
-                        endpoint=c.get("endpoint") or "",
-                        ca_data=(c.get("certificateAuthority") or {}).get("data") or "",
-                        tags=dict(c.get("tags") or {}),
-                    )
-                )
-
-            await asyncio.gather(*(describe(n) for n in names))
-    except (ClientError, BotoCoreError) as e:
-        raise AwsReadError(f"EKS ListClusters: {_aws_message(e)}") from e
-    return out
 
 
 class ClusterSetReconciler:

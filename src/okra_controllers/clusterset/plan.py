@@ -16,35 +16,27 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from okra_controllers.api.v1alpha1.clusterset import ClusterSetSpec
 from okra_controllers.api.v1alpha1.common import API_VERSION
+from okra_controllers.aws.eks import EksCluster as EksCluster
+from okra_controllers.templating import Syntax, render_labels
+from okra_controllers.templating import TemplateError as TemplateError
+from okra_controllers.templating import render as render_template
 
 SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
 """Argo CD reads every Secret with this label set to `cluster` as a cluster."""
 CLUSTERSET_LABEL = "okra.mumo.co/clusterset"
 """Names the ClusterSet that wrote a Secret, so its Secrets are listed by label."""
 
-_PLACEHOLDER = re.compile(r"\{\{\s*\.awseks\.cluster\.(name|tags\.([^\s}]+))\s*\}\}")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_SYNTAX = Syntax(roots=frozenset({"awseks"}))
+"""`{{.awseks.…}}` is the ClusterSet's; any other `{{…}}` is left for whoever reads the Secret."""
 _DNS_LABEL_CHARS = re.compile(r"[^a-z0-9-]+")
 
 Obj = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class EksCluster:
-    """The part of an EKS DescribeCluster answer a Secret is made of."""
-
-    name: str
-    status: str
-    endpoint: str
-    ca_data: str = field(repr=False)
-    """certificateAuthority.data: base64 PEM, exactly what Argo CD's caData wants."""
-    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -74,10 +66,6 @@ class Plan:
     errors: list[str] = field(default_factory=list)
 
 
-class TemplateError(ValueError):
-    pass
-
-
 def selects(spec: ClusterSetSpec, cluster: EksCluster) -> bool:
     """ACTIVE, and some generator's matchTags are all among the cluster's tags."""
     if cluster.status != "ACTIVE":
@@ -97,21 +85,20 @@ def role_arn(spec: ClusterSetSpec, cluster: EksCluster) -> str | None:
     return None
 
 
+def variables(cluster: EksCluster) -> dict[str, Any]:
+    """What a ClusterSet template can use: `{{.awseks.cluster.name}}`, `….tags.KEY}}`."""
+    return {"awseks": {"cluster": {"name": cluster.name, "tags": dict(cluster.tags)}}}
+
+
 def render(text: str, cluster: EksCluster) -> str:
-    """Substitute `{{.awseks.cluster.name}}` and `{{.awseks.cluster.tags.KEY}}`.
+    """`text` with the cluster's name and tags substituted (see okra_controllers.templating).
 
     A tag the cluster lacks is an error, not an empty string: a label silently emptied would
     make an ApplicationSet selector miss (or match) the cluster without anyone noticing."""
-
-    def repl(m: re.Match[str]) -> str:
-        if m.group(1) == "name":
-            return cluster.name
-        key = m.group(2)
-        if key not in cluster.tags:
-            raise TemplateError(f"{m.group(0)}: cluster {cluster.name} has no tag {key!r}")
-        return cluster.tags[key]
-
-    return _PLACEHOLDER.sub(repl, text)
+    try:
+        return render_template(text, variables(cluster), _SYNTAX)
+    except TemplateError as e:
+        raise TemplateError(f"cluster {cluster.name}: {e}", placeholder=e.placeholder) from None
 
 
 def secret_name(clusterset: str, cluster: str) -> str:
@@ -145,15 +132,10 @@ def argocd_config(cluster: EksCluster, role: str | None) -> str:
 def desired_secret(owner: Owner, spec: ClusterSetSpec, cluster: EksCluster) -> Obj:
     """The Argo CD cluster Secret for one cluster; TemplateError if the template cannot
     be rendered into valid labels for it."""
-    labels: dict[str, str] = {}
-    for key, value in spec.template.metadata.labels.items():
-        rendered = render(value, cluster)
-        if len(rendered) > 63 or not _LABEL_VALUE.match(rendered):
-            raise TemplateError(
-                f"label {key}: {rendered!r} (from {value!r}) is not a valid label value for "
-                f"cluster {cluster.name}: at most 63 characters, alphanumerics, '-', '_', '.'"
-            )
-        labels[key] = rendered
+    try:
+        labels = render_labels(spec.template.metadata.labels, variables(cluster), _SYNTAX)
+    except TemplateError as e:
+        raise TemplateError(f"cluster {cluster.name}: {e}", placeholder=e.placeholder) from None
     labels[SECRET_TYPE_LABEL] = "cluster"
     labels[CLUSTERSET_LABEL] = owner.name
     annotations = {k: render(v, cluster) for k, v in spec.template.metadata.annotations.items()}

@@ -61,7 +61,7 @@ from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
-    from okra_controllers.manager import Settings
+    from okra_controllers.settings import Settings
     from okra_runtime.manager import Manager
 
 NLB_CONFIG = GVK(GROUP, VERSION, "AWSNetworkLoadBalancerConfig")

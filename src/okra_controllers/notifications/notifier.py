@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import datetime
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ import structlog
 import yaml
 
 from okra_controllers.notifications.triggers import Fired, Subscription
+from okra_controllers.templating import Syntax, render
 from okra_runtime.client import Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
@@ -33,7 +33,7 @@ NAME = "okra-notifications"
 MAX_ATTEMPTS = 12
 TIMEOUT = aiohttp.ClientTimeout(total=10)
 log = structlog.get_logger("okra.notifications")
-_FIELD = re.compile(r"\{\{\s*\.?([A-Za-z]+)\s*\}\}")
+_FIELDS = Syntax(dot="optional")
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,8 @@ def fields_for(cell: dict[str, Any], status: Any, fired: Fired) -> dict[str, Any
 def body(kind: str, settings: dict[str, Any], n: Notification) -> bytes:
     f = {**n.fields, "recipient": n.subscription.recipient}
     if isinstance(settings.get("body"), str):
-        raw = _FIELD.sub(lambda m: json.dumps(str(f.get(m.group(1), "")))[1:-1], settings["body"])
-        return raw.encode()
+        # An absent field reads as empty: a body written for one trigger serves them all.
+        return render(settings["body"], f, _FIELDS, escape="json", missing="").encode()
     if kind == "slack":
         text = f"[okra] {f['namespace']}/{f['cell']}: {f['trigger']}: {f['message']}"
         doc: dict[str, Any] = {"text": text}

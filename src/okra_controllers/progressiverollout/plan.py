@@ -58,6 +58,7 @@ from okra_controllers.api.v1alpha1.progressiverollout import (
     Webhook,
     WebhookResult,
 )
+from okra_controllers.templating import Syntax, render
 from okra_runtime.labels import selector_from_dict
 
 EventType = Literal["Normal", "Warning"]
@@ -997,12 +998,12 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
+_WEBHOOK_FIELDS = Syntax(dot="none", roots=frozenset({"revision", "stage", "clusters"}))
+
+
 def _fill(value: str, revision: str, stage: str, clusters: str) -> str:
-    return (
-        value.replace("{{revision}}", revision)
-        .replace("{{stage}}", stage)
-        .replace("{{clusters}}", clusters)
-    )
+    fields = {"revision": revision, "stage": stage, "clusters": clusters}
+    return render(value, fields, _WEBHOOK_FIELDS)
 
 
 def plan(o: Observed) -> Plan:

@@ -56,7 +56,7 @@ from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
-    from okra_controllers.manager import Settings
+    from okra_controllers.settings import Settings
 
 TARGET_GROUP_BINDING = GVK(GROUP, VERSION, "AWSTargetGroupBinding")
 SECRET = GVK("", "v1", "Secret")

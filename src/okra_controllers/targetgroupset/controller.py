@@ -38,6 +38,7 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     spelling_warnings,
 )
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.eks import AwsReadError, observe_eks
 from okra_controllers.clusters.connect import (
     SECRET_TYPE_LABEL,
     ArgoCluster,
@@ -46,7 +47,6 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
-from okra_controllers.clusterset.controller import AwsReadError, observe_eks
 from okra_controllers.targetgroupset.plan import (
     BINDING_ANNOTATION,
     CLUSTER_ANNOTATION,
@@ -68,7 +68,7 @@ from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
-    from okra_controllers.manager import Settings
+    from okra_controllers.settings import Settings
 
 TARGET_GROUP_SET = GVK(GROUP, VERSION, "AWSTargetGroupSet")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")

@@ -39,19 +39,14 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupSetSpec,
     TargetGroupBindingTemplate,
 )
+from okra_controllers.templating import TemplateError, render, render_labels, render_strings
 
 SET_LABEL = "okra.mumo.co/targetgroupset"
 CLUSTER_ANNOTATION = "okra.mumo.co/cluster"
 BINDING_ANNOTATION = "okra.mumo.co/targetgroupbinding"
 HASH_ANNOTATION = "okra.mumo.co/template-hash"
 MAX_NAME = 63
-_VAR = re.compile(r"\{\{\s*\.([A-Za-z0-9_.\-/]+)\s*\}\}")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-class TemplateError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -110,46 +105,6 @@ def dns_name(*parts: str) -> str:
         return name
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
     return f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
-
-
-def render(text: str, variables: Mapping[str, Any]) -> str:
-    """Substitute `{{.a.b.c}}` from nested `variables`; an unknown path is an error."""
-
-    def repl(m: re.Match[str]) -> str:
-        value: Any = variables
-        path = m.group(1)
-        for part in path.split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                raise TemplateError(f"template variable {{{{.{path}}}}} is not defined here")
-            value = value[part]
-        if isinstance(value, (Mapping, list)):
-            raise TemplateError(f"template variable {{{{.{path}}}}} is not a single value")
-        return str(value)
-
-    return _VAR.sub(repl, text)
-
-
-def render_labels(labels: Mapping[str, str], variables: Mapping[str, Any]) -> dict[str, str]:
-    out = {}
-    for k, v in labels.items():
-        value = render(v, variables)
-        if len(value) > 63 or not _LABEL_VALUE.match(value):
-            raise TemplateError(
-                f"label {k}={value!r} (from template {v!r}) is not a valid label value"
-            )
-        out[k] = value
-    return out
-
-
-def render_strings(value: Any, variables: Mapping[str, Any]) -> Any:
-    """`value` with `render` applied to every string in it (mapping keys are left as they are)."""
-    if isinstance(value, str):
-        return render(value, variables)
-    if isinstance(value, Mapping):
-        return {k: render_strings(v, variables) for k, v in value.items()}
-    if isinstance(value, list):
-        return [render_strings(v, variables) for v in value]
-    return value
 
 
 def _hash(obj: Mapping[str, Any]) -> str:

@@ -381,7 +381,7 @@ async def test_argo_rollouts_template_runs_unchanged(
                 },
             },
             None,
-            "{{args.who}} is used but no argument 'who' is declared",
+            "template variable {{args.who}} is not defined (args has: none)",
         ),
     ],
 )

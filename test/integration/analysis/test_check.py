@@ -161,4 +161,8 @@ async def test_check_with_an_unknown_var_reports_the_error(
     assert await eventually(errored, within=30)
     last = (await status(rt_client, "typo", namespace))["analysis"]["results"][-1]
     assert last["phase"] == "Error"
-    assert "{{.Vars.eksClusterName}} but spec.vars has no 'eksClusterName'" in last["message"]
+    missing = (
+        "spec.provider: template variable {{.Vars.eksClusterName}} is not defined"
+        " (Vars has: clusterName)"
+    )
+    assert missing in last["message"]

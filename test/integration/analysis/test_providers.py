@@ -31,10 +31,10 @@ from okra_controllers.analysis.providers.base import (
     ProviderContext,
     ProviderError,
     ProviderResult,
-    provider_for,
     secret_reader,
 )
 from okra_controllers.analysis.providers.prometheus import ENV_ADDRESS
+from okra_controllers.analysis.providers.registry import provider_for
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime.client import Client

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from okra_controllers.analysis.run_controller import setup as setup_analysisruns
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.manager import Settings, setup_analysisruns
 from okra_controllers.progressiverollout.controller import APPLICATION, setup
+from okra_controllers.settings import Settings
 from okra_runtime import Client, Manager, ManagerOptions
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.timeutil import rfc3339

@@ -32,7 +32,6 @@ from okra_runtime.errors import ApiError, NotFoundError
 from okra_runtime.gvk import GVK
 
 if TYPE_CHECKING:
-    from okra_controllers.api.v1alpha1.providers import MetricProvider
     from okra_runtime.client import Client
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
     "go_format_float",
     "go_json",
     "go_sprint_float",
-    "provider_for",
     "secret_reader",
 ]
 
@@ -104,27 +102,6 @@ class Provider(Protocol[SpecT_contra]):
         ...
 
     async def measure(self, spec: SpecT_contra, ctx: ProviderContext) -> ProviderResult: ...
-
-
-def provider_for(spec: MetricProvider) -> tuple[Provider[Any], BaseModel]:
-    """The provider for the one provider set in `spec`, and its spec."""
-    # Imported here: the providers import this module for the interface.
-    from okra_controllers.analysis.providers import cloudwatch, datadog, prometheus, web
-
-    chosen: list[tuple[Provider[Any], BaseModel]] = []
-    if spec.prometheus is not None:
-        chosen.append((prometheus.PROVIDER, spec.prometheus))
-    if spec.datadog is not None:
-        chosen.append((datadog.PROVIDER, spec.datadog))
-    if spec.cloud_watch is not None:
-        chosen.append((cloudwatch.PROVIDER, spec.cloud_watch))
-    if spec.web is not None:
-        chosen.append((web.PROVIDER, spec.web))
-    if len(chosen) != 1:
-        raise ProviderError(
-            "metric provider: exactly one of prometheus, datadog, cloudWatch, web must be set"
-        )
-    return chosen[0]
 
 
 def secret_reader(client: Client) -> SecretReader:

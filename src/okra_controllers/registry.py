@@ -1,0 +1,40 @@
+"""The controllers okra-manager can run, by the name `--controllers` takes.
+
+The manager looks controllers up here; each controller package exports one `setup(mgr,
+settings)`. Nothing here imports the manager, and no controller imports this module.
+"""
+
+from __future__ import annotations
+
+from okra_controllers.albconfig.controller import setup as setup_albconfigs
+from okra_controllers.analysis.check_controller import setup as setup_checks
+from okra_controllers.analysis.run_controller import setup as setup_analysisruns
+from okra_controllers.cell.controller import setup as setup_cells
+from okra_controllers.cell.pause_controller import setup as setup_pauses
+from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.nlbconfig.controller import setup as setup_nlbconfigs
+from okra_controllers.progressiverollout.controller import setup as setup_progressiverollouts
+from okra_controllers.settings import Setup
+from okra_controllers.targetgroupbinding.controller import setup_targetgroupbindings
+from okra_controllers.targetgroupset.controller import setup_targetgroupsets
+from okra_runtime.gvk import GVK
+
+CONTROLLERS: dict[str, Setup] = {
+    "albconfig": setup_albconfigs,
+    "nlbconfig": setup_nlbconfigs,
+    "analysisrun": setup_analysisruns,
+    "check": setup_checks,
+    "cell": setup_cells,
+    "clusterset": setup_clustersets,
+    "targetgroupset": setup_targetgroupsets,
+    "targetgroupbinding": setup_targetgroupbindings,
+    "pause": setup_pauses,
+    "progressiverollout": setup_progressiverollouts,
+}
+
+
+REQUIRED_KINDS: dict[str, GVK] = {
+    "progressiverollout": GVK("argoproj.io", "v1alpha1", "Application")
+}
+"""Kinds a controller watches that okra does not install: without them it stays off (its
+informer would never sync and hold every controller back)."""

@@ -1,0 +1,32 @@
+"""What every controller is configured with: okra-manager's flags, typed.
+
+Its own module so that the dependencies point one way: `manager` parses flags into a Settings
+and calls each controller's setup (listed in `okra_controllers.registry`); the controllers
+import Settings from here and never import the manager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from okra_controllers.aws.config import AwsConfig
+from okra_runtime.manager import Manager
+
+
+@dataclass(frozen=True)
+class Settings:
+    namespace: str | None
+    okra_namespace: str
+    aws: AwsConfig
+    concurrency: int
+    eks_poll_interval: float = 60.0
+    """Seconds between ListClusters/DescribeCluster rounds of a ClusterSet (EKS has no watch)."""
+    cluster_poll_interval: float = 30.0
+    """Seconds between reads of workload clusters (TargetGroupBindings, nodes, pods): they are
+    reached through Argo CD cluster Secrets and not watched."""
+    drift_check: float = 60.0  # seconds between looks at each listener rule (drift repair)
+
+
+Setup = Callable[[Manager, Settings], None]
+"""A controller's entry point: register its informers and controller with the manager."""
