@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from okra_testkit.emulator import MotoServer
+from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.seed import Network, Seeder
 
 
@@ -100,6 +100,28 @@ async def test_eks_clusters_with_tags(moto: MotoServer, network: Network) -> Non
     assert described["tags"] == {"role": "web", "version": "v2"}
     assert described["status"] == "ACTIVE"
     assert described["endpoint"].startswith("https://")
+
+
+async def test_the_counting_proxy_names_every_protocols_operation(
+    moto: MotoServer, network: Network
+) -> None:
+    """Query (ELBv2), JSON-less REST (EKS) and both: no call is counted as `?`, so the
+    e2e check of okra-manager's calls against the IAM policy sees each by name."""
+    from dataclasses import replace
+
+    await Seeder(moto.config).eks_cluster("counted", network, tags={"role": "counted"})
+    proxy = CountingProxy(moto.endpoint_url)
+    await proxy.start()
+    try:
+        config = replace(moto.config, endpoint_url=proxy.endpoint_url)
+        async with config.client("eks") as eks:
+            await eks.list_clusters()
+            await eks.describe_cluster(name="counted")
+        async with config.client("elbv2") as elb:
+            await elb.describe_load_balancers()
+    finally:
+        await proxy.stop()
+    assert proxy.actions() == ["ListClusters", "DescribeCluster", "DescribeLoadBalancers"]
 
 
 def test_reset_forgets_everything(moto: MotoServer) -> None:

@@ -26,7 +26,8 @@ from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.scenario import StandardScenario
 
-REPO = Path(__file__).resolve().parents[2]
+# The demo runs from a checkout (`make demo-fleet`): testkit/src/okra_testkit/ -> the top.
+REPO = Path(__file__).resolve().parents[3]
 TGB_CRD = REPO / "test" / "fixtures" / "targetgroupbinding-crd.yaml"
 PHASE_TIMEOUT = 240.0
 V1 = ("web-1-v1", "web-2-v1")

@@ -258,10 +258,12 @@ def _assumed_role_principal(payload: bytes) -> AwsPrincipal | None:
 
 def action_of(request: Any, body: bytes) -> str:
     """The AWS operation of a request: the JSON protocol's `X-Amz-Target`, else the
-    query protocol's `Action` (form body or query string), or EKS's REST DescribeCluster;
-    `?` when neither."""
+    query protocol's `Action` (form body or query string), or EKS's REST DescribeCluster and
+    ListClusters; `?` when none."""
     if _eks_describe(request.method, request.path) is not None:
         return "DescribeCluster"
+    if request.method == "GET" and request.path.rstrip("/") == "/clusters":
+        return "ListClusters"
     action = str(request.headers.get("X-Amz-Target", "")).rpartition(".")[2]
     if not action:
         form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
