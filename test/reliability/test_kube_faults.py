@@ -49,6 +49,15 @@ class BehindProxy(OkraManager):
             )
 
 
+def via(control_plane: ControlPlane, proxy: StallingProxy, path: Path) -> Path:
+    """The admin kubeconfig with the server behind `proxy` (TLS passes through)."""
+    config = yaml.safe_load(control_plane.kubeconfig().read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
 @pytest.mark.timeout(600)
 async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(
     env: Env, rt_client: Client, namespace: str, control_plane: ControlPlane, tmp_path: Path
@@ -57,13 +66,8 @@ async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(
     host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
     proxy = StallingProxy(host, int(port))
     await proxy.start()
-    config = yaml.safe_load(control_plane.kubeconfig().read_text())
-    for cluster in config["clusters"]:
-        cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    kubeconfig = tmp_path / "via-proxy.kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump(config))
     okra = BehindProxy(control_plane, env, tmp_path / "okra.log")
-    okra.kubeconfig = kubeconfig
+    okra.kubeconfig = via(control_plane, proxy, tmp_path / "via-proxy.kubeconfig")
     okra.start()
 
     async def status(pred: Any, within: float = 120) -> dict[str, Any]:
