@@ -31,18 +31,23 @@ OUTAGE = 15.0
 
 
 class BehindProxy(OkraManager):
-    """okra-manager reaching the API server through `kubeconfig` (the proxy)."""
+    """okra-manager reaching the API server through `kubeconfig` (the proxy), with
+    `args` added to its command line."""
 
     kubeconfig: Path
+    args: tuple[str, ...] = ()
 
     def start(self) -> None:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                local_command(
-                    self.kubeconfig,
-                    self.env.namespace,
-                    aws_endpoint_url=self.env.proxy.endpoint_url,
-                ),
+                [
+                    *local_command(
+                        self.kubeconfig,
+                        self.env.namespace,
+                        aws_endpoint_url=self.env.proxy.endpoint_url,
+                    ),
+                    *self.args,
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **EMULATOR_ENV},
