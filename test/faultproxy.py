@@ -15,17 +15,28 @@ next calls of an operation (`{"CreateRule": ["reset-after"]}`), in order, before
 random ones. `on_forward(op)` is called the moment a request is forwarded (a kill-point
 hook). `log` records every call as (operation, fault or ""); `calls` (the counting
 proxy's) records what reached moto.
+
+`ApiServerProxy` is the same idea on the Kubernetes side: an HTTP proxy between
+okra-manager and kube-apiserver that names each request as RBAC does (`patch
+cells/status`), runs kill hooks before or after forwarding it, stalls watch streams and
+ends resumed watches with `410 Gone`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import random
 import socket
+import ssl
 import struct
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from okra_testkit.emulator import CountingProxy, action_of
@@ -127,3 +138,200 @@ def _reset(request: web.Request) -> None:
     if sock is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     transport.abort()
+
+
+# -- the API server side ---------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeCall:
+    """One request to the API server, named as RBAC and the audit log name it."""
+
+    method: str
+    verb: str  # get list watch create update patch delete deletecollection
+    group: str  # "" for the core group
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    resource_version: str = ""
+    phase: str = ""  # a status write's `status.phase`
+
+    @property
+    def op(self) -> str:
+        """`verb resource[/subresource]`, e.g. `patch cells/status` (what a test arms)."""
+        sub = f"/{self.subresource}" if self.subresource else ""
+        return f"{self.verb} {self.resource}{sub}"
+
+
+def kube_call(method: str, path: str, query: Mapping[str, str]) -> KubeCall | None:
+    """The resource request behind `method path?query`; None for discovery, /healthz and
+    the like."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 2:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    namespace = ""
+    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) != 2:
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return None
+    resource, name, sub = rest[0], rest[1] if len(rest) > 1 else "", "/".join(rest[2:])
+    watch = query.get("watch") in ("true", "1")
+    verb = {
+        "GET": "watch" if watch else ("get" if name else "list"),
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete" if name else "deletecollection",
+    }.get(method, method.lower())
+    return KubeCall(
+        method, verb, group, resource, sub, namespace, name, query.get("resourceVersion", "")
+    )
+
+
+# The event kube-apiserver ends a watch with when its resourceVersion is too old for it.
+_EXPIRED = (
+    b'{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},'
+    b'"status":"Failure","message":"too old resource version: %s","reason":"Expired",'
+    b'"code":410}}\n'
+)
+
+
+class ApiServerProxy:
+    """An HTTP proxy in front of kube-apiserver for one client (okra-manager): the client
+    speaks plain HTTP to it (`kubeconfig()`), it speaks TLS to the server.
+
+    - `on_request(call)` runs before a request is forwarded; when it returns True the
+      request is dropped unanswered (its sender was killed before the write reached the
+      server). `on_response(call)` runs after the server answered, before the answer is
+      passed on (a kill there loses the reply of an applied write).
+    - `stall_watches()`: every watch stream, open or opened later, stops delivering
+      (connection kept open, as a dead NAT entry or a hung load balancer does) and never
+      recovers; `resume_watches()` lets watches opened afterwards through.
+    - `expire_watches(resources)`: the next watch of each resource that resumes from a
+      resourceVersion is ended with kube-apiserver's `410 Gone` (Expired) event.
+    - `calls` records every resource request with its time; `watches_opened` per resource.
+    """
+
+    def __init__(self, server: str, ca_pem: bytes) -> None:
+        self.upstream = server.rstrip("/")
+        self._ssl = ssl.create_default_context(cadata=ca_pem.decode())
+        self.on_request: Callable[[KubeCall], bool] | None = None
+        self.on_response: Callable[[KubeCall], None] | None = None
+        self.calls: list[tuple[float, KubeCall]] = []
+        self._stalled = False
+        self._expire: set[str] = set()
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def kubeconfig(self, path: Path, token: str) -> Path:
+        """A kubeconfig that reaches the server through this proxy with `token`."""
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "proxied", "cluster": {"server": self.url}}],
+            "users": [{"name": "u", "user": {"token": token}}],
+            "contexts": [{"name": "proxied", "context": {"cluster": "proxied", "user": "u"}}],
+            "current-context": "proxied",
+        }
+        path.write_text(json.dumps(config))
+        path.chmod(0o600)
+        return path
+
+    def stall_watches(self) -> None:
+        self._stalled = True
+
+    def resume_watches(self) -> None:
+        self._stalled = False
+
+    def expire_watches(self, resources: Iterable[str]) -> None:
+        self._expire |= set(resources)
+
+    def watches_opened(self, resource: str, since: float = 0.0) -> int:
+        return sum(
+            1 for t, c in self.calls if t >= since and c.verb == "watch" and c.resource == resource
+        )
+
+    async def __aenter__(self) -> ApiServerProxy:
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self._ssl, limit=0),
+            timeout=aiohttp.ClientTimeout(total=None),
+            auto_decompress=False,
+        )
+        app = web.Application(client_max_size=64 * 1024**2)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        assert self._session is not None
+        body = await request.read()
+        call = kube_call(request.method, request.path, request.query)
+        if call is not None:
+            if call.subresource == "status" and body:
+                status = json.loads(body).get("status") or {}
+                call = dataclasses.replace(call, phase=str(status.get("phase") or ""))
+            self.calls.append((time.monotonic(), call))
+            if self.on_request is not None and self.on_request(call):
+                _reset(request)
+                raise asyncio.CancelledError
+        headers = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() not in ("host", "content-length", "transfer-encoding", "connection")
+        }
+        if (
+            call is not None
+            and call.verb == "watch"
+            and call.resource in self._expire
+            and call.resource_version not in ("", "0")
+        ):
+            self._expire.discard(call.resource)
+            resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await resp.prepare(request)
+            await resp.write(_EXPIRED % call.resource_version.encode())
+            await resp.write_eof()
+            return resp
+        async with self._session.request(
+            request.method, self.upstream + request.path_qs, headers=headers, data=body or None
+        ) as up:
+            if call is not None and self.on_response is not None:
+                self.on_response(call)
+            resp = web.StreamResponse(
+                status=up.status,
+                headers={
+                    k: v
+                    for k, v in up.headers.items()
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection")
+                },
+            )
+            watch = call is not None and call.verb == "watch"
+            try:
+                await resp.prepare(request)
+                async for chunk in up.content.iter_any():
+                    if watch and self._stalled:
+                        await asyncio.Event().wait()  # stalled for good: the client must notice
+                    await resp.write(chunk)
+                await resp.write_eof()
+            except (ConnectionError, aiohttp.ClientError):
+                pass  # the client went away (killed, or gave up on a stalled watch)
+            return resp

@@ -24,6 +24,7 @@ from okra_controllers.registry import CONTROLLERS, REQUIRED_KINDS
 from okra_controllers.settings import Settings as Settings
 from okra_runtime import Client, Manager, ManagerOptions, configure_logging
 from okra_runtime.errors import NoKindMatchError
+from okra_runtime.informer import InformerOptions
 from okra_runtime.leaderelection import LeadershipLostError
 
 log = structlog.get_logger("okra.manager")
@@ -114,6 +115,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "restored (and a DriftRepaired Event recorded) within this period",
     )
     p.add_argument(
+        "--watch-inactivity-timeout",
+        type=float,
+        default=float(_env("watch-inactivity-timeout", "100") or 100),
+        help="seconds a watch may deliver nothing (not even a bookmark, which the API server "
+        "sends about once a minute) before it is taken for dead and reopened",
+    )
+    p.add_argument(
         "--controllers",
         default=_env("controllers", ",".join(CONTROLLERS)),
         help=f"comma-separated controllers to run (known: {', '.join(CONTROLLERS)})",
@@ -126,6 +134,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--concurrency must be at least 1")
     if a.eks_poll_interval <= 0 or a.cluster_poll_interval <= 0:
         p.error("--eks-poll-interval and --cluster-poll-interval must be positive")
+    if a.watch_inactivity_timeout <= 0:
+        p.error("--watch-inactivity-timeout must be positive")
     if a.drift_check_period < 1:
         p.error("--drift-check-period must be at least 1 (second)")
     return a
@@ -165,6 +175,7 @@ async def run(a: argparse.Namespace) -> int:
                 leader_election=a.leader_elect,
                 leader_election_id=a.leader_election_id,
                 leader_election_namespace=a.okra_namespace,
+                informer=InformerOptions(inactivity_timeout=a.watch_inactivity_timeout),
             ),
         )
         enabled = [c for c in a.controllers.split(",") if c and await _served(client, c)]

@@ -102,7 +102,7 @@ class LeaderElector:
         while True:
             await asyncio.sleep(self.retry_period)
             deadline = time.monotonic() + self.renew_deadline
-            while not await self._try_acquire_or_renew():
+            while not await self._renew_until(deadline):
                 if time.monotonic() >= deadline:
                     self._set_leader(False)
                     log.error("lost leadership", lease=f"{self.namespace}/{self.name}")
@@ -111,6 +111,17 @@ class LeaderElector:
                         f"within {self.renew_deadline}s"
                     )
                 await asyncio.sleep(min(self.retry_period, max(0.0, deadline - time.monotonic())))
+
+    async def _renew_until(self, deadline: float) -> bool:
+        """One renewal, abandoned at `deadline`: a request hanging on a dead connection
+        (a partition, not a refusal) would otherwise keep this candidate leading past the
+        lease, while a standby takes it over (client-go bounds it the same way)."""
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                return await self._try_acquire_or_renew()
+        except TimeoutError:
+            log.debug("lease renewal timed out", lease=f"{self.namespace}/{self.name}")
+            return False
 
     async def release(self) -> None:
         """Give the lease up (holder cleared) if we hold it."""

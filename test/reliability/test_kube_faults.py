@@ -31,22 +31,36 @@ OUTAGE = 15.0
 
 
 class BehindProxy(OkraManager):
-    """okra-manager reaching the API server through `kubeconfig` (the proxy)."""
+    """okra-manager reaching the API server through `kubeconfig` (the proxy), with
+    `args` added to its command line."""
 
     kubeconfig: Path
+    args: tuple[str, ...] = ()
 
     def start(self) -> None:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                local_command(
-                    self.kubeconfig,
-                    self.env.namespace,
-                    aws_endpoint_url=self.env.proxy.endpoint_url,
-                ),
+                [
+                    *local_command(
+                        self.kubeconfig,
+                        self.env.namespace,
+                        aws_endpoint_url=self.env.proxy.endpoint_url,
+                    ),
+                    *self.args,
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **EMULATOR_ENV},
             )
+
+
+def via(control_plane: ControlPlane, proxy: StallingProxy, path: Path) -> Path:
+    """The admin kubeconfig with the server behind `proxy` (TLS passes through)."""
+    config = yaml.safe_load(control_plane.kubeconfig().read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 @pytest.mark.timeout(600)
@@ -57,13 +71,8 @@ async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(
     host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
     proxy = StallingProxy(host, int(port))
     await proxy.start()
-    config = yaml.safe_load(control_plane.kubeconfig().read_text())
-    for cluster in config["clusters"]:
-        cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    kubeconfig = tmp_path / "via-proxy.kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump(config))
     okra = BehindProxy(control_plane, env, tmp_path / "okra.log")
-    okra.kubeconfig = kubeconfig
+    okra.kubeconfig = via(control_plane, proxy, tmp_path / "via-proxy.kubeconfig")
     okra.start()
 
     async def status(pred: Any, within: float = 120) -> dict[str, Any]:

@@ -35,14 +35,17 @@ WRITES = {"ModifyRule", "CreateRule"}
 
 
 class Candidate(OkraManager):
-    """okra-manager with leader election, AWS through its own proxy."""
+    """okra-manager with leader election, AWS through its own proxy (and the API server
+    through `kubeconfig` when set)."""
+
+    kubeconfig: Path | None = None
 
     def start(self) -> None:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [
                     *local_command(
-                        self.cp.kubeconfig(),
+                        self.kubeconfig or self.cp.kubeconfig(),
                         self.env.namespace,
                         aws_endpoint_url=self.env.proxy.endpoint_url,
                     ),

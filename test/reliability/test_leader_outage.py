@@ -1,0 +1,163 @@
+"""`--leader-elect` through an API server outage longer than the lease.
+
+Two okra-managers with leader election: the leader (a) reaches kube-apiserver through a
+TCP proxy, the standby (b) directly; each has its own AWS proxy, so every AWS write is
+attributed. The proxy partitions a from the server (connections hang, nothing is refused)
+for longer than the lease (15 s): a cannot renew, so at the renew deadline (10 s) it stops
+(a renewal hanging on a dead connection is abandoned there) and exits non-zero, as
+controller-runtime's managers do; b takes the expired lease and carries the rollout on.
+a is restarted (as a kubelet would) once the server is back and stands by; b is then
+stopped with SIGTERM (a rolling update) and the restarted a takes over and finishes.
+
+Holds: a exits with a non-zero code, and stopped leading before b started (never two
+leaders); b leads within the lease (+ slack) of a's last renewal; no AWS write of a after
+b's first; one rollout id, one Pause per pause step; weights never regress; the rollout
+completes. Printed: when a exited, when b took over, when the restarted a took over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.conftest import CELL, Env, cell_obj, cell_status
+from faultproxy import FaultProxy
+from okra_controllers.aws.emulator import MotoServer
+from okra_runtime import Client
+from okra_runtime.envtest import ControlPlane
+from support import eventually
+from tcpproxy import StallingProxy
+
+from .test_aws_faults import Sampler
+from .test_kill_points import PAUSE, RUN, rollout_ids
+from .test_kube_faults import via
+from .test_leader_failover import WRITES, Candidate, _true
+
+OUTAGE = 25.0  # > lease duration (15 s) > renew deadline (10 s)
+
+
+@pytest.mark.timeout(600)
+async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes_on(
+    env: Env,
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    moto: MotoServer,
+    tmp_path: Path,
+) -> None:
+    ns, c = namespace, rt_client
+    host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
+    tcp = StallingProxy(host, int(port))
+    await tcp.start()
+    pa, pb = FaultProxy(moto.endpoint_url), FaultProxy(moto.endpoint_url)
+    await pa.start()
+    await pb.start()
+    a = Candidate(control_plane, dataclasses.replace(env, proxy=pa), tmp_path / "a.log")
+    a.kubeconfig = via(control_plane, tcp, tmp_path / "a.kubeconfig")
+    b = Candidate(control_plane, dataclasses.replace(env, proxy=pb), tmp_path / "b.log")
+    version_of: dict[str, str] = {}
+    sampler = Sampler(env, version_of)
+    sampling = asyncio.create_task(sampler.run())
+
+    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
+        async def ok() -> bool:
+            return bool(pred(await cell_status(c, ns)))
+
+        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
+        return await cell_status(c, ns)
+
+    async def promote() -> None:
+        st = await cell_status(c, ns)
+        value = f"{st['rolloutId']}/{st['currentStepIndex']}"
+        patch = {"metadata": {"annotations": {"okra.mumo.co/promote": value}}}
+        await c.patch(CELL, "web", patch, namespace=ns)
+
+    try:
+        a.start()
+        assert await eventually(lambda: _true(a.leads()), within=60)
+        b.start()
+        version_of[await env.target_group("web-a-v1", "v1")] = "v1"
+        steps: list[dict[str, Any]] = [
+            {"setWeight": 20},
+            {"pause": {}},
+            {"setWeight": 50},
+            {"pause": {}},
+            {"setWeight": 80},
+        ]
+        await c.create(cell_obj(ns, env.alb.listener_arn, steps))
+        await status(lambda s: s.get("phase") == "Healthy")
+        version_of[await env.target_group("web-a-v2", "v2")] = "v2"
+        before = await status(lambda s: s.get("currentStepIndex") == 1 and s["phase"] == "Paused")
+        assert a.leads()
+        assert not b.leads()
+
+        tcp.stall()  # a network partition: connections hang, nothing is refused
+        cut, cut_wall = time.monotonic(), datetime.datetime.now(datetime.UTC)
+        await promote()  # seen only by whoever leads next
+        assert await eventually(lambda: _true(b.leads()), within=60)
+        b_leads = time.monotonic() - cut
+        assert a.proc is not None
+        rc = await asyncio.to_thread(a.proc.wait, 60)
+        a_exited = time.monotonic() - cut
+        after = await status(lambda s: s.get("currentStepIndex") == 3)
+        await asyncio.sleep(max(0.0, OUTAGE - (time.monotonic() - cut)))
+        tcp.resume()
+        a.log.rename(tmp_path / "a-first.log")
+        a.start()  # restarted, as a kubelet would; it stands by
+        assert await eventually(lambda: _true("waiting for leadership" in a.log.read_text()))
+        assert not a.leads()
+        assert b.proc is not None
+        b.proc.terminate()
+        terminated = time.monotonic()
+        assert await eventually(lambda: _true(a.leads()), within=60, interval=0.05)
+        a_leads = time.monotonic() - terminated
+        await promote()
+        await status(lambda s: s.get("phase") == "Healthy" and s["stableVersion"] == "v2")
+    finally:
+        sampling.cancel()
+        await asyncio.gather(sampling, return_exceptions=True)
+        a.stop()
+        b.stop()
+        await tcp.close()
+        await pa.stop()
+        await pb.stop()
+
+    first_log = (tmp_path / "a-first.log").read_text()
+    a.log = tmp_path / "a-first.log"
+    a_lost, b_took_over = a.logged_at("lost leadership"), b.logged_at("became leader")
+    a_writes = [t for t, op in pa.calls if op in WRITES]
+    b_writes = [t for t, op in pb.calls if op in WRITES]
+    runs = [r["metadata"]["name"] for r in (await c.list(RUN, ns)).items]
+    pauses = [p["metadata"]["name"] for p in (await c.list(PAUSE, ns)).items]
+    shares = sampler.shares("v2")
+    print(
+        f"\nAPI server partitioned from the leader for {OUTAGE:.0f} s (lease 15 s, renew deadline "
+        f"10 s): it stopped leading {(a_lost - cut_wall).total_seconds():.1f}s into it and "
+        f"exited with code {rc} (seen {a_exited:.1f}s into it); the standby led "
+        f"{b_leads:.1f}s into it and moved the rollout from step {before['currentStepIndex']} "
+        f"to {after['currentStepIndex']} ({(b_took_over - a_lost).total_seconds():.1f}s after a "
+        f"stopped leading); the restarted manager led {a_leads:.2f}s after the "
+        f"standby's SIGTERM. AWS writes: a {len(a_writes)}, b {len(b_writes)}; pauses "
+        f"{sorted(pauses)}; v2 share {shares}"
+    )
+    assert rc != 0
+    assert "leadership lost; exiting" in first_log
+    # The cut-off leader stopped before the standby took over (both clocks are this
+    # machine's): never two leaders.
+    assert a_lost < b_took_over, (a_lost, b_took_over)
+    assert b_leads <= 15 + 2 * 2 + 10  # the lease + two retry periods, with slack
+    # The cut-off leader wrote nothing to AWS once the standby had started writing.
+    first_b = min(b_writes)
+    assert all(t < first_b for t in a_writes if t < terminated)
+    assert after["rolloutId"] == before["rolloutId"]
+    assert len(rollout_ids(runs + pauses, "v2")) == 1
+    assert len(pauses) == 2, pauses
+    assert sampler.totals == {100}
+    assert shares == sorted(shares)
+    assert await env.rule_weights() == {"web-a-v2": 100}

@@ -1,0 +1,218 @@
+"""Kill points at the API server: okra-manager SIGKILLed the instant it writes a Cell,
+Pause or AnalysisRun status, restarted at once (as a kubelet would).
+
+The manager reaches kube-apiserver through `ApiServerProxy` (test/faultproxy.py), which
+names each request as RBAC does (`update cells/status`). At each point the manager is
+killed either *before* the write reaches the server (the request is dropped) or *after*
+the server applied it (the reply is lost). After every restart the rollout carries on at
+the same step with the same rollout id; at the end there is one rollout id in the names
+of all Pauses and AnalysisRuns, one Pause per pause step and one AnalysisRun per analysis
+(inline, background) of the rollout, no weight regression, every sampled total 100. The
+matrix (point x outcome) is printed. Kill points at timed moments and at AWS writes are
+in test_kill_points.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.conftest import CELL, Env, Metrics, cell_obj, cell_status, error_rate_template
+from faultproxy import ApiServerProxy, FaultProxy, KubeCall
+from okra_controllers.aws.emulator import MotoServer
+from okra_runtime import Client
+from okra_runtime.envtest import ControlPlane
+from support import eventually
+
+from .test_aws_faults import VERSION_ARG, Sampler
+from .test_kill_points import PAUSE, RUN, Killer, rollout_ids
+from .test_kube_faults import BehindProxy
+
+
+def hooks(killer: Killer, kills: list[str]) -> tuple[Any, Any]:
+    """The proxy's hooks: kill when an armed `before|after <verb> <resource>/status
+    [<phase written>]` comes by (the phase makes a point exact: a Pause's Started write,
+    not its Cancelled one)."""
+
+    def fire(when: str, call: KubeCall) -> bool:
+        for op in (f"{when} {call.op} {call.phase}".rstrip(), f"{when} {call.op}"):
+            if op in killer.armed:
+                kills.append(call.name)  # the object whose write it was
+                killer.on_forward(op)
+                return True
+        return False
+
+    def before(call: KubeCall) -> bool:
+        return fire("before", call)  # True: dropped, the write never reaches the server
+
+    def after(call: KubeCall) -> None:
+        fire("after", call)
+
+    return before, after
+
+
+@pytest.mark.timeout(900)
+async def test_kill_9_at_each_status_write_resumes_exactly(
+    env: Env,
+    metrics: Metrics,
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    moto: MotoServer,
+    tmp_path: Path,
+) -> None:
+    ns = namespace
+    async with (
+        FaultProxy(moto.endpoint_url) as fp,
+        ApiServerProxy(control_plane.server, control_plane.ca_pem) as api,
+    ):
+        okra = BehindProxy(control_plane, dataclasses.replace(env, proxy=fp), tmp_path / "okra.log")
+        okra.kubeconfig = api.kubeconfig(tmp_path / "via-proxy.kubeconfig", control_plane.token())
+        killer = Killer(okra, rt_client, ns)
+        kills: list[str] = []
+        api.on_request, api.on_response = hooks(killer, kills)
+        version_of: dict[str, str] = {}
+        sampler = Sampler(env, version_of)
+        sampling = asyncio.create_task(sampler.run())
+        okra.start()
+        try:
+            await _scenario(env, metrics, rt_client, ns, killer, version_of)
+        finally:
+            sampling.cancel()
+            await asyncio.gather(sampling, return_exceptions=True)
+            okra.stop()
+    runs = [r["metadata"]["name"] for r in (await rt_client.list(RUN, ns)).items]
+    pauses = [p["metadata"]["name"] for p in (await rt_client.list(PAUSE, ns)).items]
+    v2_ids = rollout_ids(runs + pauses, "v2")
+    shares = sampler.shares("v2")
+    print(
+        f"\n{'kill point (status write)':<40} {'object':<26} rollout id         step    resumed in"
+    )
+    for p, obj in zip(killer.points, kills, strict=False):
+        if p.rollout_before is None and p.rollout_after is None:
+            rid = "- (no rollout)"
+        elif p.rollout_before is None:
+            rid = f"{p.rollout_after} (first written)"
+        elif p.rollout_after is None:
+            rid = f"{p.rollout_before} (ended)"
+        else:
+            rid = p.rollout_after if p.rollout_after == p.rollout_before else "CHANGED"
+        print(
+            f"{p.name:<40} {obj:<26} {rid:<18} {p.step_before}->{p.step_after}"
+            f"    {p.resumed_in or 0:.1f}s"
+        )
+    print(
+        f"v2: rollout ids {sorted(v2_ids)}; runs {sorted(runs)}; pauses {sorted(pauses)}; "
+        f"{len(sampler.samples)} samples, totals {sorted(sampler.totals)}; v2 share {shares}"
+    )
+    assert len(v2_ids) == 1, (runs, pauses)
+    # One run per analysis (the inline one and the background one), one Pause per pause step.
+    assert len(runs) == 2, runs
+    assert len(pauses) == 2, pauses
+    assert sampler.totals == {100}
+    assert shares == sorted(shares)
+    for p in killer.points:
+        assert p.resumed_in is not None, p
+        if p.rollout_before and p.rollout_after:
+            assert p.rollout_before == p.rollout_after, p
+        if p.step_before is not None and p.step_after is not None:
+            assert p.step_after >= p.step_before, p
+
+
+async def _scenario(
+    env: Env,
+    metrics: Metrics,
+    c: Client,
+    ns: str,
+    killer: Killer,
+    version_of: dict[str, str],
+) -> None:
+    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
+        async def ok() -> bool:
+            return bool(pred(await cell_status(c, ns)))
+
+        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
+        return await cell_status(c, ns)
+
+    def at(index: int) -> Any:
+        return lambda s: s.get("canaryVersion") == "v2" and s.get("currentStepIndex") == index
+
+    async def promote() -> None:
+        st = await cell_status(c, ns)
+        value = f"{st['rolloutId']}/{st['currentStepIndex']}"
+        patch = {"metadata": {"annotations": {"okra.mumo.co/promote": value}}}
+        await c.patch(CELL, "web", patch, namespace=ns)
+
+    slow = error_rate_template(ns, metrics.url, name="slow-error-rate")
+    slow["spec"]["metrics"][0]["count"] = 6
+    await c.create(error_rate_template(ns, metrics.url))
+    await c.create(slow)
+    version_of[await env.target_group("web-a-v1", "v1")] = "v1"
+    steps: list[dict[str, Any]] = [
+        {"setWeight": 20},
+        {"pause": {}},
+        {"analysis": {"templates": [{"templateName": "slow-error-rate"}], "args": VERSION_ARG}},
+        {"setWeight": 50},
+        {"pause": {}},
+    ]
+    bg = {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG, "startingStep": 1}
+
+    # Each batch is armed before the test sets off what writes it; within a batch the
+    # writes come in the order of the list, each after the restart the previous one caused
+    # (a point that fires early would still be a kill at that kind of write).
+    async def batch(*points: tuple[str, str]) -> list[Any]:
+        return [await killer.arm(op, name) for op, name in points]
+
+    async def waited(ps: list[Any]) -> None:
+        for p in ps:
+            await killer.wait(p)
+
+    ps = await batch(("after update cells/status", "after Cell status (first rollout)"))
+    await c.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
+    await waited(ps)
+    await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v1")
+
+    ps = await batch(
+        ("before update cells/status", "before Cell status (rollout id recorded)"),
+        ("after update cells/status", "after Cell status (canary)"),
+        ("before update pauses/status Started", "before Pause status Started"),
+    )
+    version_of[await env.target_group("web-a-v2", "v2")] = "v2"
+    await waited(ps)
+    await status(at(1))
+
+    async def background_done() -> bool:
+        runs = (await c.list(RUN, ns)).items
+        return any(
+            r["metadata"]["name"].endswith("-bg")
+            and (r.get("status") or {}).get("phase") == "Successful"
+            for r in runs
+        )
+
+    assert await eventually(background_done, within=60)
+    ps = await batch(
+        ("after update analysisruns/status Running", "after AnalysisRun status Running"),
+        ("before update analysisruns/status Successful", "before AnalysisRun status Successful"),
+        ("after update pauses/status Started", "after Pause status Started"),
+    )
+    await promote()  # an indefinite pause ends by promotion; its Pause ends with the rollout
+    await waited(ps)
+    await status(at(4))
+
+    ps = await batch(
+        ("before update cells/status Healthy", "before Cell status Healthy (complete)"),
+        ("before update pauses/status Cancelled", "before Pause status Cancelled"),
+        ("after update pauses/status Cancelled", "after Pause status Cancelled"),
+    )
+    await promote()
+    await waited(ps)
+    await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
+
+    async def done() -> bool:
+        return await env.rule_weights() == {"web-a-v2": 100}
+
+    assert await eventually(done, within=60)
