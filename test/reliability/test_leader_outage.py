@@ -28,9 +28,9 @@ import pytest
 
 from e2e.conftest import CELL, Env, cell_obj, cell_status
 from faultproxy import FaultProxy
-from okra_controllers.aws.emulator import MotoServer
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 from tcpproxy import StallingProxy
 

@@ -23,7 +23,7 @@ import yaml
 from e2e.conftest import REPO, Env, Metrics, cell_obj, cell_status, error_rate_template
 from installed import service_account_kubeconfig
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 from .test_aws_faults import ANALYSIS, BLOCKLIST, VERSION_ARG

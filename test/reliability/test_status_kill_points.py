@@ -23,9 +23,9 @@ import pytest
 
 from e2e.conftest import CELL, Env, Metrics, cell_obj, cell_status, error_rate_template
 from faultproxy import ApiServerProxy, FaultProxy, KubeCall
-from okra_controllers.aws.emulator import MotoServer
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
 from support import eventually
 
 from .test_aws_faults import VERSION_ARG, Sampler

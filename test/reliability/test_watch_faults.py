@@ -32,8 +32,8 @@ import pytest
 from e2e.conftest import TG, Env, cell_obj, cell_status
 from faultproxy import ApiServerProxy
 from okra_runtime import Client
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.process import free_port
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.process import free_port
 from support import eventually
 
 from .test_kube_faults import BehindProxy

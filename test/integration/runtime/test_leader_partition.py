@@ -13,8 +13,8 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
 from okra_runtime.client import Client
-from okra_runtime.envtest import ControlPlane
 from okra_runtime.leaderelection import LeaderElector, LeadershipLostError
+from okra_testkit.envtest import ControlPlane
 from tcpproxy import StallingProxy
 
 
