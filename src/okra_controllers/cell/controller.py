@@ -35,15 +35,16 @@ from okra_controllers.api.v1alpha1.cell import (
     ListenerRule,
     PauseSpec,
 )
-from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
+from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION, PendingNotification
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunRequest, plan
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
-from okra_controllers.notifications.notifier import Notification, Notifier, fields_for
-from okra_controllers.notifications.triggers import subscriptions, triggers, wanted
+from okra_controllers.notifications import outbox
+from okra_controllers.notifications.notifier import fields_for, notifier_for
+from okra_controllers.notifications.triggers import subscriptions, triggers
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -131,7 +132,7 @@ class CellReconciler:
         self.events = events
         self.aws = aws
         self.clock = clock
-        self.notifier = Notifier(self.client)
+        self.notifier = notifier_for(mgr)
 
     # -- observe ---------------------------------------------------------------
 
@@ -221,8 +222,12 @@ class CellReconciler:
         before = cell.status or CellStatus()
         if p.block is not None:
             await self._block(raw, *p.block)
+        # Notifications go out in the same write as the change they report (the outbox).
+        p.status.notifications = outbox.merged(before.notifications, self._fired(raw, cell, p))
         if not await self._write_status(raw, p.status):
+            self.notifier.track(CELL, ns, name, before.notifications or [])
             return False
+        self.notifier.track(CELL, ns, name, p.status.notifications or [])
         if p.forward is not None:
             await self._apply_config(raw, cell, p.forward, config)
         for run in p.create_runs:
@@ -255,7 +260,6 @@ class CellReconciler:
         for e in p.events:
             self.events.event(raw, e.type, e.reason, e.message)
             log.info("cell event", reason=e.reason, message=e.message)
-        self._notify(raw, cell, before, p)
         report_info(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
@@ -269,22 +273,21 @@ class CellReconciler:
         with contextlib.suppress(NotFoundError):
             await self.client.patch(gvk, name, {"spec": {flag: True}}, namespace=ns)
 
-    def _notify(self, raw: dict[str, Any], cell: Cell, before: CellStatus, p: Plan) -> None:
-        """Queue a notification per subscribed trigger (sent in the background)."""
+    def _fired(self, raw: dict[str, Any], cell: Cell, p: Plan) -> list[PendingNotification]:
+        """The outbox entries of the triggers this plan fires, for the Cell's
+        subscriptions; keyed by the change (uid, resourceVersion planned from)."""
         subs = subscriptions(cell.metadata.annotations)
         if not subs:
-            return
-        for fired in triggers(before, p.status, ((e.reason, e.message) for e in p.events)):
-            for sub in wanted(subs, fired):
-                self.notifier.send(
-                    Notification(
-                        cell.metadata.namespace or "",
-                        cell.metadata.name,
-                        sub,
-                        fired,
-                        fields_for(raw, p.status, fired),
-                    )
-                )
+            return []
+        before = cell.status or CellStatus()
+        fired = triggers(before, p.status, ((e.reason, e.message) for e in p.events))
+        return outbox.entries(
+            subs,
+            fired,
+            lambda f: fields_for(raw, p.status, f),
+            source=f"{cell.metadata.uid}/{cell.metadata.resource_version}",
+            now=self.clock(),
+        )
 
     async def _apply_config(
         self,
