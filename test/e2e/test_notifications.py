@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from okra_runtime import Client
+from receiver import Receiver, free_port, serve
 from support import eventually
 
 from .conftest import Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
@@ -30,32 +29,6 @@ STEPS: list[dict[str, Any]] = [
     {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}},
     {"setWeight": 60},
 ]
-
-
-class Receiver:
-    def __init__(self, down_for: int) -> None:
-        self.down_for = down_for
-        self.refused = 0
-        self.received: list[tuple[str, dict[str, str], dict[str, Any]]] = []
-        self.url = ""
-
-    async def handle(self, request: web.Request) -> web.Response:
-        if self.refused < self.down_for:
-            self.refused += 1
-            return web.Response(status=503)
-        self.received.append((request.path, dict(request.headers), await request.json()))
-        return web.Response(status=204)
-
-
-async def serve(r: Receiver, port: int = 0) -> web.AppRunner:
-    app = web.Application()
-    app.router.add_post("/{name}", r.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    r.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    return runner
 
 
 @pytest.fixture
@@ -149,13 +122,6 @@ async def test_every_trigger_of_a_failed_canary_is_delivered(
     await asyncio.sleep(1)  # nothing more arrives
     assert len([b for b in hooks() if b["trigger"] == "on-rollout-failed"]) == 1
     assert not any("s3cret" in json.dumps(b) for _, _, b in receiver.received)  # headers only
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def test_pending_notifications_survive_a_manager_restart(

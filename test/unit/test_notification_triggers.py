@@ -105,3 +105,44 @@ def test_outbox_entries_are_keyed_by_the_change_and_merged_once() -> None:
     assert many is not None
     assert len(many) == MAX_PENDING
     assert many[-1].key == make("uid/29")[-1].key  # the newest are kept
+
+
+def test_rollout_triggers_name_the_stage_each_completion_finished() -> None:
+    from okra_controllers.api.v1alpha1.progressiverollout import (
+        ProgressiveRolloutStatus,
+        StageStatus,
+    )
+    from okra_controllers.notifications.triggers import rollout_triggers
+
+    def st(rev: str, phases: list[str], phase: str = "Progressing", msg: str = "") -> Any:
+        stages = [StageStatus(name=f"s{i}", phase=p) for i, p in enumerate(phases)]  # type: ignore[arg-type]
+        return ProgressiveRolloutStatus(revision=rev, stages=stages, phase=phase, message=msg)  # type: ignore[arg-type]
+
+    done = ["Completed", "Completed", "Pending"]
+    # A new revision: its first stages complete in the same reconcile as the restart.
+    fired = rollout_triggers(
+        st("a", ["Completed"] * 3),
+        st("b", done),
+        [("RevisionChanged", "new"), ("StageCompleted", "s0"), ("StageCompleted", "s1")],
+    )
+    assert [(f.trigger, f.step) for f in fired] == [
+        ("on-rollout-started", None),
+        ("on-rollout-step-completed", 0),
+        ("on-rollout-step-completed", 1),
+    ]
+    fired = rollout_triggers(
+        st("b", done),
+        st("b", ["Completed"] * 3, "Completed"),
+        [("StageCompleted", "s2"), ("RolloutCompleted", "")],
+    )
+    assert [(f.trigger, f.step) for f in fired] == [
+        ("on-rollout-step-completed", 2),
+        ("on-rollout-completed", None),
+    ]
+    paused = st("b", done, "Paused", "stage 's2': analysis x is Inconclusive: `okra promote`")
+    assert [f.trigger for f in rollout_triggers(st("b", done), paused, [])] == [
+        "on-analysis-inconclusive"
+    ]
+    assert rollout_triggers(paused, paused, []) == []  # still paused: nothing new
+    failed = rollout_triggers(st("b", done), st("b", done, "Failed"), [("StageFailed", "x")])
+    assert [f.trigger for f in failed] == ["on-rollout-failed"]

@@ -35,7 +35,7 @@ from okra_controllers.api.v1alpha1.cell import (
     ListenerRule,
     PauseSpec,
 )
-from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION, PendingNotification
+from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.cell.observe import observe
@@ -44,7 +44,7 @@ from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunR
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import fields_for, notifier_for
-from okra_controllers.notifications.triggers import subscriptions, triggers
+from okra_controllers.notifications.triggers import triggers
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -223,7 +223,10 @@ class CellReconciler:
         if p.block is not None:
             await self._block(raw, *p.block)
         # Notifications go out in the same write as the change they report (the outbox).
-        p.status.notifications = outbox.merged(before.notifications, self._fired(raw, cell, p))
+        fired = triggers(before, p.status, ((e.reason, e.message) for e in p.events))
+        outbox.stage(
+            raw, before, p.status, fired, lambda f: fields_for(raw, p.status, f), self.clock()
+        )
         if not await self._write_status(raw, p.status):
             self.notifier.track(CELL, ns, name, before.notifications or [])
             return False
@@ -272,22 +275,6 @@ class CellReconciler:
             return
         with contextlib.suppress(NotFoundError):
             await self.client.patch(gvk, name, {"spec": {flag: True}}, namespace=ns)
-
-    def _fired(self, raw: dict[str, Any], cell: Cell, p: Plan) -> list[PendingNotification]:
-        """The outbox entries of the triggers this plan fires, for the Cell's
-        subscriptions; keyed by the change (uid, resourceVersion planned from)."""
-        subs = subscriptions(cell.metadata.annotations)
-        if not subs:
-            return []
-        before = cell.status or CellStatus()
-        fired = triggers(before, p.status, ((e.reason, e.message) for e in p.events))
-        return outbox.entries(
-            subs,
-            fired,
-            lambda f: fields_for(raw, p.status, f),
-            source=f"{cell.metadata.uid}/{cell.metadata.resource_version}",
-            now=self.clock(),
-        )
 
     async def _apply_config(
         self,

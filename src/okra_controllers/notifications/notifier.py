@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
+import contextvars
 import datetime
 import json
 import re
@@ -31,9 +31,9 @@ import aiohttp
 import structlog
 import yaml
 
-from okra_controllers.api.v1alpha1.common import PendingNotification
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION, PendingNotification
 from okra_controllers.notifications import outbox
-from okra_controllers.notifications.triggers import Fired
+from okra_controllers.notifications.triggers import Fired, subscriptions
 from okra_runtime.client import Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")
 SECRET = GVK("", "v1", "Secret")
+CELL = GVK(GROUP, VERSION, "Cell")
 NAME = "okra-notifications"
 MAX_DELAY = 30.0
 TTL = datetime.timedelta(hours=24)
@@ -124,11 +125,46 @@ class Notifier:
             queue.put_nowait(entry)
             task = self._tasks.get(lane)
             if task is None or task.done():
-                self._tasks[lane] = loop.create_task(self._run(lane), name=f"notify {name}")
+                # A fresh context: the lane outlives the reconcile that started it, whose
+                # log keys (reconcile_id, ...) must not label its lines.
+                self._tasks[lane] = loop.create_task(
+                    self._run(lane), name=f"notify {name}", context=contextvars.Context()
+                )
 
     def track_object(self, gvk: GVK, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         self.track(gvk, meta.get("namespace") or "", meta.get("name") or "", outbox.pending_of(obj))
+
+    async def notify_owner(self, obj: dict[str, Any], fired: Fired, now: datetime.datetime) -> None:
+        """Report `fired`, which happened to `obj` (a load balancer config), to the
+        subscriptions of the Cell that owns it: the entries go into the Cell's outbox
+        (read-modify-write of its status), then out as the Cell's own do. Nothing when no
+        Cell owns `obj` or none of its subscriptions wants `fired`."""
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or ""
+        ref = next(
+            (r for r in meta.get("ownerReferences") or [] if r.get("kind") == CELL.kind),
+            None,
+        )
+        if ref is None:
+            return
+        try:
+            cell = await self.client.get(CELL, ref["name"], ns)
+        except NotFoundError:
+            return
+        if (cell.get("metadata") or {}).get("uid") != ref.get("uid"):
+            return  # another Cell of the same name
+        subs = subscriptions((cell.get("metadata") or {}).get("annotations") or {})
+
+        def fields(f: Fired) -> dict[str, Any]:
+            return {**common_fields(cell, f), "cell": ref["name"], "config": meta.get("name")}
+
+        source = f"{meta.get('uid')}/{meta.get('resourceVersion')}"
+        new = outbox.entries(subs, [fired], fields, source=source, now=now)
+        if new:
+            self.track(
+                CELL, ns, ref["name"], await outbox.add(self.client, CELL, ref["name"], ns, new)
+            )
 
     async def _run(self, lane: Lane) -> None:
         queue = self._queues[lane]
@@ -228,21 +264,27 @@ class Notifier:
             await asyncio.sleep(delay)
             delay = min(MAX_DELAY, delay * 2)
 
+    async def run(self) -> None:
+        """Live as long as the manager: sending stops with it."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.close()
+
     async def close(self) -> None:
         tasks = list(self._tasks.values())
         for t in tasks:
             t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 _NOTIFIERS: weakref.WeakKeyDictionary[Manager, Notifier] = weakref.WeakKeyDictionary()
 
 
 def notifier_for(mgr: Manager) -> Notifier:
-    """The manager's one Notifier (made on first use)."""
+    """The manager's one Notifier (made on first use; its lanes end with the manager)."""
     n = _NOTIFIERS.get(mgr)
     if n is None:
         n = _NOTIFIERS[mgr] = Notifier(mgr.client)
+        mgr.add_runnable("notifier", n.run, needs_leader=False)
     return n

@@ -19,10 +19,10 @@ import datetime
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from okra_controllers.api.v1alpha1.common import PendingNotification
-from okra_controllers.notifications.triggers import Fired, Subscription, wanted
+from okra_controllers.notifications.triggers import Fired, Subscription, subscriptions, wanted
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.gvk import GVK
@@ -70,6 +70,29 @@ def merged(
     keys = {e.key for e in existing or ()}
     out = [*(existing or ()), *(n for n in new if n.key not in keys)]
     return out[-MAX_PENDING:] or None
+
+
+class WithOutbox(Protocol):
+    notifications: list[PendingNotification] | None
+
+
+def stage(
+    obj: dict[str, Any],
+    before: WithOutbox,
+    after: WithOutbox,
+    fired: Sequence[Fired],
+    fields: Callable[[Fired], dict[str, Any]],
+    now: datetime.datetime,
+) -> None:
+    """Set `after.notifications` (the status about to be written for `obj`, as the
+    cache showed it) to `before`'s pending entries and those of the triggers fired now,
+    for `obj`'s subscriptions (its annotations). Every controller whose objects notify
+    calls this just before its status write, then `Notifier.track` with the result."""
+    meta = obj.get("metadata") or {}
+    subs = subscriptions(meta.get("annotations") or {})
+    source = f"{meta.get('uid')}/{meta.get('resourceVersion')}"
+    new = entries(subs, fired, fields, source=source, now=now) if subs and fired else []
+    after.notifications = merged(before.notifications, new)
 
 
 async def add(
