@@ -82,6 +82,13 @@ CELL_INFO = Gauge(
     ["namespace", "cell", "phase", "stable", "canary"],
     registry=REGISTRY,
 )
+PROGRESS_DEADLINE_EXCEEDED = Gauge(
+    "okra_cell_progress_deadline_exceeded",
+    "1 while a Cell's rollout is past its progressDeadlineSeconds (condition Progressing=False,"
+    " reason ProgressDeadlineExceeded), else 0",
+    ["namespace", "cell"],
+    registry=REGISTRY,
+)
 _INFO_LABELS: dict[tuple[str, str], tuple[str, ...]] = {}  # the series each Cell has now
 
 
@@ -105,9 +112,21 @@ def report_info(namespace: str, name: str, status: CellStatus | None) -> None:
         CELL_INFO.labels(*new).set(1)
         _INFO_LABELS[key] = new
     else:
-        for gauge in (CANARY_WEIGHT, STEP_INDEX):
+        for gauge in (CANARY_WEIGHT, STEP_INDEX, PROGRESS_DEADLINE_EXCEEDED):
             with contextlib.suppress(KeyError):
                 gauge.remove(namespace, name)
+
+
+def past_deadline(status: CellStatus) -> int:
+    """1 when the status says the rollout is past its progress deadline."""
+    return int(
+        any(
+            c.type == "Progressing"
+            and c.status == "False"
+            and c.reason == "ProgressDeadlineExceeded"
+            for c in status.conditions or []
+        )
+    )
 
 
 HealthCheck = Callable[[str], Any]  # async (target group arn) -> bool (has a healthy target)
@@ -266,6 +285,7 @@ class CellReconciler:
         report_info(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
+        PROGRESS_DEADLINE_EXCEEDED.labels(ns, name).set(past_deadline(p.status))
         return True
 
     async def _stop(self, gvk: GVK, store: Store, name: str, ns: str, flag: str) -> None:
