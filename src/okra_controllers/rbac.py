@@ -139,9 +139,14 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         EVENTS,
     ),
     # Makes an ALB listener rule match its config; its finalizer (set with an update of the
-    # object) removes the rule on delete.
+    # object) removes the rule on delete. A repaired drift is a notification of the Cell that
+    # owns the config: read the Cell, add to its status (outbox), send it (ConfigMap, Secret).
     "albconfig": (
         *_primary("awsapplicationloadbalancerconfigs", verbs=(*READ, "update", "patch")),
+        rule(GROUP, "cells", verbs=("get",)),
+        rule(GROUP, "cells/status", verbs=STATUS),
+        rule(CORE, "configmaps", verbs=("get",)),
+        rule(CORE, "secrets", verbs=("get",)),
         EVENTS,
     ),
     # Makes an NLB listener's default action match its config (no finalizer: deleting the
@@ -178,6 +183,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # and the Argo CD cluster Secrets (labels), writes `operation` on Applications (a merge
     # patch; a json patch removes okra's unstarted ones when a rollout is deleted, hence its
     # finalizer), and starts AnalysisRuns from okra's or Argo Rollouts' templates.
+    # Notifications: the ConfigMap `okra-notifications` (services) and its Secret.
     "progressiverollout": (
         *_primary("progressiverollouts", verbs=(*READ, "update", "patch"), owner=True),
         rule(ARGO_GROUP, "applications", verbs=(*READ, "patch")),
@@ -185,6 +191,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(CORE, "secrets", verbs=READ),
         rule(GROUP, "analysisruns", verbs=KEEP),
         PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),
+        rule(CORE, "configmaps", verbs=("get",)),
         EVENTS,
     ),
 }

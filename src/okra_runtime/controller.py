@@ -65,6 +65,12 @@ class Controller:
         """Run workers until cancelled; on cancel, stop taking work and let
         in-flight reconciles finish (the manager bounds that with a deadline)."""
         m.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.max_concurrent_reconciles)
+        # Every label set from 0, as controller-runtime does: a counter that first appears
+        # at 1 has no increase() or rate() in Prometheus, so the first error would not alert.
+        for result in ("success", "error", "requeue", "requeue_after"):
+            m.RECONCILE_TOTAL.labels(self.name, result)
+        for counter in (m.RECONCILE_ERRORS, m.TERMINAL_RECONCILE_ERRORS, m.RECONCILE_PANICS):
+            counter.labels(self.name)
         workers = [
             asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
             for i in range(self.max_concurrent_reconciles)

@@ -1,6 +1,9 @@
-"""The monitoring kit against a real rollout: Prometheus scrapes the real manager during a
-canary whose analysis fails; every dashboard query returns series, the Cell Degraded
-alert fires, and the failed analysis run is counted."""
+"""The monitoring kit against real rollouts: Prometheus scrapes the real manager and
+evaluates the kit's alerting rules (`for:` dropped in this copy: the conditions are what
+is tested, not the waiting). A canary whose analysis fails: every dashboard query returns
+series, OkraCellDegraded and OkraAnalysisFailing fire. A canary whose analysis never ends
+while AWS throttles okra's DescribeRules calls (through a fault proxy): OkraRolloutStuck
+(the Cell's progress deadline), OkraAWSThrottling and OkraReconcileErrors fire."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ import aiohttp
 import pytest
 import yaml
 
+from faultproxy import FaultProxy
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
@@ -25,6 +30,7 @@ from support import eventually
 from .conftest import Env, Metrics, cell_obj, cell_status, error_rate_template
 
 REPO = Path(__file__).resolve().parents[2]
+RULES = REPO / "config" / "prometheus" / "prometheusrule.yaml"
 VERSION_ARG = [
     {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
 ]
@@ -45,13 +51,27 @@ def prometheus_binary() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+@dataclass
+class Monitored:
+    prom: str
+    """Prometheus' URL."""
+    faults: FaultProxy
+    """The proxy between okra-manager and AWS (no faults until a test scripts some)."""
+
+
 @pytest.fixture
-def manager_and_prometheus(control_plane: ControlPlane, env: Env, tmp_path: Path) -> Iterator[str]:
-    """okra-manager with its metrics on a port, and Prometheus scraping it every second."""
+async def monitored(
+    control_plane: ControlPlane, env: Env, tmp_path: Path
+) -> AsyncIterator[Monitored]:
+    """okra-manager with its metrics on a port, talking to AWS through a fault proxy (in
+    front of the env's counting proxy), and Prometheus scraping it every 2 s with the
+    kit's alerting rules loaded."""
+    faults = FaultProxy(env.proxy.endpoint_url)
+    await faults.start()
     metrics_port, prom_port = free_port(), free_port()
     argv = [
         *local_command(
-            control_plane.kubeconfig(), env.namespace, aws_endpoint_url=env.proxy.endpoint_url
+            control_plane.kubeconfig(), env.namespace, aws_endpoint_url=faults.endpoint_url
         ),
         "--metrics-bind-address",
         f"127.0.0.1:{metrics_port}",
@@ -59,8 +79,14 @@ def manager_and_prometheus(control_plane: ControlPlane, env: Env, tmp_path: Path
     manager = Process(
         "okra-manager", argv, tmp_path / "manager.log", env={**os.environ, **EMULATOR_ENV}
     )
+    groups = yaml.safe_load(RULES.read_text())["spec"]["groups"]
+    for group in groups:
+        for rule in group["rules"]:
+            rule.pop("for", None)
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": groups}))
     (tmp_path / "prometheus.yml").write_text(
         "global: {scrape_interval: 2s, evaluation_interval: 2s}\n"
+        f"rule_files: ['{tmp_path / 'rules.yml'}']\n"
         "scrape_configs:\n"
         "- job_name: okra-manager\n"
         "  scrape_interval: 2s\n"
@@ -87,10 +113,11 @@ def manager_and_prometheus(control_plane: ControlPlane, env: Env, tmp_path: Path
             "prometheus",
             alive=prom,
         )
-        yield f"http://127.0.0.1:{prom_port}"
+        yield Monitored(f"http://127.0.0.1:{prom_port}", faults)
     finally:
         prom.stop()
         manager.stop()
+        await faults.stop()
 
 
 def _get(url: str) -> str:
@@ -123,14 +150,33 @@ async def has_data(prom: str, expr: str, within: float = 60) -> bool:
     return await eventually(some, within=within)
 
 
+async def firing(prom: str, alert: str, within: float = 60) -> bool:
+    """Whether Prometheus' rule evaluation has `alert` firing within `within` seconds."""
+
+    async def now() -> bool:
+        async with aiohttp.ClientSession() as s, s.get(f"{prom}/api/v1/alerts") as r:
+            doc = await r.json()
+        return any(
+            a["labels"]["alertname"] == alert and a["state"] == "firing"
+            for a in doc["data"]["alerts"]
+        )
+
+    return await eventually(now, within=within, interval=0.5)
+
+
+def alert_exprs() -> dict[str, str]:
+    rules = yaml.safe_load(RULES.read_text())
+    return {r["alert"]: r["expr"] for g in rules["spec"]["groups"] for r in g["rules"]}
+
+
 async def test_dashboard_and_alert_queries_have_data_during_a_rollout(
     env: Env,
     metrics: Metrics,
     rt_client: Client,
     namespace: str,
-    manager_and_prometheus: str,
+    monitored: Monitored,
 ) -> None:
-    prom, ns = manager_and_prometheus, namespace
+    prom, ns = monitored.prom, namespace
     metrics.rates["v2"] = 0.5
     await rt_client.create(error_rate_template(ns, metrics.url))
     await env.target_group("web-a-v1", "v1")
@@ -153,15 +199,14 @@ async def test_dashboard_and_alert_queries_have_data_during_a_rollout(
                 empty.append(f"{panel['title']}: {expr}")
     assert empty == [], empty
 
-    rules = yaml.safe_load((REPO / "config" / "prometheus" / "prometheusrule.yaml").read_text())
-    exprs = {r["alert"]: r["expr"] for g in rules["spec"]["groups"] for r in g["rules"]}
-    assert await has_data(prom, exprs["OkraCellDegraded"]), exprs["OkraCellDegraded"]
-    # OkraAnalysisFailing's data: the failed run is counted (its increase() form is not
-    # asserted: it is sometimes empty here, see the report of this change).
-    assert await has_data(prom, 'okra_analysis_run_total{phase=~"Failed|Error"} > 0')
+    exprs = alert_exprs()
+    for alert in ("OkraCellDegraded", "OkraAnalysisFailing"):
+        assert await has_data(prom, exprs[alert]), exprs[alert]
+        assert await firing(prom, alert), alert
     degraded = (await query(prom, exprs["OkraCellDegraded"]))[0]["metric"]
     assert (degraded["namespace"], degraded["cell"], degraded["stable"]) == (ns, "web", "v1")
-    # The others watch for conditions this rollout does not create; their metrics are there.
+    [failing] = await query(prom, exprs["OkraAnalysisFailing"])
+    assert failing["metric"]["phase"] == "Failed"
     for metric in (
         "okra_cell_info",
         "controller_runtime_reconcile_total",
@@ -169,3 +214,53 @@ async def test_dashboard_and_alert_queries_have_data_during_a_rollout(
         "process_resident_memory_bytes",
     ):
         assert await has_data(prom, metric), metric
+
+
+async def test_stuck_rollout_throttling_and_reconcile_errors_fire_their_alerts(
+    env: Env,
+    metrics: Metrics,
+    rt_client: Client,
+    namespace: str,
+    monitored: Monitored,
+) -> None:
+    prom, ns = monitored.prom, namespace
+    slow = error_rate_template(ns, metrics.url, name="slow")
+    slow["spec"]["metrics"][0]["count"] = 1000  # one measurement a second: never done here
+    await rt_client.create(slow)
+    await env.target_group("web-a-v1", "v1")
+    analysis = {"analysis": {"templates": [{"templateName": "slow"}], "args": VERSION_ARG}}
+    cell = cell_obj(
+        ns, env.alb.listener_arn, [{"setWeight": 20}, analysis], progressDeadlineSeconds=3
+    )
+    await rt_client.create(cell)
+
+    async def healthy() -> bool:
+        return (await cell_status(rt_client, ns)).get("phase") == "Healthy"
+
+    assert await eventually(healthy, within=60)
+    exprs = alert_exprs()
+    for alert in ("OkraRolloutStuck", "OkraAWSThrottling", "OkraReconcileErrors"):
+        assert not await query(prom, exprs[alert]), alert  # quiet before
+    # AWS throttles every DescribeRules attempt for a while: two calls fail after their
+    # five attempts each, the ALB config's reconcile fails with them, then AWS answers.
+    monitored.faults.script["DescribeRules"] = ["throttle"] * 10
+    await env.target_group("web-a-v2", "v2")
+
+    async def past_deadline() -> bool:
+        st = await cell_status(rt_client, ns)
+        return any(c["reason"] == "ProgressDeadlineExceeded" for c in st.get("conditions") or [])
+
+    assert await eventually(past_deadline, within=90), await cell_status(rt_client, ns)
+    assert await firing(prom, "OkraRolloutStuck")
+    [stuck] = await query(prom, exprs["OkraRolloutStuck"])
+    assert (stuck["metric"]["namespace"], stuck["metric"]["cell"]) == (ns, "web")
+    assert await firing(prom, "OkraAWSThrottling", within=90)
+    [throttled] = await query(prom, exprs["OkraAWSThrottling"])
+    assert throttled["metric"]["operation"] == "DescribeRules"
+    assert await firing(prom, "OkraReconcileErrors", within=90)
+    controllers = {
+        r["metric"]["controller"] for r in await query(prom, exprs["OkraReconcileErrors"])
+    }
+    assert "albconfig" in controllers
+    assert monitored.faults.counts(["DescribeRules"])["throttle"] == 10
+    assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}  # applied after all

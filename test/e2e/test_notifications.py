@@ -1,6 +1,8 @@
 """Notifications end to end: the real manager, a canary whose analysis fails, a local
 HTTP receiver that is down (503) for the first deliveries. Every trigger of the rollout
-reaches it, in order, each once; the Slack-format service gets its own body."""
+reaches it, in order, each once; the Slack-format service gets its own body. And at
+least once across a restart: recorded in the Cell's status while nothing listens, the
+manager killed, the receiver started, the restarted manager delivers them all."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from okra_runtime import Client
+from receiver import Receiver, free_port, serve
 from support import eventually
 
 from .conftest import Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
@@ -29,31 +31,10 @@ STEPS: list[dict[str, Any]] = [
 ]
 
 
-class Receiver:
-    def __init__(self, down_for: int) -> None:
-        self.down_for = down_for
-        self.refused = 0
-        self.received: list[tuple[str, dict[str, str], dict[str, Any]]] = []
-        self.url = ""
-
-    async def handle(self, request: web.Request) -> web.Response:
-        if self.refused < self.down_for:
-            self.refused += 1
-            return web.Response(status=503)
-        self.received.append((request.path, dict(request.headers), await request.json()))
-        return web.Response(status=204)
-
-
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
     r = Receiver(down_for=2)
-    app = web.Application()
-    app.router.add_post("/{name}", r.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    r.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    runner = await serve(r)
     yield r
     await runner.cleanup()
 
@@ -141,3 +122,64 @@ async def test_every_trigger_of_a_failed_canary_is_delivered(
     await asyncio.sleep(1)  # nothing more arrives
     assert len([b for b in hooks() if b["trigger"] == "on-rollout-failed"]) == 1
     assert not any("s3cret" in json.dumps(b) for _, _, b in receiver.received)  # headers only
+
+
+async def test_pending_notifications_survive_a_manager_restart(
+    env: Env, okra: OkraManager, rt_client: Client, namespace: str
+) -> None:
+    ns = namespace
+    port = free_port()  # nothing listens there until the manager has been killed
+    await rt_client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "okra-notifications", "namespace": ns},
+            "data": {"service.webhook.ci": f"url: http://127.0.0.1:{port}/hook\n"},
+        }
+    )
+    await env.target_group("web-a-v1", "v1")
+    cell = cell_obj(ns, env.alb.listener_arn, [{"setWeight": 20}, {"pause": {}}])
+    cell["metadata"]["annotations"] = {"notifications.okra.mumo.co/subscribe.all.ci": ""}
+    await rt_client.create(cell)
+
+    async def healthy() -> bool:
+        return (await cell_status(rt_client, ns)).get("phase") == "Healthy"
+
+    assert await eventually(healthy, within=60)
+    await env.target_group("web-a-v2", "v2")
+
+    async def pending() -> list[dict[str, Any]]:
+        return list((await cell_status(rt_client, ns)).get("notifications") or [])
+
+    async def paused_recorded() -> bool:
+        return [n["trigger"] for n in await pending()] == [
+            "on-rollout-started",
+            "on-rollout-step-completed",
+            "on-rollout-paused",
+        ]
+
+    assert await eventually(paused_recorded, within=60), await pending()
+    recorded = await pending()
+
+    async def retried() -> bool:  # the manager has tried (and failed) to deliver
+        return "notification not delivered; retrying" in okra.log.read_text()
+
+    assert await eventually(retried, within=30)
+    okra.kill()
+    r = Receiver(down_for=0)
+    runner = await serve(r, port)
+    try:
+        okra.start()
+
+        async def all_delivered() -> bool:
+            return len(r.received) >= 3 and not await pending()
+
+        assert await eventually(all_delivered, within=60), (r.received, await pending())
+        bodies = [b for _, _, b in r.received]
+        assert [b["trigger"] for b in bodies] == [n["trigger"] for n in recorded]
+        assert [b["id"] for b in bodies] == [n["key"] for n in recorded]
+        assert [h["Idempotency-Key"] for _, h, _ in r.received] == [n["key"] for n in recorded]
+        assert bodies[2]["canaryWeight"] == 20
+        assert (await cell_status(rt_client, ns))["phase"] == "Paused"  # nothing else moved
+    finally:
+        await runner.cleanup()

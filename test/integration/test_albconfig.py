@@ -26,10 +26,12 @@ from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions, Not
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer, Network, Seeder
+from receiver import Receiver, serve
 from support import LogCapture, eventually
 
 REPO = Path(__file__).resolve().parents[2]
 EVENT = GVK("events.k8s.io", "v1", "Event")
+CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
 WRITES = {"CreateRule", "ModifyRule", "DeleteRule", "SetRulePriorities", "AddTags", "RemoveTags"}
 
 
@@ -320,6 +322,86 @@ async def test_a_rule_changed_by_hand_is_restored_and_reported(env: Env) -> None
     )
     await env.wait_synced("web", generation=2)
     assert len(await env.events("web", "DriftRepaired")) == 3
+
+
+async def test_a_repaired_drift_is_notified_to_the_cell_that_owns_the_config(env: Env) -> None:
+    """The Cell's subscription to `on-drift-repaired` gets the DriftRepaired message,
+    through the Cell's outbox (emptied once delivered)."""
+    r = Receiver()
+    runner = await serve(r)
+    try:
+        await env.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "okra-notifications", "namespace": env.namespace},
+                "data": {"service.webhook.ops": f"url: {r.url}/hook\n"},
+            }
+        )
+        cell = await env.client.create(
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "Cell",
+                "metadata": {
+                    "name": "web",
+                    "namespace": env.namespace,
+                    "annotations": {
+                        "notifications.okra.mumo.co/subscribe.on-drift-repaired.ops": "#ops",
+                        "notifications.okra.mumo.co/subscribe.on-rollout-failed.ops": "",
+                    },
+                },
+                "spec": {
+                    "ingress": {
+                        "type": "AWSApplicationLoadBalancer",
+                        "awsApplicationLoadBalancer": {
+                            "listenerARN": env.alb.listener_arn,
+                            "targetGroupSelector": {"matchLabels": {"role": "web"}},
+                        },
+                    },
+                },
+            }
+        )
+        owned = config(env, "web", [50, 50])
+        owned["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "Cell",
+                "name": "web",
+                "uid": cell["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+        await env.start(drift_check=1.0)
+        await env.client.create(owned)
+        arn = (await env.wait_synced("web"))["ruleARN"]
+        hand = [
+            {"TargetGroupArn": env.tgs[0], "Weight": 10},
+            {"TargetGroupArn": env.tgs[1], "Weight": 90},
+        ]
+        async with env.aws.client("elbv2") as elb:
+            await elb.modify_rule(
+                RuleArn=arn,
+                Actions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": hand}}],
+            )
+
+        async def notified() -> bool:
+            return bool(r.bodies())
+
+        assert await eventually(notified, within=30)
+        [n] = r.bodies()
+        assert n["trigger"] == "on-drift-repaired"
+        assert (n["cell"], n["config"], n["namespace"]) == ("web", "web", env.namespace)
+        assert n["recipient"] == "#ops"
+        assert "changed outside okra (weights" in n["message"]
+        assert n["message"].endswith("restored")
+
+        async def outbox_empty() -> bool:
+            c = await env.client.get(CELL, "web", env.namespace)
+            return not (c.get("status") or {}).get("notifications")
+
+        assert await eventually(outbox_empty, within=30)
+    finally:
+        await runner.cleanup()
 
 
 async def test_the_api_server_rejects_what_the_schema_can_say(env: Env) -> None:

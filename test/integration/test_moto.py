@@ -178,3 +178,20 @@ async def test_every_call_is_counted_by_outcome_and_timed(moto: MotoServer) -> N
         with pytest.raises(Exception, match=r"127\.0\.0\.1:1"):
             await elb.describe_target_groups()
     assert count("DescribeTargetGroups", "error") == unreachable + 1
+
+
+async def test_an_operation_has_every_outcome_from_zero_once_called(moto: MotoServer) -> None:
+    """Prometheus' rate() and increase() need two samples: the first throttled or failed
+    call of an operation must raise a series that was already there at 0."""
+    from okra_runtime.metrics import REGISTRY
+
+    def sample(outcome: str) -> float | None:
+        labels = {"service": "elbv2", "operation": "DescribeAccountLimits", "outcome": outcome}
+        return REGISTRY.get_sample_value("okra_aws_api_calls_total", labels)
+
+    before = sample("success") or 0.0
+    async with moto.config.client("elbv2") as elb:
+        await elb.describe_account_limits()
+    assert sample("success") == before + 1
+    assert sample("throttled") == 0.0
+    assert sample("error") == 0.0

@@ -63,9 +63,11 @@ from okra_controllers.lbconfig import (
     weights_note,
     with_synced,
 )
+from okra_controllers.notifications.notifier import Notifier, notifier_for
+from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
 from okra_runtime.cache import json_copy
 from okra_runtime.client import Client
-from okra_runtime.errors import ConflictError, NotFoundError
+from okra_runtime.errors import ApiError, ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
@@ -361,8 +363,10 @@ class AlbConfigReconciler:
         resync: float = DEFAULT_RESYNC,
         drift_check: float = DEFAULT_DRIFT_CHECK,
         clock: Callable[[], datetime.datetime] = utcnow,
+        notifier: Notifier | None = None,
     ) -> None:
         self.client = client
+        self.notifier = notifier or Notifier(client)
         self.configs = informer.store
         self.events = events
         self.aws = aws
@@ -410,6 +414,10 @@ class AlbConfigReconciler:
             message = f"the listener rule was changed outside okra ({outcome.drift}); restored"
             self.events.event(raw, "Warning", "DriftRepaired", message)
             log.warning("listener rule drift repaired", drift=outcome.drift, notes=outcome.notes)
+            try:
+                await self.notifier.notify_owner(raw, Fired(DRIFT_REPAIRED, message), self.clock())
+            except ApiError as e:  # the rule is repaired either way; say what was not sent
+                log.warning("drift repair not recorded for notification", error=str(e))
         if outcome.wrote:
             self.events.event(raw, "Normal", outcome.wrote, "; ".join(outcome.notes))
             log.info("wrote listener rule", action=outcome.wrote, notes=outcome.notes)
@@ -692,6 +700,7 @@ def register(
         aws,
         resync=resync,
         drift_check=drift_check,
+        notifier=notifier_for(mgr),
     )
     (
         mgr.builder("albconfig")

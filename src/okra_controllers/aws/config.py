@@ -56,7 +56,7 @@ class AwsConfig:
         process-wide session unless `session` is given."""
         sess: Any = session or shared_session()  # typed per-service overloads need a Literal
         async with sess.create_client(service, **self._client_kwargs()) as c:
-            c.meta.events.register("before-call", _started)
+            c.meta.events.register("before-call", _Started(service))
             c.meta.events.register("after-call", _Finished(service))
             c.meta.events.register("after-call-error", _Failed(service))
             if self.on_call is not None:
@@ -103,9 +103,22 @@ API_DURATION = Histogram(
 _STARTED, _OPERATION = "okra_started", "okra_operation"
 
 
-def _started(model: Any, context: dict[str, Any], **_: Any) -> None:
-    context[_STARTED] = time.monotonic()
-    context[_OPERATION] = model.name
+OUTCOMES = ("success", "throttled", "error")
+
+
+@dataclass(frozen=True)
+class _Started:
+    """`before-call`: start the clock; the operation's counters exist from 0 on, so that
+    its first throttled or failed call is an increase Prometheus sees, not a series that
+    first appears at 1 (rate() and increase() need two samples)."""
+
+    service: str
+
+    def __call__(self, model: Any, context: dict[str, Any], **_: Any) -> None:
+        context[_STARTED] = time.monotonic()
+        context[_OPERATION] = model.name
+        for outcome in OUTCOMES:
+            API_CALLS.labels(self.service, model.name, outcome)
 
 
 def _observe(service: str, operation: str, context: dict[str, Any], outcome: str) -> None:

@@ -42,8 +42,9 @@ from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunRequest, plan
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
-from okra_controllers.notifications.notifier import Notification, Notifier, fields_for
-from okra_controllers.notifications.triggers import subscriptions, triggers, wanted
+from okra_controllers.notifications import outbox
+from okra_controllers.notifications.notifier import fields_for, notifier_for
+from okra_controllers.notifications.triggers import triggers
 from okra_controllers.settings import Settings
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
@@ -83,6 +84,13 @@ CELL_INFO = Gauge(
     ["namespace", "cell", "phase", "stable", "canary"],
     registry=REGISTRY,
 )
+PROGRESS_DEADLINE_EXCEEDED = Gauge(
+    "okra_cell_progress_deadline_exceeded",
+    "1 while a Cell's rollout is past its progressDeadlineSeconds (condition Progressing=False,"
+    " reason ProgressDeadlineExceeded), else 0",
+    ["namespace", "cell"],
+    registry=REGISTRY,
+)
 _INFO_LABELS: dict[tuple[str, str], tuple[str, ...]] = {}  # the series each Cell has now
 
 
@@ -106,9 +114,21 @@ def report_info(namespace: str, name: str, status: CellStatus | None) -> None:
         CELL_INFO.labels(*new).set(1)
         _INFO_LABELS[key] = new
     else:
-        for gauge in (CANARY_WEIGHT, STEP_INDEX):
+        for gauge in (CANARY_WEIGHT, STEP_INDEX, PROGRESS_DEADLINE_EXCEEDED):
             with contextlib.suppress(KeyError):
                 gauge.remove(namespace, name)
+
+
+def past_deadline(status: CellStatus) -> int:
+    """1 when the status says the rollout is past its progress deadline."""
+    return int(
+        any(
+            c.type == "Progressing"
+            and c.status == "False"
+            and c.reason == "ProgressDeadlineExceeded"
+            for c in status.conditions or []
+        )
+    )
 
 
 HealthCheck = Callable[[str], Any]  # async (target group arn) -> bool (has a healthy target)
@@ -133,7 +153,7 @@ class CellReconciler:
         self.events = events
         self.aws = aws
         self.clock = clock
-        self.notifier = Notifier(self.client)
+        self.notifier = notifier_for(mgr)
 
     # -- observe ---------------------------------------------------------------
 
@@ -223,8 +243,15 @@ class CellReconciler:
         before = cell.status or CellStatus()
         if p.block is not None:
             await self._block(raw, *p.block)
+        # Notifications go out in the same write as the change they report (the outbox).
+        fired = triggers(before, p.status, ((e.reason, e.message) for e in p.events))
+        outbox.stage(
+            raw, before, p.status, fired, lambda f: fields_for(raw, p.status, f), self.clock()
+        )
         if not await self._write_status(raw, p.status):
+            self.notifier.track(CELL, ns, name, before.notifications or [])
             return False
+        self.notifier.track(CELL, ns, name, p.status.notifications or [])
         if p.forward is not None:
             await self._apply_config(raw, cell, p.forward, config)
         for run in p.create_runs:
@@ -257,10 +284,10 @@ class CellReconciler:
         for e in p.events:
             self.events.event(raw, e.type, e.reason, e.message)
             log.info("cell event", reason=e.reason, message=e.message)
-        self._notify(raw, cell, before, p)
         report_info(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
+        PROGRESS_DEADLINE_EXCEEDED.labels(ns, name).set(past_deadline(p.status))
         return True
 
     async def _stop(self, gvk: GVK, store: Store, name: str, ns: str, flag: str) -> None:
@@ -270,23 +297,6 @@ class CellReconciler:
             return
         with contextlib.suppress(NotFoundError):
             await self.client.patch(gvk, name, {"spec": {flag: True}}, namespace=ns)
-
-    def _notify(self, raw: dict[str, Any], cell: Cell, before: CellStatus, p: Plan) -> None:
-        """Queue a notification per subscribed trigger (sent in the background)."""
-        subs = subscriptions(cell.metadata.annotations)
-        if not subs:
-            return
-        for fired in triggers(before, p.status, ((e.reason, e.message) for e in p.events)):
-            for sub in wanted(subs, fired):
-                self.notifier.send(
-                    Notification(
-                        cell.metadata.namespace or "",
-                        cell.metadata.name,
-                        sub,
-                        fired,
-                        fields_for(raw, p.status, fired),
-                    )
-                )
 
     async def _apply_config(
         self,

@@ -1,5 +1,7 @@
-"""Which notification triggers a reconcile fired: a pure function of the Cell's status
-before and after, and the Events the plan emitted."""
+"""Which notification triggers a reconcile fired: pure functions of an object's status
+before and after, and the Events its plan emitted (Cells: `triggers`; ProgressiveRollouts:
+`rollout_triggers`); a repaired drift fires `on-drift-repaired` on the Cell that owns the
+load balancer config."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.progressiverollout import ProgressiveRolloutStatus
 
 PREFIX = "notifications.okra.mumo.co/subscribe."
 TRIGGERS = (
@@ -18,7 +21,9 @@ TRIGGERS = (
     "on-rollout-aborted",
     "on-rollout-failed",
     "on-rollout-completed",
+    "on-drift-repaired",
 )
+DRIFT_REPAIRED = "on-drift-repaired"
 BY_EVENT = {
     "RolloutStarted": "on-rollout-started",
     "RolloutAborted": "on-rollout-aborted",
@@ -55,6 +60,45 @@ def triggers(
             if after.paused_reason == "Inconclusive"
             else ("on-rollout-paused")
         )
+        out.append(Fired(name, after.message or "paused"))
+    return out
+
+
+ROLLOUT_BY_EVENT = {
+    "RolloutStarted": "on-rollout-started",
+    "RevisionChanged": "on-rollout-started",  # a new revision starts over
+    "StageCompleted": "on-rollout-step-completed",
+    "Aborted": "on-rollout-aborted",
+    "StageFailed": "on-rollout-failed",
+    "RolloutCompleted": "on-rollout-completed",
+}
+
+
+def rollout_triggers(
+    before: ProgressiveRolloutStatus,
+    after: ProgressiveRolloutStatus,
+    events: Iterable[tuple[str, str]],
+) -> list[Fired]:
+    """A ProgressiveRollout's triggers: its stages are the steps (`step` is the index of
+    the stage a `StageCompleted` finished); a pause is Inconclusive analysis or a stage
+    that waits for `okra promote`."""
+    done_before = set()
+    if before.revision == after.revision:
+        done_before = {i for i, s in enumerate(before.stages or []) if s.phase == "Completed"}
+    newly_done = iter(
+        i
+        for i, s in enumerate(after.stages or [])
+        if s.phase == "Completed" and i not in done_before
+    )
+    out: list[Fired] = []
+    for reason, message in events:
+        if reason == "StageCompleted":
+            out.append(Fired(ROLLOUT_BY_EVENT[reason], message, next(newly_done, None)))
+        elif reason in ROLLOUT_BY_EVENT:
+            out.append(Fired(ROLLOUT_BY_EVENT[reason], message))
+    if after.phase == "Paused" and (before.phase != "Paused" or before.message != after.message):
+        inconclusive = "Inconclusive" in (after.message or "")
+        name = "on-analysis-inconclusive" if inconclusive else "on-rollout-paused"
         out.append(Fired(name, after.message or "paused"))
     return out
 

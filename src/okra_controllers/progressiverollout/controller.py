@@ -45,6 +45,9 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
+from okra_controllers.notifications import outbox
+from okra_controllers.notifications.notifier import common_fields, notifier_for
+from okra_controllers.notifications.triggers import Fired, rollout_triggers
 from okra_controllers.progressiverollout.plan import (
     App,
     Observed,
@@ -227,6 +230,7 @@ class ProgressiveRolloutReconciler:
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
         self.events = events
         self.clock = clock
+        self.notifier = notifier_for(mgr)
 
     # -- observe ---------------------------------------------------------------
 
@@ -327,8 +331,15 @@ class ProgressiveRolloutReconciler:
             if live["metadata"].get("resourceVersion") != raw["metadata"].get("resourceVersion"):
                 return Result(requeue_after=0.2)
             await self._call_webhooks(raw, p)
+        # Notifications go out in the same write as the change they report (the outbox).
+        before = pr.status or ProgressiveRolloutStatus()
+        fired = rollout_triggers(before, p.status, ((e.reason, e.message) for e in p.events))
+        outbox.stage(raw, before, p.status, fired, lambda f: fields(raw, p.status, f), self.clock())
+        ns = req.namespace or ""
         if not await self._write_status(raw, p.status):
+            self.notifier.track(PROGRESSIVE_ROLLOUT, ns, req.name, before.notifications or [])
             return Result(requeue=True)  # changed under us: plan again from fresh state
+        self.notifier.track(PROGRESSIVE_ROLLOUT, ns, req.name, p.status.notifications or [])
         await self._act(raw, pr, p)
         self._report(raw, p)
         if p.requeue_after is None:
@@ -536,6 +547,18 @@ async def _call(
             message=f"{w.url}: {type(e).__name__}: {e}"[:1000],
             time=now,
         )
+
+
+def fields(raw: dict[str, Any], status: ProgressiveRolloutStatus, fired: Fired) -> dict[str, Any]:
+    """The fields of a ProgressiveRollout's notification (body and templates)."""
+    return {
+        **common_fields(raw, fired),
+        "progressiveRollout": raw["metadata"]["name"],
+        "phase": status.phase,
+        "revision": status.revision,
+        "step": fired.step + 1 if fired.step is not None else None,
+        "currentStage": status.current_stage,
+    }
 
 
 def rollouts_for_application(

@@ -16,7 +16,14 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from okra_controllers.api.v1alpha1.analysis import Argument
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_controllers.api.v1alpha1.common import (
+    GROUP,
+    VERSION,
+    ApiModel,
+    Condition,
+    ObjectMeta,
+    PendingNotification,
+)
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 DEFAULT_VERSION_LABEL = "okra.mumo.co/version"
@@ -327,6 +334,8 @@ class CellStatus(ApiModel):
     Migrating (steps), Completing (postchecks), Completed, Error (a check failed)."""
     checks: list[CheckResult] | None = None
     conditions: list[Condition] | None = None
+    notifications: list[PendingNotification] | None = None
+    """Notifications not yet accepted by their receiver (oldest first)."""
 
 
 class Cell(ApiModel):

@@ -42,3 +42,19 @@ class Condition(ApiModel):
     message: str = Field(default="", max_length=32768)
     last_transition_time: datetime.datetime
     observed_generation: int | None = None
+
+
+class PendingNotification(ApiModel):
+    """A notification recorded in an object's status (its outbox) in the same write as the
+    change it reports, removed once the receiver accepted it: a manager that restarts
+    sends what is still here, so every notification is delivered at least once."""
+
+    key: str = Field(min_length=1, max_length=64)
+    """Unique per notification and the same on every attempt (`Idempotency-Key` header,
+    `id` field): a receiver drops the duplicates at-least-once delivery may cause."""
+    trigger: str
+    service: str
+    recipient: str = ""
+    payload: str
+    """The notification's fields as a JSON object, rendered into the service's body."""
+    created: datetime.datetime

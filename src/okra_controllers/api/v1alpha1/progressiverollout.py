@@ -19,7 +19,14 @@ from pydantic import Field
 
 from okra_controllers.api.v1alpha1.analysis import DURATION_PATTERN, Argument
 from okra_controllers.api.v1alpha1.cell import AnalysisTemplateRef
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_controllers.api.v1alpha1.common import (
+    GROUP,
+    VERSION,
+    ApiModel,
+    Condition,
+    ObjectMeta,
+    PendingNotification,
+)
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 PERCENT_PATTERN = r"^([1-9][0-9]?|100)%$"
@@ -233,6 +240,8 @@ class ProgressiveRolloutStatus(ApiModel):
     unmanaged_clusters: list[str] | None = None
     """Clusters with an Application of the ApplicationSet that no stage selects."""
     conditions: list[Condition] | None = None
+    notifications: list[PendingNotification] | None = None
+    """Notifications not yet accepted by their receiver (oldest first)."""
 
 
 class ProgressiveRollout(ApiModel):
