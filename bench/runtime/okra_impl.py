@@ -41,7 +41,7 @@ def check_api() -> str | None:
     return f"okra_runtime API incomplete, missing: {', '.join(missing)}" if missing else None
 
 
-async def bench(namespace: str, count: int) -> None:
+async def bench(namespace: str, count: int, final_gen: str) -> None:
     from okra_runtime import Manager, Request, Result
     from okra_runtime.client import Client
     from okra_runtime.logging import configure_logging
@@ -68,7 +68,7 @@ async def bench(namespace: str, count: int) -> None:
             seen.add(req.name)
             if len(seen) == count:
                 emit("reconciled", count=len(seen))
-        if req.name not in updated and (obj.get("data") or {}).get("gen") == "2":
+        if req.name not in updated and (obj.get("data") or {}).get("gen") == final_gen:
             updated.add(req.name)
             if len(updated) == count:
                 emit("updated", count=len(updated))
@@ -88,7 +88,13 @@ def main() -> None:
         sys.exit(API_MISSING)
     if sys.argv[1:] == ["--check"]:
         return
-    asyncio.run(bench(os.environ["BENCH_NAMESPACE"], int(os.environ["BENCH_COUNT"])))
+    asyncio.run(
+        bench(
+            os.environ["BENCH_NAMESPACE"],
+            int(os.environ["BENCH_COUNT"]),
+            os.environ.get("BENCH_FINAL_GEN", "2"),
+        )
+    )
 
 
 if __name__ == "__main__":
