@@ -1,7 +1,8 @@
 """okra_runtime side of bench/runtime: one controller for the ConfigMaps of one namespace whose
 reconcile reads the object from the informer cache and counts, nothing else.
 
-Runs with the project venv (/work/main/.venv), on the default asyncio loop, with
+Runs with the project venv, on the event loop okra-manager would use (uvloop when installed,
+unless OKRA_EVENT_LOOP=asyncio; the choice is the first line of its log), with
 `configure_logging("json", "warning")` to stderr (kopf runs at WARNING too; controller-runtime logs
 its few startup lines). The controller keeps the builder's defaults (one worker, as
 controller-runtime's). `python okra_impl.py --check` only verifies that the okra_runtime API this
@@ -88,7 +89,12 @@ def main() -> None:
         sys.exit(API_MISSING)
     if sys.argv[1:] == ["--check"]:
         return
-    asyncio.run(
+    try:  # the manager's event loop choice (uvloop when installed, OKRA_EVENT_LOOP)
+        from okra_runtime.loop import loop_factory, run
+    except ImportError:  # an okra_runtime from before okra_runtime.loop
+        loop_factory, run = (lambda: ("asyncio", None)), asyncio.run  # type: ignore[assignment]
+    print(f"event loop: {loop_factory()[0]}", file=sys.stderr)
+    run(
         bench(
             os.environ["BENCH_NAMESPACE"],
             int(os.environ["BENCH_COUNT"]),
