@@ -9,7 +9,6 @@ so the Deployment can set them either way.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from okra_controllers.cell.controller import (
 )
 from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
 from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.clusterset.plan import SECRET_TYPE_LABEL
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.targetgroupbinding.controller import setup_targetgroupbindings
 from okra_controllers.targetgroupset.controller import setup_targetgroupsets
@@ -42,12 +42,20 @@ from okra_runtime import (
     Request,
     configure_logging,
 )
+from okra_runtime import loop as event_loop
 from okra_runtime.errors import NoKindMatchError
 from okra_runtime.gvk import GVK
 from okra_runtime.leaderelection import LeadershipLostError
 from okra_runtime.predicates import AnnotationsChanged, Any_
 
 log = structlog.get_logger("okra.manager")
+
+CACHE_SELECTORS: dict[GVK, str] = {
+    GVK("", "v1", "Secret"): f"{SECRET_TYPE_LABEL}=cluster",  # Argo CD cluster Secrets only
+    JOB: "okra.mumo.co/cell",  # the Cells' check Jobs (cell.controller.check_job)
+}
+"""The manager caches only the Secrets and Jobs okra reads: every reader of the Secret
+informer wants Argo CD cluster Secrets, and the Cell controller only its own Jobs."""
 
 
 @dataclass(frozen=True)
@@ -305,6 +313,7 @@ async def run(a: argparse.Namespace) -> int:
                 leader_election=a.leader_elect,
                 leader_election_id=a.leader_election_id,
                 leader_election_namespace=a.okra_namespace,
+                label_selectors=dict(CACHE_SELECTORS),
             ),
         )
         enabled = [c for c in a.controllers.split(",") if c and await _served(client, c)]
@@ -374,7 +383,7 @@ EMULATOR_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testin
 def main(argv: Sequence[str] | None = None) -> None:
     a = parse_args(argv)
     configure_logging(a.log_format, a.log_level)
-    sys.exit(asyncio.run(run(a)))
+    sys.exit(event_loop.run(run(a)))  # uvloop when installed (okra[uvloop])
 
 
 if __name__ == "__main__":
