@@ -48,6 +48,12 @@ async def bench(namespace: str, count: int, final_gen: str) -> None:
     from okra_runtime.logging import configure_logging
 
     emit("started")
+    profiler = None
+    if os.environ.get("BENCH_PROFILE"):
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     configure_logging("json", "warning")  # to stderr
     client = await Client.from_kubeconfig(os.environ["KUBECONFIG"])
     mgr = Manager(
@@ -68,6 +74,9 @@ async def bench(namespace: str, count: int, final_gen: str) -> None:
         if req.name not in seen:
             seen.add(req.name)
             if len(seen) == count:
+                if profiler is not None:  # BENCH_PROFILE=path: cProfile of the whole start
+                    profiler.disable()
+                    profiler.dump_stats(os.environ["BENCH_PROFILE"])
                 emit("reconciled", count=len(seen))
         if req.name not in updated and (obj.get("data") or {}).get("gen") == final_gen:
             updated.add(req.name)
