@@ -42,6 +42,7 @@ emit("started")
 
 NAMESPACE = os.environ["BENCH_NAMESPACE"]
 COUNT = int(os.environ["BENCH_COUNT"])
+FINAL_GEN = os.environ.get("BENCH_FINAL_GEN", "2")
 _seen: set[str] = set()
 _updated: set[str] = set()
 _synced = False
@@ -78,7 +79,7 @@ async def on_configmap(name: str, body: kopf.Body, type: str | None, **_: Any) -
         _seen.add(name)
         if len(_seen) == COUNT:
             emit("reconciled", count=len(_seen))
-    if name not in _updated and body.get("data", {}).get("gen") == "2":
+    if name not in _updated and body.get("data", {}).get("gen") == FINAL_GEN:
         _updated.add(name)
         if len(_updated) == COUNT:
             emit("updated", count=len(_updated))

@@ -1,7 +1,8 @@
 """okra_runtime side of bench/runtime: one controller for the ConfigMaps of one namespace whose
 reconcile reads the object from the informer cache and counts, nothing else.
 
-Runs with the project venv (/work/main/.venv), on the default asyncio loop, with
+Runs with the project venv, on the event loop okra-manager would use (uvloop when installed,
+unless OKRA_EVENT_LOOP=asyncio; the choice is the first line of its log), with
 `configure_logging("json", "warning")` to stderr (kopf runs at WARNING too; controller-runtime logs
 its few startup lines). The controller keeps the builder's defaults (one worker, as
 controller-runtime's). `python okra_impl.py --check` only verifies that the okra_runtime API this
@@ -41,12 +42,18 @@ def check_api() -> str | None:
     return f"okra_runtime API incomplete, missing: {', '.join(missing)}" if missing else None
 
 
-async def bench(namespace: str, count: int) -> None:
+async def bench(namespace: str, count: int, final_gen: str) -> None:
     from okra_runtime import Manager, Request, Result
     from okra_runtime.client import Client
     from okra_runtime.logging import configure_logging
 
     emit("started")
+    profiler = None
+    if os.environ.get("BENCH_PROFILE"):
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     configure_logging("json", "warning")  # to stderr
     client = await Client.from_kubeconfig(os.environ["KUBECONFIG"])
     mgr = Manager(
@@ -67,8 +74,11 @@ async def bench(namespace: str, count: int) -> None:
         if req.name not in seen:
             seen.add(req.name)
             if len(seen) == count:
+                if profiler is not None:  # BENCH_PROFILE=path: cProfile of the whole start
+                    profiler.disable()
+                    profiler.dump_stats(os.environ["BENCH_PROFILE"])
                 emit("reconciled", count=len(seen))
-        if req.name not in updated and (obj.get("data") or {}).get("gen") == "2":
+        if req.name not in updated and (obj.get("data") or {}).get("gen") == final_gen:
             updated.add(req.name)
             if len(updated) == count:
                 emit("updated", count=len(updated))
@@ -88,7 +98,18 @@ def main() -> None:
         sys.exit(API_MISSING)
     if sys.argv[1:] == ["--check"]:
         return
-    asyncio.run(bench(os.environ["BENCH_NAMESPACE"], int(os.environ["BENCH_COUNT"])))
+    try:  # the manager's event loop choice (uvloop when installed, OKRA_EVENT_LOOP)
+        from okra_runtime.loop import loop_factory, run
+    except ImportError:  # an okra_runtime from before okra_runtime.loop
+        loop_factory, run = (lambda: ("asyncio", None)), asyncio.run  # type: ignore[assignment]
+    print(f"event loop: {loop_factory()[0]}", file=sys.stderr)
+    run(
+        bench(
+            os.environ["BENCH_NAMESPACE"],
+            int(os.environ["BENCH_COUNT"]),
+            os.environ.get("BENCH_FINAL_GEN", "2"),
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -11,9 +11,11 @@ namespace of its own (`bench-<impl>`), starts the implementation as a subprocess
 - CPU seconds the impl used until "reconciled" (utime + stime, from /proc).
 
 That start is repeated `--rounds` times on the same objects (a fresh process each time) and the
-table shows each figure's median. In the last round only, phase 2 patches data.gen of every object
-(50 in flight) and measures updates/s until the impl reports "updated": bounded by how fast the
-apiserver takes the writes, which is printed beside it.
+table shows each figure's median with its min and max. In the last round only, phase 2 patches
+data.gen of every object `--updates` times (default 10: gen 2, 3, ..., 11; 50 in flight) and
+measures updates/s until the impl reports "updated" (every object seen at the last gen), which is
+bounded by how fast the apiserver takes the writes (printed beside it), and the CPU seconds the
+impl spent on those count x updates watch events: a window of tens of seconds, the steady figure.
 
 Then it kills the implementation and deletes its ConfigMaps, so every implementation meets the
 same apiserver state. The table goes to stdout, the figures to bench/runtime/results.json. The
@@ -73,11 +75,13 @@ class Round:
     rss_reconciled_kib: int | None = None
     hwm_reconciled_kib: int | None = None
     cpu_reconciled_s: float | None = None
+    cpu_started_s: float | None = None
     t_patch_start: float | None = None  # phase 2, last round only
     t_patch_end: float | None = None
     t_updated: float | None = None
     hwm_updated_kib: int | None = None
     cpu_updated_s: float | None = None
+    cpu_patch_start_s: float | None = None
 
     def phase1(self, count: int) -> dict[str, float | None]:
         out: dict[str, float | None] = dict.fromkeys(PHASE1)
@@ -91,10 +95,19 @@ class Round:
             delta = self.rss_reconciled_kib - self.rss_started_kib
             out["rss_per_10k_mib"] = delta / 1024 * PER_10K / count
         out["cpu_reconciled_s"] = self.cpu_reconciled_s
+        if self.cpu_started_s is not None and self.cpu_reconciled_s is not None:
+            out["cpu_work_s"] = self.cpu_reconciled_s - self.cpu_started_s
         return out
 
 
-PHASE1 = ("events_per_s", "sync_s", "peak_rss_mib", "rss_per_10k_mib", "cpu_reconciled_s")
+PHASE1 = (
+    "events_per_s",
+    "sync_s",
+    "peak_rss_mib",
+    "rss_per_10k_mib",
+    "cpu_reconciled_s",
+    "cpu_work_s",
+)
 
 
 @dataclass
@@ -111,28 +124,39 @@ class Measurement:
     peak_rss_mib: float | None = None
     rss_per_10k_mib: float | None = None
     cpu_reconciled_s: float | None = None
+    cpu_work_s: float | None = None  # from "started" (imports done) to "reconciled"
     # phase 2 (last round)
     write_per_s: float | None = None
     updates_per_s: float | None = None
     update_lag_after_last_write_s: float | None = None
+    update_events: int = 0  # count x updates
+    cpu_updates_s: float | None = None  # impl CPU from the first patch to "updated"
+    cpu_per_10k_updates_s: float | None = None
 
-    def derive(self, count: int) -> None:
+    def derive(self, count: int, updates: int = 1) -> None:
         per_round = [r.phase1(count) for r in self.rounds]
         for key in PHASE1:
             values = [v for f in per_round if (v := f[key]) is not None]
             setattr(self, key, statistics.median(values) if values else None)
         last = self.rounds[-1] if self.rounds else Round()
+        writes = count * updates
         if last.t_patch_start is not None and last.t_patch_end is not None:
-            self.write_per_s = count / (last.t_patch_end - last.t_patch_start)
+            self.write_per_s = writes / (last.t_patch_end - last.t_patch_start)
         if last.t_patch_start is not None and last.t_updated is not None:
-            self.updates_per_s = count / (last.t_updated - last.t_patch_start)
+            self.update_events = writes
+            self.updates_per_s = writes / (last.t_updated - last.t_patch_start)
             if last.t_patch_end is not None:
                 self.update_lag_after_last_write_s = last.t_updated - last.t_patch_end
+        if last.cpu_patch_start_s is not None and last.cpu_updated_s is not None and writes:
+            self.cpu_updates_s = last.cpu_updated_s - last.cpu_patch_start_s
+            self.cpu_per_10k_updates_s = self.cpu_updates_s * PER_10K / writes
 
-    def spread(self, count: int, key: str) -> str:
+    def spread(self, count: int, key: str, digits: int = 0) -> str:
         """'min-max' of a phase-1 figure over the rounds, for the report."""
         values = [v for r in self.rounds if (v := r.phase1(count)[key]) is not None]
-        return f"{min(values):,.0f}-{max(values):,.0f}" if len(values) > 1 else ""
+        if len(values) < 2:
+            return ""
+        return f"{min(values):,.{digits}f}-{max(values):,.{digits}f}"
 
 
 # -- /proc -------------------------------------------------------------------
@@ -193,11 +217,19 @@ async def create_objects(v1: Any, ns: str, count: int) -> float:
     return count / (time.time() - t0)
 
 
-async def patch_objects(v1: Any, ns: str, count: int) -> None:
-    async def patch(i: int) -> None:
-        await v1.patch_namespaced_config_map(cm_name(i), ns, {"data": {"gen": "2"}})
+def final_gen(updates: int) -> str:
+    """data.gen after `updates` patches of every object (created at gen 1)."""
+    return str(1 + updates)
 
-    await bounded(count, patch)
+
+async def patch_objects(v1: Any, ns: str, count: int, updates: int) -> None:
+    """Patch every object `updates` times: all to gen 2, then all to gen 3, and so on."""
+    for gen in range(2, 2 + updates):
+
+        async def patch(i: int, gen: int = gen) -> None:
+            await v1.patch_namespaced_config_map(cm_name(i), ns, {"data": {"gen": str(gen)}})
+
+        await bounded(count, patch)
 
 
 async def delete_objects(v1: Any, ns: str) -> None:
@@ -247,6 +279,7 @@ class ImplProcess:
             if event == "started":
                 r.t_started = t
                 r.rss_started_kib = proc_status(pid)["VmRSS"]
+                r.cpu_started_s = proc_cpu_s(pid)
             elif event == "synced":
                 r.t_synced = t
             elif event == "reconciled":
@@ -285,7 +318,13 @@ class ImplProcess:
 
 
 async def one_round(
-    impl: Impl, v1: Any, env: dict[str, str], r: Round, count: int, update: bool, limit_s: float
+    impl: Impl,
+    v1: Any,
+    env: dict[str, str],
+    r: Round,
+    count: int,
+    updates: int,
+    limit_s: float,
 ) -> None:
     """Start the impl, wait for it to reconcile everything (and, with `update`, for phase 2),
     kill it. Raises TimeoutError / RuntimeError when it does not get there."""
@@ -307,9 +346,11 @@ async def one_round(
         if r.t_synced is None:  # kopf may report it just after its last handler call
             with contextlib.suppress(TimeoutError):
                 await ip.wait("synced", 10)
-        if update:
+        if updates:
+            with contextlib.suppress(OSError):
+                r.cpu_patch_start_s = proc_cpu_s(ip.pid)
             r.t_patch_start = time.time()
-            await patch_objects(v1, env["BENCH_NAMESPACE"], count)
+            await patch_objects(v1, env["BENCH_NAMESPACE"], count, updates)
             r.t_patch_end = time.time()
             await ip.wait("updated", limit_s)
     finally:
@@ -322,7 +363,14 @@ async def one_round(
 
 
 async def measure(
-    impl: Impl, v1: Any, kubeconfig: Path, count: int, rounds: int, limit_s: float, logs: Path
+    impl: Impl,
+    v1: Any,
+    kubeconfig: Path,
+    count: int,
+    rounds: int,
+    updates: int,
+    limit_s: float,
+    logs: Path,
 ) -> Measurement:
     ns = f"bench-{impl.name.replace('_', '-')}"
     m = Measurement(impl=impl.name, namespace=ns)
@@ -338,22 +386,27 @@ async def measure(
         "KUBECONFIG": str(kubeconfig),
         "BENCH_NAMESPACE": ns,
         "BENCH_COUNT": str(count),
+        "BENCH_FINAL_GEN": final_gen(updates),
         "PYTHONUNBUFFERED": "1",
     }
     for i in range(1, rounds + 1):
         r = Round(log=str(logs / f"{impl.name}.{i}.log"))
         m.rounds.append(r)
         last = i == rounds
-        say(f"[{impl.name}] round {i}/{rounds}: start{', then patch every object' * last}")
+        then = f", then patch every object {updates} times" if last and updates else ""
+        say(f"[{impl.name}] round {i}/{rounds}: start{then}")
         try:
-            await one_round(impl, v1, env, r, count, last, limit_s)
+            await one_round(impl, v1, env, r, count, updates if last else 0, limit_s)
         except (TimeoutError, RuntimeError) as e:
             m.error = f"round {i}: {e} (log: {r.log})"
             say(f"[{impl.name}] FAILED: {m.error}")
             break
         f = r.phase1(count)
-        say(f"[{impl.name}] round {i}: {fmt(f['events_per_s'])} events/s")
-    m.derive(count)
+        say(
+            f"[{impl.name}] round {i}: {fmt(f['events_per_s'])} events/s, "
+            f"{fmt(f['cpu_reconciled_s'], 2)} CPU s"
+        )
+    m.derive(count, updates)
     say(f"[{impl.name}] deleting its ConfigMaps")
     await delete_objects(v1, ns)
     return m
@@ -384,6 +437,36 @@ TARGETS: list[tuple[str, str, str, float, bool]] = [
         2.0,
         False,
     ),
+    # issue 17's goals
+    ("okra_runtime events/s >= 0.8x controller-runtime", "events_per_s", CR, 0.8, True),
+    (
+        "okra_runtime CPU until reconciled <= 2x controller-runtime",
+        "cpu_reconciled_s",
+        CR,
+        2.0,
+        False,
+    ),
+    (
+        "okra_runtime CPU started -> reconciled <= 2x controller-runtime",
+        "cpu_work_s",
+        CR,
+        2.0,
+        False,
+    ),
+    (
+        "okra_runtime CPU per update event <= 2x controller-runtime",
+        "cpu_per_10k_updates_s",
+        CR,
+        2.0,
+        False,
+    ),
+    (
+        "okra_runtime RSS per cached object <= 1x controller-runtime",
+        "rss_per_10k_mib",
+        CR,
+        1.0,
+        False,
+    ),
 ]
 
 
@@ -396,6 +479,9 @@ def report(results: dict[str, Measurement], count: int, meta: dict[str, Any]) ->
         ("peak RSS (VmHWM at reconciled), MiB", "peak_rss_mib", 1),
         ("RSS per 10k cached objects, MiB", "rss_per_10k_mib", 1),
         ("CPU used until reconciled, s", "cpu_reconciled_s", 2),
+        ("  of which after started (imports done), s", "cpu_work_s", 2),
+        ("update events (count x --updates)", "update_events", 0),
+        ("CPU s per 10k update events", "cpu_per_10k_updates_s", 3),
         ("updates/s (bounded by apiserver writes)", "updates_per_s", 0),
         ("  apiserver patch rate meanwhile, /s", "write_per_s", 0),
         ("  last update seen after last write, s", "update_lag_after_last_write_s", 2),
@@ -405,7 +491,7 @@ def report(results: dict[str, Measurement], count: int, meta: dict[str, Any]) ->
     col_w = max(16, *(len(n) + 5 for n in names))
     out = [
         f"bench/runtime: {count:,} ConfigMaps, informer -> workqueue -> no-op reconcile; "
-        f"phase-1 figures are the median of {rounds} starts, updates/s is from the last",
+        f"phase-1 figures are the median of {rounds} starts, update figures are from the last",
         f"kube-apiserver {meta['kubernetes']}, {meta['cpus']} CPUs, load average "
         f"{meta['loadavg_start']} at start, {meta['loadavg_end']} at end; wall {meta['wall_s']}s",
         "",
@@ -422,12 +508,14 @@ def report(results: dict[str, Measurement], count: int, meta: dict[str, Any]) ->
             else:
                 cells.append(fmt(getattr(m, attr), digits))
         out.append(label.ljust(label_w) + "".join(c.rjust(col_w) for c in cells))
-    spreads = [results[n].spread(count, "events_per_s") for n in names]
-    if any(spreads):
-        out.append(
-            "  events/s over the starts (min-max)".ljust(label_w)
-            + "".join(s.rjust(col_w) for s in spreads)
-        )
+    for label, key, digits in (
+        ("  events/s over the starts (min-max)", "events_per_s", 0),
+        ("  CPU s until reconciled (min-max)", "cpu_reconciled_s", 2),
+        ("  CPU s started -> reconciled (min-max)", "cpu_work_s", 2),
+    ):
+        spreads = [results[n].spread(count, key, digits) for n in names]
+        if any(spreads):
+            out.append(label.ljust(label_w) + "".join(s.rjust(col_w) for s in spreads))
     for n in names:
         m = results[n]
         if m.skipped:
@@ -439,7 +527,9 @@ def report(results: dict[str, Measurement], count: int, meta: dict[str, Any]) ->
     others = [n for n in names if n != OKRA]
     out += ["", "okra_runtime / other".ljust(label_w) + "".join(n.rjust(col_w) for n in others)]
     short = ["events/s", "time to first full sync", "peak RSS", "RSS per 10k cached objects"]
-    short += ["CPU used until reconciled", "updates/s (write-bound)"]
+    short += ["CPU used until reconciled", "CPU started -> reconciled", "update events"]
+    short += ["CPU per update event"]
+    short += ["updates/s (write-bound)"]
     for label, (_, attr, _) in zip(short, rows, strict=False):
         cells = []
         for n in others:
@@ -456,7 +546,7 @@ def report(results: dict[str, Measurement], count: int, meta: dict[str, Any]) ->
         else:
             met = r >= target if higher_better else r <= target
             verdict = f"{r:.2f}x: {'met' if met else 'NOT met'}"
-        out.append(f"  {text.ljust(62)}{verdict}")
+        out.append(f"  {text.ljust(64)}{verdict}")
         targets[text] = {"ratio": r, "target": target, "met": met}
     meta["targets"] = targets
     return "\n".join(out)
@@ -496,7 +586,7 @@ async def run_all(
         v1 = k8s.CoreV1Api(api)
         for impl in impls:
             results[impl.name] = await measure(
-                impl, v1, kubeconfig, args.count, args.rounds, args.timeout, logs
+                impl, v1, kubeconfig, args.count, args.rounds, args.updates, args.timeout, logs
             )
     return results
 
@@ -505,7 +595,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--impls", default="okra,kopf,controller-runtime")
     p.add_argument("--count", type=int, default=int(os.environ.get("BENCH_COUNT", "10000")))
-    p.add_argument("--rounds", type=int, default=3, help="starts per impl; medians are shown")
+    p.add_argument("--rounds", type=int, default=5, help="starts per impl; medians are shown")
+    p.add_argument(
+        "--updates", type=int, default=10, help="patches of every object in the last round"
+    )
     p.add_argument("--timeout", type=float, default=600, help="seconds per phase")
     p.add_argument("--kopf-python", default=str(HERE.parent / ".venv-kopf/bin/python"))
     p.add_argument("--controller-runtime", default="", help="the built Go binary")
@@ -513,6 +606,8 @@ def main() -> None:
     args = p.parse_args()
     if args.rounds < 1:
         p.error("--rounds must be at least 1")
+    if args.updates < 0:
+        p.error("--updates must be at least 0")
     wall0 = time.time()
     impls = implementations(args)
     logs = HERE / "logs"
@@ -522,6 +617,7 @@ def main() -> None:
     meta: dict[str, Any] = {
         "count": args.count,
         "rounds": args.rounds,
+        "updates": args.updates,
         "in_flight": IN_FLIGHT,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),

@@ -12,7 +12,6 @@ so the Deployment can set them either way.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -20,9 +19,10 @@ from collections.abc import Sequence
 import structlog
 
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.registry import CONTROLLERS, REQUIRED_KINDS
+from okra_controllers.registry import CACHE_SELECTORS, CONTROLLERS, REQUIRED_KINDS
 from okra_controllers.settings import Settings as Settings
 from okra_runtime import Client, Manager, ManagerOptions, configure_logging
+from okra_runtime import loop as event_loop
 from okra_runtime.errors import NoKindMatchError
 from okra_runtime.informer import InformerOptions
 from okra_runtime.leaderelection import LeadershipLostError
@@ -176,6 +176,7 @@ async def run(a: argparse.Namespace) -> int:
                 leader_election_id=a.leader_election_id,
                 leader_election_namespace=a.okra_namespace,
                 informer=InformerOptions(inactivity_timeout=a.watch_inactivity_timeout),
+                label_selectors=dict(CACHE_SELECTORS),
             ),
         )
         enabled = [c for c in a.controllers.split(",") if c and await _served(client, c)]
@@ -245,7 +246,7 @@ EMULATOR_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testin
 def main(argv: Sequence[str] | None = None) -> None:
     a = parse_args(argv)
     configure_logging(a.log_format, a.log_level)
-    sys.exit(asyncio.run(run(a)))
+    sys.exit(event_loop.run(run(a)))  # uvloop when installed (okra[uvloop])
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@ from __future__ import annotations
 from okra_controllers.albconfig.controller import setup as setup_albconfigs
 from okra_controllers.analysis.check_controller import setup as setup_checks
 from okra_controllers.analysis.run_controller import setup as setup_analysisruns
+from okra_controllers.cell.controller import JOB
 from okra_controllers.cell.controller import setup as setup_cells
 from okra_controllers.cell.pause_controller import setup as setup_pauses
 from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.clusterset.plan import SECRET_TYPE_LABEL
 from okra_controllers.nlbconfig.controller import setup as setup_nlbconfigs
 from okra_controllers.progressiverollout.controller import setup as setup_progressiverollouts
 from okra_controllers.settings import Setup
@@ -38,3 +40,11 @@ REQUIRED_KINDS: dict[str, GVK] = {
 }
 """Kinds a controller watches that okra does not install: without them it stays off (its
 informer would never sync and hold every controller back)."""
+
+
+CACHE_SELECTORS: dict[GVK, str] = {
+    GVK("", "v1", "Secret"): f"{SECRET_TYPE_LABEL}=cluster",  # Argo CD cluster Secrets only
+    JOB: "okra.mumo.co/cell",  # the Cells' check Jobs (cell.controller.check_job)
+}
+"""The manager caches only the Secrets and Jobs okra reads: every reader of the Secret
+informer wants Argo CD cluster Secrets, and the Cell controller only its own Jobs."""

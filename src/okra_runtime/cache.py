@@ -116,6 +116,21 @@ class Store:
     def keys(self) -> list[str]:
         return list(self._items)
 
+    def has_index(self, name: str) -> bool:
+        return name in self._index_funcs
+
+    def keys_by_index(self, index: str, value: str) -> set[str]:
+        """The keys of the objects found under `value` in `index` (a new set)."""
+        if index not in self._indexes:
+            raise KeyError(f"no index {index!r}; known: {sorted(self._indexes)}")
+        return set(self._indexes[index].get(value, ()))
+
+    def peek(self, key: str) -> Obj | None:
+        """The cached object itself, not a copy, for cheap read-only looks in event
+        handlers and mappers that run once per event (a copy of every candidate there
+        makes a handler cost grow with the cache). Never mutate what it returns."""
+        return self._items.get(key)
+
     def get(self, name: str, namespace: str | None = None) -> Obj | None:
         obj = self._items.get(f"{namespace}/{name}" if namespace else name)
         return json_copy(obj) if obj is not None else None

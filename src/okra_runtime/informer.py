@@ -19,6 +19,18 @@ kind of failure changes, and every delay is jittered (50-100 %) so that the
 informers of one manager do not reconnect in lockstep. The first failure of a
 streak, and a change of reason, log a warning; the repeats log at debug.
 
+Transform: every object the informer receives goes through
+`InformerOptions.transform` before it is stored or handed to handlers, as
+client-go's `SetTransform`. The default, `drop_managed_fields`, removes
+`metadata.managedFields` (server-side apply bookkeeping that a reconciler
+never reads, often the largest part of a small object): less memory per cached
+object, and less to copy on every cache read. Pass `transform=None` to keep
+objects exactly as served.
+
+Resync: with `resync_period`, every cached object is handed to the handlers
+again as an update once per period, spread evenly over the period in small
+batches (jittered), not as one burst that fills the queues at once.
+
 Handlers are plain callbacks run inline on the event loop; they must be cheap
 (enqueueing into a workqueue is the intended use).
 """
@@ -42,6 +54,16 @@ from okra_runtime.errors import ApiError, GoneError, WatchStalledError, unreacha
 from okra_runtime.gvk import GVK, object_key
 
 log = structlog.get_logger("okra_runtime.informer")
+
+Transform = Callable[[Obj], Obj]
+
+
+def drop_managed_fields(obj: Obj) -> Obj:
+    """The default informer transform: drop `metadata.managedFields` in place."""
+    meta = obj.get("metadata")
+    if meta is not None:
+        meta.pop("managedFields", None)
+    return obj
 
 
 class EventHandler(Protocol):
@@ -71,6 +93,10 @@ class FuncHandler:
             self.delete(obj)
 
 
+RESYNC_SLICES = 60
+"""A resync is dispatched in at most this many batches spread over its period."""
+
+
 @dataclass
 class InformerOptions:
     namespace: str | None = None
@@ -83,6 +109,7 @@ class InformerOptions:
     backoff_base: float = 0.2
     backoff_max: float = 30.0
     backoff_max_unreachable: float = 1.0  # server down, restarting or overloaded
+    transform: Transform | None = drop_managed_fields  # before storing; None keeps all
 
 
 def backoff_delay(options: InformerOptions, failures: int, unreachable_server: bool) -> float:
@@ -206,7 +233,10 @@ class Informer:
             limit=o.page_size,
         )
         seen: set[str] = set()
+        transform = o.transform
         for obj in listed.items:
+            if transform is not None:
+                obj = transform(obj)
             key = object_key(obj)
             seen.add(key)
             old = self.store.upsert(obj)
@@ -247,6 +277,8 @@ class Informer:
             self._rv = rv
         if kind == "BOOKMARK":
             return
+        if self.options.transform is not None:
+            obj = self.options.transform(obj)
         if kind in ("ADDED", "MODIFIED"):
             old = self.store.upsert(obj)
             for h in self._handlers:
@@ -260,10 +292,27 @@ class Informer:
                 h.on_delete(gone if gone is not None else obj)
 
     async def _resync_loop(self) -> None:
-        assert self.options.resync_period
+        """Every period, hand each cached object to the handlers again, spread over
+        the period: the keys are shuffled and dispatched in up to RESYNC_SLICES
+        batches with the period divided between them, so a resync of thousands of
+        objects is a steady trickle into the queues rather than one burst. An
+        object deleted (or replaced) meanwhile is dispatched as it is now."""
+        period = self.options.resync_period
+        assert period
+        await asyncio.sleep(period * (0.5 + random.random() / 2))  # stagger informers
         while True:
-            await asyncio.sleep(self.options.resync_period)
-            if self.has_synced:
-                for obj in list(self.store.raw_items().values()):
-                    for h in self._handlers:
-                        h.on_update(obj, obj)
+            if not self.has_synced:
+                await asyncio.sleep(period)
+                continue
+            keys = list(self.store.raw_items())
+            random.shuffle(keys)
+            slices = max(1, min(RESYNC_SLICES, len(keys)))
+            size = -(-len(keys) // slices)
+            for i in range(slices):
+                items = self.store.raw_items()
+                for key in keys[i * size : (i + 1) * size]:
+                    obj = items.get(key)
+                    if obj is not None:
+                        for h in self._handlers:
+                            h.on_update(obj, obj)
+                await asyncio.sleep(period / slices)

@@ -58,6 +58,10 @@ class ManagerOptions:
     graceful_shutdown_timeout: float = 30.0
     cache_sync_timeout: float = 120.0
     informer: InformerOptions = field(default_factory=InformerOptions)
+    # Kinds whose informers see only objects matching a label selector (controller-runtime's
+    # cache.Options.ByObject[...].Label): a controller that needs only the Secrets or Jobs
+    # it labels does not list, watch and hold every Secret or Job of the cluster.
+    label_selectors: dict[GVK, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,7 +104,9 @@ class Manager:
         assert ns is None or isinstance(ns, str)
         key = (gvk, ns)
         if key not in self._informers:
-            opts = InformerOptions(**{**self.options.informer.__dict__, "namespace": ns})
+            base = self.options.informer
+            selector = self.options.label_selectors.get(gvk, base.label_selector)
+            opts = InformerOptions(**{**base.__dict__, "namespace": ns, "label_selector": selector})
             inf = Informer(self.client, gvk, opts)
             self._informers[key] = inf
             if self._started:

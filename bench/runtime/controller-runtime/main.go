@@ -5,7 +5,7 @@
 // Protocol (see bench/README.md): env KUBECONFIG, BENCH_NAMESPACE, BENCH_COUNT;
 // JSON lines on stdout: started, synced, reconciled (BENCH_COUNT distinct
 // objects reconciled once), updated (BENCH_COUNT distinct objects reconciled
-// with data.gen == "2"). Logs go to stderr.
+// with data.gen == BENCH_FINAL_GEN, default "2"). Logs go to stderr.
 package main
 
 import (
@@ -43,6 +43,7 @@ func emit(event string, count int) {
 type counter struct {
 	client.Client
 	want    int
+	final   string
 	mu      sync.Mutex
 	seen    map[types.NamespacedName]struct{}
 	updated map[types.NamespacedName]struct{}
@@ -61,7 +62,7 @@ func (c *counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			emit("reconciled", len(c.seen))
 		}
 	}
-	if cm.Data["gen"] == "2" {
+	if cm.Data["gen"] == c.final {
 		if _, ok := c.updated[req.NamespacedName]; !ok {
 			c.updated[req.NamespacedName] = struct{}{}
 			if len(c.updated) == c.want {
@@ -70,6 +71,14 @@ func (c *counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// finalGen is the data.gen value of the last update the orchestrator writes.
+func finalGen() string {
+	if g := os.Getenv("BENCH_FINAL_GEN"); g != "" {
+		return g
+	}
+	return "2"
 }
 
 func main() {
@@ -103,6 +112,7 @@ func run() error {
 	r := &counter{
 		Client:  mgr.GetClient(),
 		want:    want,
+		final:   finalGen(),
 		seen:    make(map[types.NamespacedName]struct{}, want),
 		updated: make(map[types.NamespacedName]struct{}, want),
 	}

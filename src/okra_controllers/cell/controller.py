@@ -473,22 +473,47 @@ def _owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SELECTOR_INDEX = "target-group-selector"
+"""Cells by each `key=value` of their target group selector (`*`: an empty selector)."""
+
+
+def _target_group_selector(cell: dict[str, Any]) -> dict[str, Any]:
+    ingress = (cell.get("spec") or {}).get("ingress") or {}
+    lb = (
+        ingress.get("awsNetworkLoadBalancer")
+        if ingress.get("type") == "AWSNetworkLoadBalancer"
+        else None
+    ) or ingress.get("awsApplicationLoadBalancer")
+    sel: dict[str, Any] = ((lb or {}).get("targetGroupSelector") or {}).get("matchLabels") or {}
+    return sel
+
+
+def _selector_terms(cell: dict[str, Any]) -> list[str]:
+    return [f"{k}={v}" for k, v in _target_group_selector(cell).items()] or ["*"]
+
+
 def cells_for_target_group(cells: Store) -> Callable[[dict[str, Any]], list[Request]]:
-    """Map an AWSTargetGroup to the Cells in its namespace whose selector matches it."""
+    """Map an AWSTargetGroup to the Cells in its namespace whose selector matches it.
+
+    Runs for every AWSTargetGroup event, thousands at start-up: the candidates come from
+    an index of the Cells' selector terms (a Cell whose selector matches has each of its
+    terms among the target group's labels), so the cost is that of the matching Cells,
+    not of every Cell in the cache."""
+    if not cells.has_index(SELECTOR_INDEX):
+        cells.add_index(SELECTOR_INDEX, _selector_terms)
 
     def mapper(tg: dict[str, Any]) -> list[Request]:
         ns = tg["metadata"].get("namespace") or ""
         labels = tg["metadata"].get("labels") or {}
+        keys = cells.keys_by_index(SELECTOR_INDEX, "*")
+        for k, v in labels.items():
+            keys |= cells.keys_by_index(SELECTOR_INDEX, f"{k}={v}")
         out = []
-        for c in cells.list(ns):
-            ingress = (c.get("spec") or {}).get("ingress") or {}
-            lb = (
-                ingress.get("awsNetworkLoadBalancer")
-                if ingress.get("type") == "AWSNetworkLoadBalancer"
-                else None
-            ) or ingress.get("awsApplicationLoadBalancer")
-            sel = ((lb or {}).get("targetGroupSelector") or {}).get("matchLabels") or {}
-            if all(labels.get(k) == v for k, v in sel.items()):
+        for key in sorted(keys):
+            c = cells.peek(key)
+            if c is None or (c["metadata"].get("namespace") or "") != ns:
+                continue
+            if all(labels.get(k) == v for k, v in _target_group_selector(c).items()):
                 out.append(Request(c["metadata"]["name"], ns))
         return out
 
