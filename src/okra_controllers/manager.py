@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -22,12 +23,15 @@ from okra_controllers.analysis.run_controller import ANALYSIS_RUN, AnalysisRunRe
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.cell.controller import (
     ALB_CONFIG,
+    APPLICATION,
     BLOCKLIST,
     CELL,
     JOB,
+    SECRET,
     TARGET_GROUP,
     CellReconciler,
     cells_for_target_group,
+    cells_with_argocd,
 )
 from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
 from okra_controllers.clusterset.controller import setup_clustersets
@@ -62,6 +66,8 @@ class Settings:
     """Seconds between reads of workload clusters (TargetGroupBindings, nodes, pods): they are
     reached through Argo CD cluster Secrets and not watched."""
     drift_check: float = 60.0  # seconds between looks at each listener rule (drift repair)
+    argocd: bool = False
+    """Argo CD's Application kind is served: Cells with `spec.argocd` watch Applications."""
 
 
 Setup = Callable[[Manager, Settings], None]
@@ -100,9 +106,9 @@ def setup_checks(mgr: Manager, s: Settings) -> None:
 
 
 def setup_cells(mgr: Manager, s: Settings) -> None:
-    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws)
+    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws, argocd=s.argocd)
     cells = mgr.informer_for(CELL).store
-    (
+    builder = (
         mgr.builder("cell")
         .for_(CELL, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
         .owns(ANALYSIS_RUN)
@@ -115,9 +121,12 @@ def setup_cells(mgr: Manager, s: Settings) -> None:
             BLOCKLIST,
             lambda b: [Request(b["metadata"]["name"], b["metadata"].get("namespace") or "")],
         )
+        .watches(SECRET, cells_with_argocd(cells))
         .with_options(max_concurrent_reconciles=s.concurrency)
-        .complete(rec)
     )
+    if s.argocd:
+        builder = builder.watches(APPLICATION, cells_with_argocd(cells))
+    builder.complete(rec)
 
 
 def setup_pauses(mgr: Manager, s: Settings) -> None:
@@ -177,6 +186,14 @@ async def _served(client: Client, name: str) -> bool:
         await client.resource(gvk)
     except NoKindMatchError as e:
         log.warning("controller off: a kind it needs is not served", controller=name, error=str(e))
+        return False
+    return True
+
+
+async def _kind_served(client: Client, gvk: GVK) -> bool:
+    try:
+        await client.resource(gvk)
+    except NoKindMatchError:
         return False
     return True
 
@@ -308,6 +325,7 @@ async def run(a: argparse.Namespace) -> int:
             ),
         )
         enabled = [c for c in a.controllers.split(",") if c and await _served(client, c)]
+        settings = dataclasses.replace(settings, argocd=await _kind_served(client, APPLICATION))
         for name in enabled:
             CONTROLLERS[name](mgr, settings)
         log.info(
