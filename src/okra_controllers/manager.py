@@ -12,6 +12,7 @@ so the Deployment can set them either way.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -19,11 +20,13 @@ from collections.abc import Sequence
 import structlog
 
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.cell.controller import APPLICATION
 from okra_controllers.registry import CACHE_SELECTORS, CONTROLLERS, REQUIRED_KINDS
 from okra_controllers.settings import Settings as Settings
 from okra_runtime import Client, Manager, ManagerOptions, configure_logging
 from okra_runtime import loop as event_loop
 from okra_runtime.errors import NoKindMatchError
+from okra_runtime.gvk import GVK
 from okra_runtime.informer import InformerOptions
 from okra_runtime.leaderelection import LeadershipLostError
 
@@ -38,6 +41,14 @@ async def _served(client: Client, name: str) -> bool:
         await client.resource(gvk)
     except NoKindMatchError as e:
         log.warning("controller off: a kind it needs is not served", controller=name, error=str(e))
+        return False
+    return True
+
+
+async def _kind_served(client: Client, gvk: GVK) -> bool:
+    try:
+        await client.resource(gvk)
+    except NoKindMatchError:
         return False
     return True
 
@@ -180,6 +191,7 @@ async def run(a: argparse.Namespace) -> int:
             ),
         )
         enabled = [c for c in a.controllers.split(",") if c and await _served(client, c)]
+        settings = dataclasses.replace(settings, argocd=await _kind_served(client, APPLICATION))
         for name in enabled:
             CONTROLLERS[name](mgr, settings)
         log.info(

@@ -135,7 +135,10 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(GROUP, "versionblocklists", verbs=KEEP),
         PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),
         rule(CORE, "configmaps", verbs=("get",)),
-        rule(CORE, "secrets", verbs=("get",)),
+        # Argo CD cluster Secret strategies: the app labels on cluster Secrets (merge patch),
+        # Applications read to wait for Synced/Healthy.
+        rule(CORE, "secrets", verbs=(*READ, "patch")),
+        rule(ARGO_GROUP, "applications", verbs=READ),
         EVENTS,
     ),
     # Makes an ALB listener rule match its config; its finalizer (set with an update of the

@@ -26,6 +26,8 @@ class Settings:
     """Seconds between reads of workload clusters (TargetGroupBindings, nodes, pods): they are
     reached through Argo CD cluster Secrets and not watched."""
     drift_check: float = 60.0  # seconds between looks at each listener rule (drift repair)
+    argocd: bool = False
+    """Argo CD's Application kind is served: Cells with `spec.argocd` watch Applications."""
 
 
 Setup = Callable[[Manager, Settings], None]

@@ -77,7 +77,12 @@ async def test_precheck_passes_manager_killed_mid_job_then_postcheck_rolls_back(
     slow_pass = check("run-test", "import time; time.sleep(4)")
     post_fail = check("smoke", "import sys; print('smoke: 503'); sys.exit(1)")
     cell = cell_obj(
-        ns, env.alb.listener_arn, [{"setWeight": 50}], prechecks=[slow_pass], postchecks=[post_fail]
+        ns,
+        env.alb.listener_arn,
+        [{"setWeight": 50}],
+        prechecks=[slow_pass],
+        postchecks=[post_fail],
+        rollbackDelaySeconds=3,
     )
     await rt_client.create(cell)
     async with JobRunner(rt_client, ns) as runner:
@@ -94,11 +99,15 @@ async def test_precheck_passes_manager_killed_mid_job_then_postcheck_rolls_back(
         assert await env.rule_weights() == {"web-a-v1": 100}  # nothing moved during Init
         okra.start()
 
-        # The precheck passes, traffic moves, v2 reaches 100%, the postcheck fails: back.
+        # The precheck passes, traffic moves, v2 reaches 100%, the postcheck fails: v2 keeps
+        # serving for rollbackDelaySeconds, then back.
         st = await wait_status(rt_client, ns, lambda s: s.get("lifecycle") == "Error")
         assert "postcheck smoke failed" in st["message"]
         assert "exit code 1: smoke: 503" in st["message"]
-        assert "Rolling back" in st["message"]
+        assert "Waiting 3 seconds before starting a rollback" in st["message"]
+        assert st["rollbackAt"]
+        assert await env.rule_weights() == {"web-a-v2": 100}
+        st = await wait_status(rt_client, ns, lambda s: "Rolling back" in (s.get("message") or ""))
     assert st["stableVersion"] == "v1"
 
     async def back() -> bool:

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus, ListenerRule
+from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.plan import Forward, Observed, Plan, plan
-from okra_controllers.cell.versions import group_target_groups
+from okra_controllers.cell.versions import Grouped, group_target_groups
 
 T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 LABEL = "okra.mumo.co/version"
@@ -97,7 +98,7 @@ class World:
                 generation=1,
                 spec=self.spec,
                 status=self.status,
-                grouped=group_target_groups(self.tgs, [LABEL]),
+                grouped=self.grouped(),
                 forward=self.forward,
                 synced=self.synced,
                 blocked=dict(self.blocked),
@@ -109,8 +110,10 @@ class World:
                 health={arn: name not in self.unhealthy for name, arn, _ in self.tgs},
                 paused=self.paused,
                 jobs=dict(self.jobs),
+                clusters=self.clusters(),
             )
         )
+        self.acted_more(p)
         self.history.append(p)
         if p.forward is not None and (
             self.forward is None or sorted(p.forward) != sorted(self.forward)
@@ -140,6 +143,16 @@ class World:
     def run(self, ticks: int = 40) -> None:
         for _ in range(ticks):
             self.tick()
+
+    def grouped(self) -> Grouped:
+        return group_target_groups(self.tgs, [LABEL])
+
+    def clusters(self) -> ClusterView | None:
+        """The Argo CD clusters observed (worlds with Argo CD clusters have some)."""
+        return None
+
+    def acted_more(self, p: Plan) -> None:
+        """Carry out the rest of a plan (worlds with Argo CD clusters move labels)."""
 
     def weights(self) -> dict[str, int]:
         return {f.name: f.weight for f in self.forward or ()}
@@ -536,6 +549,7 @@ def test_six_target_groups_in_one_version_degrade_with_what_to_fix() -> None:
 
 def test_a_listener_rule_without_conditions_degrades() -> None:
     s = spec([])
+    assert s.ingress is not None
     alb = s.ingress.aws_application_load_balancer
     assert alb is not None
     alb.listener_rule = ListenerRule(priority=10)

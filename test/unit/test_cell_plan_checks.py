@@ -75,10 +75,23 @@ def test_a_failed_precheck_blocks_the_version_before_any_traffic() -> None:
     assert len(w.jobs) == 1
 
 
-def test_a_failed_postcheck_rolls_back() -> None:
-    w = rolled_out(with_checks([{"setWeight": 50}], [], ["smoke"]))
+def test_a_failed_postcheck_waits_the_rollback_delay_then_rolls_back() -> None:
+    w = rolled_out(with_checks([{"setWeight": 50}], [], ["smoke"], rollbackDelaySeconds=8))
     w.job_outcome = lambda name: ("Failed", "exit code 1")
     w.run(20)
+    waiting = [
+        p
+        for p in w.history
+        if "smoke failed (Job " in (p.status.message or "")
+        and "exit code 1). Waiting 8 seconds before starting a rollback" in (p.status.message or "")
+    ]
+    assert len(waiting) == 8  # 1-second ticks: at 8 seconds the rollback starts
+    assert all({f.version for f in p.forward or ()} == {"v2"} for p in waiting)
+    assert all(p.status.lifecycle == "Error" and p.block is None for p in waiting)
+    assert [e.reason for p in waiting for e in p.events] == ["PostcheckFailed"]
+    assert all(p.requeue_after is not None and p.requeue_after <= 8 for p in waiting)
+    started = {p.status.rollback_at for p in waiting}
+    assert len(started) == 1  # the time is in the status: a restart waits for the same one
     assert any({f.version for f in p.forward or ()} == {"v2"} for p in w.history)
     assert w.weights() == {"a-v1": 100}
     assert "v2" in w.blocked
@@ -126,11 +139,11 @@ def test_a_cell_without_checks_has_no_lifecycle() -> None:
 def test_any_checks_end_completed_or_error(
     pre: list[str], post: list[str], failing: str | None
 ) -> None:
-    w = rolled_out(with_checks([{"setWeight": 40}], pre, post))
+    w = rolled_out(with_checks([{"setWeight": 40}], pre, post, rollbackDelaySeconds=10))
     w.job_outcome = lambda name: (
         ("Failed", "exit 1") if failing and name.endswith(f"-{failing}") else ("Succeeded", "")
     )
-    w.run(40)
+    w.run(50)
     fails = failing is not None and failing in pre + post
     if not pre and not post:
         assert w.status.lifecycle is None

@@ -166,6 +166,7 @@ def test_the_seed_spelling_is_read_and_warned_about_once_per_generation() -> Non
 
 def test_an_alb_cell_is_never_warned_about_the_key() -> None:
     w = rolled_out(nlb_spec([ANALYSIS], key="awsApplicationLoadBalancer"))
+    assert w.spec.ingress is not None
     w.spec = w.spec.model_copy(
         update={"ingress": w.spec.ingress.model_copy(update={"type": "AWSApplicationLoadBalancer"})}
     )

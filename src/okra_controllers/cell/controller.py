@@ -38,6 +38,7 @@ from okra_controllers.api.v1alpha1.cell import (
 from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
+from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunRequest, plan
@@ -63,9 +64,12 @@ TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
 ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
 JOB = GVK("batch", "v1", "Job")
+SECRET = GVK("", "v1", "Secret")
+APPLICATION = GVK("argoproj.io", "v1alpha1", "Application")
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
+CLUSTER_SECRET = {SECRET_TYPE_LABEL: "cluster"}
 HEALTH_RECHECK = 5.0  # seconds between health checks of a target group waiting for traffic
 log = structlog.get_logger("okra.cell")
 
@@ -141,7 +145,10 @@ class CellReconciler:
         events: EventRecorder,
         aws: AwsConfig,
         clock: Callable[[], datetime.datetime] = utcnow,
+        argocd: bool = False,
     ) -> None:
+        """`argocd`: Argo CD's Application kind is served (watched for Cells with
+        `spec.argocd`); without it such Cells are reported, the others work as ever."""
         self.client: Client = mgr.client
         self.cells: Store = mgr.informer_for(CELL).store
         self.target_groups: Store = mgr.informer_for(TARGET_GROUP).store
@@ -150,6 +157,8 @@ class CellReconciler:
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
         self.pauses: Store = mgr.informer_for(PAUSE).store
         self.jobs: Store = mgr.informer_for(JOB).store
+        self.secrets: Store = mgr.informer_for(SECRET).store
+        self.apps: Store | None = mgr.informer_for(APPLICATION).store if argocd else None
         self.events = events
         self.aws = aws
         self.clock = clock
@@ -161,10 +170,19 @@ class CellReconciler:
         self, raw: dict[str, Any], cell: Cell, blocklist: dict[str, Any] | None
     ) -> tuple[Observed, dict[str, Any] | None]:
         ns, name = cell.metadata.namespace or "", cell.metadata.name
-        lb = cell.spec.ingress.listener()
-        selector = lb.target_group_selector.match_labels if lb else {}
-        tgs = self.target_groups.list(ns, selector_from_dict({"matchLabels": selector}))
-        config = (self.nlb_configs if cell.spec.ingress.network else self.configs).get(name, ns)
+        ingress = cell.spec.ingress
+        tgs: list[dict[str, Any]] = []
+        config = None
+        if ingress is not None:
+            lb = ingress.listener()
+            selector = lb.target_group_selector.match_labels if lb else {}
+            tgs = self.target_groups.list(ns, selector_from_dict({"matchLabels": selector}))
+            config = (self.nlb_configs if ingress.network else self.configs).get(name, ns)
+        secrets: list[dict[str, Any]] = []
+        apps: list[dict[str, Any]] | None = []
+        if cell.spec.argocd is not None:
+            secrets = self.secrets.list(ns, selector_from_dict({"matchLabels": CLUSTER_SECRET}))
+            apps = self.apps.list(ns) if self.apps is not None else None
         uid = cell.metadata.uid or ""
         observed = observe(
             cell,
@@ -175,6 +193,8 @@ class CellReconciler:
             self.pauses.by_index(OWNER_INDEX, uid),
             self.clock(),
             self.jobs.by_index(OWNER_INDEX, uid),
+            secrets,
+            apps,
         )
         return observed, config
 
@@ -186,16 +206,13 @@ class CellReconciler:
             report_info(req.namespace or "", req.name, None)
             return None
         cell = Cell.model_validate(raw)
-        if cell.spec.ingress.listener() is None:  # the CRD's rules say this too
-            key = (
-                "awsNetworkLoadBalancer"
-                if cell.spec.ingress.network
-                else ("awsApplicationLoadBalancer")
-            )
+        ingress = cell.spec.ingress
+        if ingress is not None and ingress.listener() is None:  # the CRD's rules say this too
+            key = "awsNetworkLoadBalancer" if ingress.network else "awsApplicationLoadBalancer"
             await self._report_only(
                 raw,
                 cell,
-                f"spec.ingress: type {cell.spec.ingress.type} needs ingress.{key} "
+                f"spec.ingress: type {ingress.type} needs ingress.{key} "
                 "(listenerARN, targetGroupSelector)",
             )
             return None
@@ -252,8 +269,9 @@ class CellReconciler:
             self.notifier.track(CELL, ns, name, before.notifications or [])
             return False
         self.notifier.track(CELL, ns, name, p.status.notifications or [])
-        if p.forward is not None:
+        if p.forward is not None and cell.spec.ingress is not None:
             await self._apply_config(raw, cell, p.forward, config)
+        await self._label_clusters(raw, cell, p)
         for run in p.create_runs:
             if not await self._create_run(raw, cell, run, p):
                 break
@@ -290,6 +308,34 @@ class CellReconciler:
         PROGRESS_DEADLINE_EXCEEDED.labels(ns, name).set(past_deadline(p.status))
         return True
 
+    async def _label_clusters(self, raw: dict[str, Any], cell: Cell, p: Plan) -> None:
+        """Add and remove the app labels on cluster Secrets (a merge patch of those labels
+        alone, okra's field manager; a Secret already as planned is not in the plan)."""
+        argo = cell.spec.argocd
+        if argo is None:
+            return
+        ns = cell.metadata.namespace or ""
+        for names, add in ((p.unlabel, False), (p.label, True)):
+            for secret in names:
+                try:
+                    await self.client.patch(
+                        SECRET,
+                        secret,
+                        label_patch(argo, add),
+                        namespace=ns,
+                        field_manager=FIELD_MANAGER,
+                    )
+                except NotFoundError:
+                    continue
+                what = "gave" if add else "took"
+                prep = "to" if add else "from"
+                labels = ", ".join(f"{k}={v}" for k, v in argo.cluster_secret.labels.items())
+                message = f"{what} the app labels ({labels}) {prep} cluster Secret {secret}"
+                self.events.event(
+                    raw, "Normal", "ClusterLabelled" if add else "ClusterUnlabelled", message
+                )
+                log.info("cluster secret labels", secret=secret, add=add)
+
     async def _stop(self, gvk: GVK, store: Store, name: str, ns: str, flag: str) -> None:
         """Set `spec.<flag>` (terminate a run, cancel a pause) unless already set."""
         cached = store.get(name, ns)
@@ -305,6 +351,7 @@ class CellReconciler:
         forward: Iterable[Forward],
         config: dict[str, Any] | None,
     ) -> None:
+        assert cell.spec.ingress is not None
         lb = cell.spec.ingress.listener()
         assert lb is not None
         spec: dict[str, Any] = {"listenerARN": lb.listener_arn}
@@ -477,19 +524,25 @@ SELECTOR_INDEX = "target-group-selector"
 """Cells by each `key=value` of their target group selector (`*`: an empty selector)."""
 
 
-def _target_group_selector(cell: dict[str, Any]) -> dict[str, Any]:
+def _target_group_selector(cell: dict[str, Any]) -> dict[str, Any] | None:
+    """The Cell's target group labels; None for a Cell with no load balancer."""
     ingress = (cell.get("spec") or {}).get("ingress") or {}
     lb = (
         ingress.get("awsNetworkLoadBalancer")
         if ingress.get("type") == "AWSNetworkLoadBalancer"
         else None
     ) or ingress.get("awsApplicationLoadBalancer")
-    sel: dict[str, Any] = ((lb or {}).get("targetGroupSelector") or {}).get("matchLabels") or {}
+    if not lb:
+        return None
+    sel: dict[str, Any] = (lb.get("targetGroupSelector") or {}).get("matchLabels") or {}
     return sel
 
 
 def _selector_terms(cell: dict[str, Any]) -> list[str]:
-    return [f"{k}={v}" for k, v in _target_group_selector(cell).items()] or ["*"]
+    sel = _target_group_selector(cell)
+    if sel is None:
+        return []
+    return [f"{k}={v}" for k, v in sel.items()] or ["*"]
 
 
 def cells_for_target_group(cells: Store) -> Callable[[dict[str, Any]], list[Request]]:
@@ -513,17 +566,43 @@ def cells_for_target_group(cells: Store) -> Callable[[dict[str, Any]], list[Requ
             c = cells.peek(key)
             if c is None or (c["metadata"].get("namespace") or "") != ns:
                 continue
-            if all(labels.get(k) == v for k, v in _target_group_selector(c).items()):
+            sel = _target_group_selector(c)
+            if sel is not None and all(labels.get(k) == v for k, v in sel.items()):
                 out.append(Request(c["metadata"]["name"], ns))
         return out
 
     return mapper
 
 
+def cells_with_argocd(cells: Store) -> Callable[[dict[str, Any]], list[Request]]:
+    """Map a cluster Secret or an Argo CD Application to the Cells beside it that have
+    `spec.argocd` (for a Secret: whose selector matches it)."""
+
+    def mapper(obj: dict[str, Any]) -> list[Request]:
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or ""
+        labels = meta.get("labels") or {}
+        secret = obj.get("kind") == "Secret"
+        if secret and labels.get(SECRET_TYPE_LABEL) != "cluster":
+            return []
+        out = []
+        for c in cells.list(ns):
+            argo = (c.get("spec") or {}).get("argocd")
+            if not argo:
+                continue
+            sel = ((argo.get("clusterSecret") or {}).get("selector") or {}).get("matchLabels")
+            if secret and not all(labels.get(k) == v for k, v in (sel or {}).items()):
+                continue
+            out.append(Request(c["metadata"]["name"], ns))
+        return out
+
+    return mapper
+
+
 def setup(mgr: Manager, s: Settings) -> None:
-    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws)
+    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws, argocd=s.argocd)
     cells = mgr.informer_for(CELL).store
-    (
+    builder = (
         mgr.builder("cell")
         .for_(CELL, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
         .owns(ANALYSIS_RUN)
@@ -536,6 +615,9 @@ def setup(mgr: Manager, s: Settings) -> None:
             BLOCKLIST,
             lambda b: [Request(b["metadata"]["name"], b["metadata"].get("namespace") or "")],
         )
+        .watches(SECRET, cells_with_argocd(cells))
         .with_options(max_concurrent_reconciles=s.concurrency)
-        .complete(rec)
     )
+    if s.argocd:
+        builder = builder.watches(APPLICATION, cells_with_argocd(cells))
+    builder.complete(rec)

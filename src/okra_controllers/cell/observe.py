@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
+from okra_controllers.cell.argocd import ClusterView, observe_clusters, selected
 from okra_controllers.cell.plan import Forward, Observed
 from okra_controllers.cell.versions import group_target_groups
 
@@ -20,6 +21,8 @@ Obj = dict[str, Any]
 
 
 def selects(cell: Cell, tg: Obj) -> bool:
+    if cell.spec.ingress is None:
+        return False
     lb = cell.spec.ingress.listener()
     selector = lb.target_group_selector.match_labels if lb else {}
     labels = (tg.get("metadata") or {}).get("labels") or {}
@@ -35,18 +38,33 @@ def observe(
     pauses: Iterable[Obj],
     now: datetime.datetime,
     jobs: Iterable[Obj] = (),
+    secrets: Iterable[Obj] = (),
+    apps: Iterable[Obj] | None = (),
 ) -> Observed:
     """`target_groups` already selected by the Cell's selector; `config` the Cell's load
     balancer config (ALB or NLB, by its ingress type); `runs`, `pauses` and `jobs` the
-    ones the Cell owns."""
-    grouped = group_target_groups(
-        (
+    ones the Cell owns; `secrets` and `apps` the Secrets and Argo CD Applications of the
+    Cell's namespace (`apps` None: Argo CD's Application kind is not served), read only
+    for a Cell with `spec.argocd`. A Cell with no load balancer has its versions from
+    its cluster Secrets, one entry per cluster."""
+    clusters: ClusterView | None = None
+    if cell.spec.argocd is not None:
+        secrets = list(secrets)
+        clusters = observe_clusters(cell.spec.argocd, cell.spec.labels_for_version(), secrets, apps)
+    if cell.spec.ingress is None:
+        argo = cell.spec.argocd
+        items = [
+            (s["metadata"]["name"], "", s["metadata"].get("labels") or {})
+            for s in secrets
+            if argo is not None and selected(argo, s["metadata"].get("labels") or {})
+        ]
+    else:
+        items = [
             (t["metadata"]["name"], t["spec"]["arn"], t["metadata"].get("labels") or {})
             for t in target_groups
             if (t.get("spec") or {}).get("arn")
-        ),
-        cell.spec.labels_for_version(),
-    )
+        ]
+    grouped = group_target_groups(items, cell.spec.labels_for_version())
     forward: tuple[Forward, ...] | None = None
     synced = False
     if config is not None:
@@ -83,6 +101,7 @@ def observe(
         now=now,
         paused=annotations.get(PAUSED) == "true",
         jobs={j["metadata"]["name"]: job_outcome(j) for j in jobs},
+        clusters=clusters,
     )
 
 

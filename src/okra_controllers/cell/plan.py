@@ -41,7 +41,7 @@ import datetime
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -57,7 +57,14 @@ from okra_controllers.api.v1alpha1.cell import (
     TargetGroupWeight,
 )
 from okra_controllers.api.v1alpha1.common import Condition
-from okra_controllers.cell.versions import Grouped, TargetGroup, Version, split_evenly
+from okra_controllers.cell.argocd import ClusterView
+from okra_controllers.cell.versions import (
+    Grouped,
+    TargetGroup,
+    Version,
+    parse_version,
+    split_evenly,
+)
 
 EventType = Literal["Normal", "Warning"]
 Stage = Literal["precheck", "postcheck"]
@@ -97,6 +104,9 @@ class Observed:
     paused: bool = False  # okra.mumo.co/pause annotation: hold before the next step
     # the Cell's check Jobs: name -> (Running | Succeeded | Failed, why it ended)
     jobs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # the Cell's Argo CD clusters and their Applications (None: the Cell has no spec.argocd);
+    # for a Cell with no load balancer `grouped` holds the clusters, one "target group" each.
+    clusters: ClusterView | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,8 @@ class Plan:
     held: bool = False  # a gate holds the plan back; look again soon
     requeue_after: float | None = None  # seconds until the progress deadline passes
     create_jobs: list[JobRequest] = field(default_factory=list)
+    label: list[str] = field(default_factory=list)  # cluster Secrets to give the app labels
+    unlabel: list[str] = field(default_factory=list)  # cluster Secrets to take them from
 
 
 def step_hash(version: str, spec: CellSpec) -> str:
@@ -311,8 +323,16 @@ def _desired(o: Observed) -> tuple[Version | None, str]:
 
 def plan(o: Observed) -> Plan:
     """What to do next: the rollout's plan, then the gates that may hold it back."""
-    p = _deadline(_gated(o), o)
-    if o.spec.ingress.misspelled() and o.status.observed_generation != o.generation:
+    if o.spec.ingress is None:
+        p = _deadline(_clusters_only(o), o)
+    else:
+        p = _deadline(_gated(o), o)
+        _relabel_serving(p, o)
+    if (
+        o.spec.ingress is not None
+        and o.spec.ingress.misspelled()
+        and o.status.observed_generation != o.generation
+    ):
         p.events.append(
             Event(
                 "Warning",
@@ -393,6 +413,9 @@ def _gated(o: Observed) -> Plan:
     if problem is not None:
         reason, message = problem
         return _hold(p, o, "Degraded", message, Event("Warning", reason, message))
+    held = _argocd_gate(p, o)
+    if held is not None:
+        return held
     held = _analysis_health_gate(p, o)
     if held is not None:
         return held
@@ -509,6 +532,7 @@ def _report_waiting(p: Plan, o: Observed) -> None:
 def _limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[str, str] | None:
     """Load balancer limits the config would break, as (Event reason, what to fix). An
     NLB forward has the ALB's limits (5 target groups, weights 0..999) and no rule."""
+    assert o.spec.ingress is not None
     lb = "NLB" if o.spec.ingress.network else "ALB"
     alb = o.spec.ingress.aws_application_load_balancer
     if (
@@ -643,6 +667,26 @@ def _end_rollout(p: Plan, o: Observed) -> None:
     st.analysis_runs = None
     st.paused_reason = None
     st.aborted = None
+    st.rollback_at = None
+
+
+def _postcheck_failed(p: Plan, o: Observed, said: str, fail: Callable[[], Plan]) -> Plan:
+    """A failed postcheck rolls back after `rollbackDelaySeconds` (seed 002: "run-test
+    failed. Waiting 60 seconds before starting a rollback"). The time is in the status
+    (`rollbackAt`), so a restarted manager waits out the same delay, not a new one."""
+    st = p.status
+    delay = o.spec.rollback_delay_seconds
+    if st.rollback_at is None:
+        st.rollback_at = o.now + datetime.timedelta(seconds=delay)
+    if o.now >= st.rollback_at:
+        return fail()
+    message = f"{said}. Waiting {delay} seconds before starting a rollback"
+    if o.status.rollback_at is None:
+        p.events.append(Event("Warning", "PostcheckFailed", message))
+    st.lifecycle = "Error"
+    _set_phase(p, o, "Degraded", message)
+    p.requeue_after = (st.rollback_at - o.now).total_seconds()
+    return p
 
 
 def _weights_status(p: Plan) -> None:
@@ -950,7 +994,11 @@ def _canary(
         if _applied(o, p.forward) and o.spec.postchecks:
             verdict, said = _checks(p, o, "postcheck", o.spec.postchecks, fhash, rid, canary.text)
             if verdict == "failed":
-                return _fail(p, o, stable, canary, f"{said}. Rolling back")
+                _weights_status(p)
+                st.canary_weight = 100
+                return _postcheck_failed(
+                    p, o, said, lambda: _fail(p, o, stable, canary, f"{said}. Rolling back")
+                )
             if verdict == "pending":
                 st.lifecycle = "Completing"
                 _weights_status(p)
@@ -1000,3 +1048,258 @@ def _expiry(step: CanaryStep, now: datetime.datetime) -> datetime.datetime | Non
         return None
     seconds = float(d) if isinstance(d, int) or d.isdigit() else parse_duration(d)
     return now + datetime.timedelta(seconds=seconds)
+
+
+# -- Argo CD cluster Secret strategies (seed 002) -----------------------------------
+
+
+def _incoming(o: Observed, view: ClusterView) -> str | None:
+    """The version the Cell heads for, read from its clusters (a new version's target groups
+    may only appear once the app runs on its clusters): `spec.version`, else the newest
+    version with a cluster that is not blocked."""
+    if o.spec.version:
+        return o.spec.version
+    blocked = {_norm(v) for v in o.blocked}
+    versions = [
+        v
+        for v in (parse_version(c.version) for c in view.clusters)
+        if v is not None and str(v.parsed) not in blocked
+    ]
+    return str(max(versions).parsed) if versions else None
+
+
+def _norm(version: str) -> str:
+    v = parse_version(version)
+    return str(v.parsed) if v is not None else version
+
+
+def _relabel(p: Plan, o: Observed, keep: set[str]) -> None:
+    """Labels so that exactly the clusters of `keep` carry the app. DeleteBeforeCreate
+    adds labels only once every other version's clusters have lost them and Argo CD has
+    removed their Applications."""
+    view, argo = o.clusters, o.spec.argocd
+    if view is None or argo is None or not view.served:
+        return
+    keep = {v for v in keep if v}
+    label, unlabel = view.relabel(keep)
+    if argo.delete_first and label:
+        wanted = {_norm(v) for v in keep}
+        others = sorted({c.version for c in view.clusters} - wanted)
+        if unlabel or any(not view.gone(v)[0] for v in others):
+            label = []
+    p.label, p.unlabel = label, unlabel
+
+
+def _relabel_serving(p: Plan, o: Observed) -> None:
+    """A Cell behind a load balancer (CreateBeforeDelete): the serving version, the canary
+    and the incoming version keep the app; the others lose it. The old version leaves only
+    once the new one is stable (completed, postchecks passed)."""
+    if o.clusters is None or o.spec.argocd is None:
+        return
+    st = p.status
+    _relabel(
+        p, o, {st.stable_version or "", st.canary_version or "", _incoming(o, o.clusters) or ""}
+    )
+
+
+def _argocd_gate(p: Plan, o: Observed) -> Plan | None:
+    """CreateBeforeDelete behind a load balancer: no traffic moves to a version (and no
+    precheck runs against it) until every Application on its clusters is Synced and
+    Healthy."""
+    argo, view = o.spec.argocd, o.clusters
+    if argo is None or view is None:
+        return None
+    if not view.served:
+        message = (
+            "spec.argocd needs Argo CD: the Application kind (argoproj.io/v1alpha1) is not "
+            "served by this cluster; install Argo CD (and restart okra-manager) or remove "
+            "spec.argocd"
+        )
+        return _hold(p, o, "Degraded", message, Event("Warning", "ArgoCDMissing", message))
+    if argo.delete_first:  # the CRD refuses this; an object stored before the rule was not
+        message = (
+            "spec.argocd.updateStrategy.type DeleteBeforeCreate is for apps with no load "
+            "balancer: remove spec.ingress, or use CreateBeforeDelete"
+        )
+        return _hold(p, o, "Degraded", message, Event("Warning", "InvalidStrategy", message))
+    before: dict[str, int] = {}
+    for f in o.forward or ():
+        before[f.version] = before.get(f.version, 0) + f.weight
+    after: dict[str, int] = {}
+    for f in p.forward or ():
+        after[f.version] = after.get(f.version, 0) + f.weight
+    moving = {v for v, w in after.items() if w > before.get(v, 0)}
+    if p.status.canary_version and p.status.canary_version != p.status.stable_version:
+        moving.add(p.status.canary_version)
+    for version in sorted(moving):
+        ok, why = view.ready(version)
+        if ok:
+            continue
+        message = f"Init: waiting for Argo CD to deploy onto the clusters of {version}: {why}"
+        held = _hold(
+            p,
+            o,
+            "Progressing",
+            message,
+            Event("Normal", "WaitingForApplications", message),
+            ("ApplicationsReady", "WaitingForArgoCD"),
+        )
+        held.status.lifecycle = "Init"
+        return held
+    if any(c.type == "ApplicationsReady" for c in p.status.conditions or []):
+        _condition(
+            p.status,
+            "ApplicationsReady",
+            True,
+            "SyncedAndHealthy",
+            "the Applications on the clusters given traffic are Synced and Healthy",
+            o.now,
+            o.generation,
+        )
+    return None
+
+
+def _clusters_hash(o: Observed, version: str) -> str:
+    """What a check of a Cell with no load balancer runs for: the version's clusters."""
+    names = sorted(tg.name for tg in o.grouped.by_version.get(version, []))
+    raw = json.dumps([version, names])
+    return hashlib.sha256(raw.encode()).hexdigest()[:10]
+
+
+def _clusters_only(o: Observed) -> Plan:
+    """A Cell with no load balancer (seed 002's background jobs): its versions are its Argo
+    CD clusters (`grouped` holds one entry per cluster Secret), and a rollout moves the app
+    labels: Init (prechecks) → Migrating (labels moved by the strategy, waiting for Argo CD)
+    → Completing (postchecks) → Completed, or Error."""
+    st = o.status.model_copy(deep=True)
+    st.observed_generation = o.generation
+    p = Plan(forward=None, status=st)
+    view, argo = o.clusters, o.spec.argocd
+    if argo is None or view is None:  # the CRD requires ingress or argocd
+        _set_phase(p, o, "Degraded", "a Cell needs spec.ingress or spec.argocd")
+        return p
+    if not view.served:
+        held = _argocd_gate(p, o)
+        assert held is not None
+        return held
+    for name, value in o.grouped.unparsable:
+        p.events.append(
+            Event(
+                "Warning",
+                "UnparsableVersion",
+                f"cluster Secret {name}: version label {value!r} is not a version; ignored",
+            )
+        )
+    g = o.grouped
+    desired, why = _desired(o)
+    stable = st.stable_version if st.stable_version in g.by_version else None
+    if desired is None:
+        if stable is None:
+            _set_phase(p, o, "Progressing", why.replace("AWSTargetGroups", "cluster Secrets"))
+            return p
+        desired = next(v for v in g.versions if v.text == stable)
+    n = len(g.by_version[desired.text])
+    if desired.text == stable:
+        return _clusters_steady(p, o, view, stable, n)
+    if st.canary_version != desired.text or st.rollout_id is None:
+        _end_rollout(p, o)
+        st.canary_version, st.current_step_hash = desired.text, step_hash(desired.text, o.spec)
+        st.step_started_at = st.last_progress_time = o.now
+        st.rollout_id = rollout_id(st.current_step_hash, o.now)
+        p.events.append(
+            Event(
+                "Normal",
+                "RolloutStarted",
+                f"{desired.text} onto {n} cluster(s)" + (f", from {stable}" if stable else ""),
+            )
+        )
+    rid = st.rollout_id
+    assert rid is not None
+    _end_leftovers(p, o, keep=rid)
+    fhash = _clusters_hash(o, desired.text)
+    if o.spec.prechecks:
+        verdict, said = _checks(p, o, "precheck", o.spec.prechecks, fhash, rid, desired.text)
+        if verdict == "failed":
+            return _clusters_fail(p, o, stable, desired.text, f"{said}; {desired.text} is blocked")
+        if verdict == "pending":
+            st.lifecycle = "Init"
+            _relabel(p, o, {stable or ""})
+            _set_phase(p, o, "Progressing", f"Init: {said}; the app stays where it is")
+            return p
+    st.lifecycle = "Migrating"
+    if argo.delete_first:
+        _relabel(p, o, {desired.text})
+        gone = [ok_why for v in sorted({stable or ""} - {""}) if not (ok_why := view.gone(v))[0]]
+        if gone:
+            _set_phase(
+                p,
+                o,
+                "Progressing",
+                f"Migrating: removing the app from the clusters of {stable} first "
+                f"(DeleteBeforeCreate): {gone[0][1]}",
+            )
+            return p
+    else:
+        _relabel(p, o, {stable or "", desired.text})
+    ok, waiting = view.ready(desired.text)
+    if not ok:
+        _set_phase(
+            p,
+            o,
+            "Progressing",
+            f"Migrating: waiting for Argo CD to deploy onto the clusters of {desired.text}: "
+            f"{waiting}",
+        )
+        return p
+    if o.spec.postchecks:
+        verdict, said = _checks(p, o, "postcheck", o.spec.postchecks, fhash, rid, desired.text)
+        if verdict == "failed":
+            return _postcheck_failed(
+                p,
+                o,
+                said,
+                lambda: _clusters_fail(p, o, stable, desired.text, f"{said}. Rolling back"),
+            )
+        if verdict == "pending":
+            st.lifecycle = "Completing"
+            _set_phase(p, o, "Progressing", f"Completing: {desired.text} deployed; {said}")
+            return p
+    _end_rollout(p, o)
+    st.stable_version = desired.text
+    st.lifecycle = "Completed"
+    p.events.append(Event("Normal", "RolloutCompleted", f"{desired.text} runs on {n} cluster(s)"))
+    _relabel(p, o, {desired.text})
+    _set_phase(p, o, "Healthy", f"{desired.text} runs on {n} cluster(s)")
+    return p
+
+
+def _clusters_steady(p: Plan, o: Observed, view: ClusterView, stable: str, n: int) -> Plan:
+    st = p.status
+    canary = st.canary_version
+    if canary and canary in o.blocked and canary != stable:
+        return _clusters_fail(p, o, stable, canary, o.blocked[canary])
+    if canary:
+        _end_rollout(p, o)
+    else:
+        _end_leftovers(p, o)
+    _relabel(p, o, {stable})
+    ok, waiting = view.ready(stable)
+    if st.phase == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
+        _set_phase(p, o, "Degraded", st.message or "a version failed and is blocked")
+    elif p.label or p.unlabel or not ok:
+        _set_phase(p, o, "Progressing", f"moving the app to the clusters of {stable}: {waiting}")
+    else:
+        _set_phase(p, o, "Healthy", f"{stable} runs on {n} cluster(s)")
+    return p
+
+
+def _clusters_fail(p: Plan, o: Observed, stable: str | None, version: str, cause: str) -> Plan:
+    p.block = (version, cause)
+    _end_rollout(p, o)
+    back = f"; the app goes back to the clusters of {stable}" if stable else ""
+    message = f"version {version} failed: {cause}{back}"
+    p.events.append(Event("Warning", "RolloutFailed", message))
+    p.status.lifecycle = "Error"
+    _relabel(p, o, {stable or ""})
+    _set_phase(p, o, "Degraded", message)
+    return p

@@ -276,9 +276,12 @@ def _cell(linter: Linter, doc: Doc) -> None:
             ("spec", "ingress", "awsApplicationLoadBalancer", "listenerRule"),
             alb.get("listenerRule"),
         )
-    if (spec.get("ingress") or {}).get("type", "AWSApplicationLoadBalancer") == (
-        "AWSApplicationLoadBalancer"
-    ) and not alb:
+    if (
+        "ingress" in spec
+        and (spec.get("ingress") or {}).get("type", "AWSApplicationLoadBalancer")
+        == "AWSApplicationLoadBalancer"
+        and not alb
+    ):
         linter.report(doc, ("spec", "ingress"), "set ingress.awsApplicationLoadBalancer")
     version = spec.get("version")
     if version is not None and parse_version(str(version)) is None:

@@ -121,7 +121,7 @@ async def cmd_plan(ctx: Context, args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError(f"the Cell is not valid: {e} (okra lint says more)") from None
     ns, name = cell.metadata.namespace or ctx.namespace, cell.metadata.name
-    alb = cell.spec.ingress.aws_application_load_balancer
+    alb = cell.spec.ingress.aws_application_load_balancer if cell.spec.ingress else None
     if alb is None:
         raise CliError(
             f"cell {name}: okra plans Cells behind an ALB (ingress.awsApplicationLoadBalancer)"

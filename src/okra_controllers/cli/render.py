@@ -370,6 +370,8 @@ def _target_groups(
 
 def _selector(model: Cell) -> dict[str, str]:
     ingress = model.spec.ingress
+    if ingress is None:
+        return {}
     lb = ingress.aws_application_load_balancer or ingress.aws_network_load_balancer
     return dict(lb.target_group_selector.match_labels) if lb else {}
 

@@ -256,8 +256,74 @@ class RolloutCheck(ApiModel):
     analysis: StepAnalysis | None = None
 
 
+class ArgoCDClusterSecret(ApiModel):
+    """Which Argo CD cluster Secrets are the Cell's clusters, and the labels that put an
+    application on them (seed 002: `clusterSecret.labels`)."""
+
+    selector: LabelSelector = Field(default_factory=LabelSelector)
+    """Cluster Secrets (`argocd.argoproj.io/secret-type: cluster`, in the Cell's namespace)
+    of this Cell; each Secret's version is read from the Cell's version labels. Empty: every
+    cluster Secret there with a version label."""
+    labels: dict[str, str] = Field(min_length=1)
+    """The labels the ApplicationSet's cluster generator selects on: okra adds them to the
+    clusters that should run the app and removes them from the others."""
+
+
+class ArgoCDApplicationSet(ApiModel):
+    """The Applications to wait for on a version's clusters (seed 002: "automatically waits
+    for related applicationset(s)"): those an ApplicationSet of this `name` owns, or those
+    whose labels match `selector`; neither: every Application sent to the clusters."""
+
+    name: str | None = None
+    selector: LabelSelector | None = None
+
+
+class ArgoCDUpdateStrategy(ApiModel):
+    type: Literal["CreateBeforeDelete", "DeleteBeforeCreate"] = "CreateBeforeDelete"
+    """`CreateBeforeDelete`: the new version's clusters get the labels first, okra waits for
+    their Applications to be Synced and Healthy before any traffic moves, and the old
+    version's clusters lose the labels only once the new version has completed (postchecks
+    passed). `DeleteBeforeCreate` (apps with no load balancer, e.g. background jobs): the old
+    clusters lose the labels, their Applications go, then the new clusters get them."""
+
+
+class CellArgoCD(ApiModel):
+    """Argo CD cluster Secret strategy (seed 002): which app runs on which clusters."""
+
+    cluster_secret: ArgoCDClusterSecret
+    application_set: ArgoCDApplicationSet | None = None
+    update_strategy: ArgoCDUpdateStrategy = Field(default_factory=ArgoCDUpdateStrategy)
+
+    @property
+    def delete_first(self) -> bool:
+        return self.update_strategy.type == "DeleteBeforeCreate"
+
+
 class CellSpec(ApiModel):
-    ingress: CellIngress
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.ingress) || has(self.argocd)",
+                    "message": "a Cell needs spec.ingress (a load balancer) or spec.argocd "
+                    "(Argo CD cluster Secrets), or both",
+                },
+                {
+                    "rule": "!has(self.ingress) || !has(self.argocd) || "
+                    "!has(self.argocd.updateStrategy) || !has(self.argocd.updateStrategy.type) "
+                    "|| self.argocd.updateStrategy.type != 'DeleteBeforeCreate'",
+                    "message": "argocd.updateStrategy.type DeleteBeforeCreate is for apps with "
+                    "no load balancer (traffic would reach clusters with no app): remove "
+                    "spec.ingress, or use CreateBeforeDelete",
+                },
+            ]
+        }
+    }
+    ingress: CellIngress | None = None
+    """The load balancer in front of the clusters. None: an app with no load balancer
+    (background jobs), rolled out through `argocd` alone."""
+    argocd: CellArgoCD | None = None
+    """Argo CD cluster Secrets of the Cell's versions and how to move the app between them."""
     replicas: int = Field(default=1, ge=1)
     """How many target groups of a new version must exist before it rolls out."""
     version: str | None = None
@@ -277,6 +343,9 @@ class CellSpec(ApiModel):
     """Run, in order, before any traffic moves to a new version (seed 002)."""
     postchecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
     """Run, in order, once the new version serves 100%, before the rollout completes."""
+    rollback_delay_seconds: int = Field(default=60, ge=0)
+    """After a failed postcheck, how long to wait before rolling back (seed 002: "run-test
+    failed. Waiting 60 seconds before starting a rollback"); the wait survives a restart."""
     progress_deadline_abort: bool = False
     """With a deadline exceeded, send all traffic back to the stable version and block the
     new one (as a failed analysis does; `okra retry` unblocks it)."""
@@ -333,6 +402,8 @@ class CellStatus(ApiModel):
     """Where a rollout with prechecks/postchecks is (seed 002): Init (prechecks),
     Migrating (steps), Completing (postchecks), Completed, Error (a check failed)."""
     checks: list[CheckResult] | None = None
+    rollback_at: datetime.datetime | None = None
+    """A postcheck failed: when the rollback starts (`rollbackDelaySeconds` after)."""
     conditions: list[Condition] | None = None
     notifications: list[PendingNotification] | None = None
     """Notifications not yet accepted by their receiver (oldest first)."""
