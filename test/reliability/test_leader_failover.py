@@ -153,7 +153,11 @@ async def _failover(
     assert await env.rule_weights() == {"web-a-v1": 50, "web-a-v2": 50}
 
     standby.start()
-    await asyncio.sleep(3)  # the standby is up and waiting for the lease
+
+    def standing_by() -> bool:  # started (slowly on a loaded machine) and waiting
+        return standby.log.exists() and "waiting for leadership" in standby.log.read_text()
+
+    assert await eventually(lambda: _true(standing_by()), within=60)
     assert not standby.leads()
     assert b.proc is not None
     b.proc.terminate()
