@@ -158,7 +158,7 @@ async def test_no_secret_value_reaches_logs_events_status_or_metrics(
         await status(lambda s: s.get("phase") == "Healthy")
         await env.target_group("web-a-v2", "v2")
         await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
-        okra.stop()
+        await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
         okra.args = (*okra.args, "--log-format", "console")
         okra.start()
         metrics.rates["v3"] = 0.5
@@ -171,7 +171,7 @@ async def test_no_secret_value_reaches_logs_events_status_or_metrics(
         assert await eventually(delivered, within=60), receiver.received
         metrics_text = await asyncio.to_thread(scrape, port)
     finally:
-        okra.stop()
+        await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
 
     log = okra.log.read_text(errors="replace")
     events = [
