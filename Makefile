@@ -16,7 +16,7 @@ help:
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
 	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
-	@echo "make test-reliability  only test/reliability (faults, kill points, failover), printing figures"
+	@echo "make test-reliability  only test/reliability (faults, kill points, failover, RBAC audit, secret scan), with figures"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
 	@echo "make image   build the okra-manager image (buildah, or docker)"

@@ -56,6 +56,12 @@ class Candidate(OkraManager):
                 env={**os.environ, **EMULATOR_ENV},
             )
 
+    def waiting(self) -> bool:
+        """Started (slowly, on a loaded machine) and waiting for the lease."""
+        return self.log.exists() and "waiting for leadership" in self.log.read_text(
+            errors="replace"
+        )
+
     def leads(self) -> bool:
         return self.log.exists() and "became leader" in self.log.read_text(errors="replace")
 
@@ -153,7 +159,7 @@ async def _failover(
     assert await env.rule_weights() == {"web-a-v1": 50, "web-a-v2": 50}
 
     standby.start()
-    await asyncio.sleep(3)  # the standby is up and waiting for the lease
+    assert await eventually(lambda: _true(standby.waiting()), within=60)
     assert not standby.leads()
     assert b.proc is not None
     b.proc.terminate()

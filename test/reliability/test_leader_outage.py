@@ -94,6 +94,7 @@ async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes
         await status(lambda s: s.get("phase") == "Healthy")
         version_of[await env.target_group("web-a-v2", "v2")] = "v2"
         before = await status(lambda s: s.get("currentStepIndex") == 1 and s["phase"] == "Paused")
+        assert await eventually(lambda: _true(b.waiting()), within=60)
         assert a.leads()
         assert not b.leads()
 
@@ -110,7 +111,7 @@ async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes
         tcp.resume()
         a.log.rename(tmp_path / "a-first.log")
         a.start()  # restarted, as a kubelet would; it stands by
-        assert await eventually(lambda: _true("waiting for leadership" in a.log.read_text()))
+        assert await eventually(lambda: _true(a.waiting()), within=60)
         assert not a.leads()
         assert b.proc is not None
         b.proc.terminate()

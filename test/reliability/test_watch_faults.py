@@ -97,7 +97,7 @@ async def _scenario(env: Env, c: Client, ns: str, api: ApiServerProxy, port: int
         return (await cell_status(c, ns)).get("phase") == "Healthy"
 
     assert await eventually(healthy, within=60)
-    start = counters(port)
+    start = await asyncio.to_thread(counters, port)
 
     # 1. A stall: nothing arrives, nothing is refused.
     api.stall_watches()
@@ -108,7 +108,7 @@ async def _scenario(env: Env, c: Client, ns: str, api: ApiServerProxy, port: int
     resumed = time.monotonic()
     await rule_is({"web-a-v1": 33, "web-b-v1": 33, "web-c-v1": 34}, within=INACTIVITY * 6)
     stall_recovery = time.monotonic() - resumed
-    after_stall = counters(port)
+    after_stall = await asyncio.to_thread(counters, port)
 
     # 2. Deleted while blind, and the resumed watch is told its resourceVersion expired.
     api.stall_watches()
@@ -119,7 +119,7 @@ async def _scenario(env: Env, c: Client, ns: str, api: ApiServerProxy, port: int
     resumed = time.monotonic()
     await rule_is({"web-a-v1": 50, "web-c-v1": 50}, within=INACTIVITY * 6)
     gone_recovery = time.monotonic() - resumed
-    end = counters(port)
+    end = await asyncio.to_thread(counters, port)
 
     def grew(a: dict[tuple[str, str], float], b: dict[tuple[str, str], float], key: Any) -> float:
         return b.get(key, 0.0) - a.get(key, 0.0)

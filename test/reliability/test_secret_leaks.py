@@ -1,0 +1,324 @@
+"""No secret leaks: a rollout run with known secret values everywhere okra handles them,
+then every place okra writes to searched for them.
+
+Secrets planted: AWS credentials (the manager's environment); an analysis web provider's
+API key (in the URL) and bearer token (a header), both template args from a Secret, with a
+dry-run metric whose requests fail (so error messages carry its URL); a notification
+webhook whose URL (with a token in its path) and Authorization header come from the
+notifications Secret, and whose receiver fails the first deliveries; an Argo CD cluster
+Secret (bearer token, CA data) selected by an AWSTargetGroupSet, whose token the API server
+rejects.
+
+Searched, for each value and its base64: okra-manager's log at debug level, in JSON for
+the first rollout and as console text (after a restart) for a second, failing one; every
+Event in the namespace; the status of every okra object; the /metrics output. Zero hits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from e2e.conftest import Env, Metrics, cell_obj, cell_status
+from okra_controllers.manager import local_command
+from okra_runtime import GVK, Client
+from okra_runtime.envtest import ControlPlane
+from okra_runtime.envtest.argocd import cluster_secret
+from okra_runtime.envtest.process import free_port
+from support import eventually
+
+from .test_aws_faults import VERSION_ARG
+from .test_kube_faults import BehindProxy
+
+AWS_KEY_ID, AWS_SECRET = "AKIALEAKCANARY000001", "leak-canary-aws-secret-9f3e1c"
+API_KEY, API_TOKEN = "leak-canary-api-key-51d0", "leak-canary-bearer-7a2b"
+HOOK_PATH, HOOK_TOKEN = "leak-canary-hook-path-c4e8", "leak-canary-hook-token-0d9f"
+CLUSTER_TOKEN = "leak-canary-argocd-bearer-e61a"
+OKRA_KINDS = (
+    "Cell",
+    "AnalysisRun",
+    "Pause",
+    "AWSTargetGroup",
+    "AWSTargetGroupSet",
+    "AWSApplicationLoadBalancerConfig",
+    "VersionBlocklist",
+)
+
+
+class Receiver:
+    """A webhook receiver that fails its first two deliveries."""
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.received.append(request.path)
+        if len(self.received) <= 2:
+            return web.Response(status=503, text="down")
+        return web.Response(text="ok")
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    r = Receiver()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", r.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    r.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    yield r
+    await runner.cleanup()
+
+
+class Leaky(BehindProxy):
+    """okra-manager at debug level with the planted AWS credentials."""
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [
+                    *local_command(
+                        self.cp.kubeconfig(),
+                        self.env.namespace,
+                        aws_endpoint_url=self.env.proxy.endpoint_url,
+                    ),
+                    "--log-level",
+                    "debug",
+                    *self.args,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={
+                    **os.environ,
+                    "AWS_ACCESS_KEY_ID": AWS_KEY_ID,
+                    "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+                },
+            )
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        return str(resp.read().decode())
+
+
+def b64(s: str) -> str:
+    return base64.b64encode(s.encode()).decode()
+
+
+@pytest.mark.timeout(600)
+async def test_no_secret_value_reaches_logs_events_status_or_metrics(
+    env: Env,
+    metrics: Metrics,
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    receiver: Receiver,
+    tmp_path: Path,
+) -> None:
+    ns, c = namespace, rt_client
+    ca_data = b64(control_plane.ca_pem.decode())
+    secrets = {
+        "AWS access key id": AWS_KEY_ID,
+        "AWS secret key": AWS_SECRET,
+        "analysis API key": API_KEY,
+        "analysis bearer token": API_TOKEN,
+        "webhook URL path": HOOK_PATH,
+        "webhook token": HOOK_TOKEN,
+        "Argo CD cluster bearer token": CLUSTER_TOKEN,
+        "Argo CD cluster CA data": ca_data,
+    }
+    await _plant(c, ns, metrics, receiver, control_plane, env)
+    port = free_port()
+    okra = Leaky(control_plane, env, tmp_path / "okra.log")
+    okra.args = ("--metrics-bind-address", f"127.0.0.1:{port}", "--cluster-poll-interval", "2")
+
+    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
+        async def ok() -> bool:
+            return bool(pred(await cell_status(c, ns)))
+
+        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
+        return await cell_status(c, ns)
+
+    metrics_text = ""
+    okra.start()
+    try:
+        await status(lambda s: s.get("phase") == "Healthy")
+        await env.target_group("web-a-v2", "v2")
+        await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
+        await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
+        okra.args = (*okra.args, "--log-format", "console")
+        okra.start()
+        metrics.rates["v3"] = 0.5
+        await env.target_group("web-a-v3", "v3")
+        await status(lambda s: s.get("phase") == "Degraded")
+
+        async def delivered() -> bool:
+            return len(receiver.received) >= 3
+
+        assert await eventually(delivered, within=60), receiver.received
+        metrics_text = await asyncio.to_thread(scrape, port)
+    finally:
+        await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
+
+    log = okra.log.read_text(errors="replace")
+    events = [
+        json.dumps(e)
+        for gvk in (GVK("", "v1", "Event"), GVK("events.k8s.io", "v1", "Event"))
+        for e in (await c.list(gvk, ns)).items
+    ]
+    statuses = [
+        json.dumps(o.get("status") or {})
+        for kind in OKRA_KINDS
+        for o in (await c.list(GVK("okra.mumo.co", "v1alpha1", kind), ns)).items
+    ]
+    places = {
+        "manager log (JSON and console)": log,
+        "Events": "\n".join(events),
+        "statuses": "\n".join(statuses),
+        "/metrics": metrics_text,
+    }
+    hits = [
+        f"{what} ({form}) in {where}"
+        for what, value in secrets.items()
+        for form, needle in (("plain", value), ("base64", b64(value)))
+        for where, text in places.items()
+        if needle in text
+    ]
+    print(
+        f"\nsearched {len(log.splitlines())} log lines (JSON and console, debug), "
+        f"{len(events)} Events, {len(statuses)} statuses, {len(metrics_text.splitlines())} "
+        f"metric lines for {len(secrets)} secret values: {len(hits)} hits {hits}; "
+        f"webhook deliveries {len(receiver.received)}"
+    )
+    # The secrets were in play: the webhook was called at its secret path, the log is JSON
+    # then console text, and the cluster Secret was read (its cluster is reported).
+    assert any(HOOK_PATH in p for p in receiver.received)
+    assert '"event": "starting okra-manager"' in log
+    assert "starting okra-manager" in log.split('"event": "starting okra-manager"', 1)[1]
+    assert any("leak-cluster" in s for s in statuses), statuses
+    assert not hits
+
+
+async def _plant(
+    c: Client,
+    ns: str,
+    metrics: Metrics,
+    receiver: Receiver,
+    cp: ControlPlane,
+    env: Env,
+) -> None:
+    await c.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "analysis-creds", "namespace": ns},
+            "stringData": {"api-key": API_KEY, "api-token": API_TOKEN},
+        }
+    )
+    secret_args = [
+        {"name": n, "valueFrom": {"secretKeyRef": {"name": "analysis-creds", "key": n}}}
+        for n in ("api-key", "api-token")
+    ]
+    header = [{"key": "Authorization", "value": "Bearer {{args.api-token}}"}]
+    await c.create(
+        {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "AnalysisTemplate",
+            "metadata": {"name": "error-rate", "namespace": ns},
+            "spec": {
+                "args": [{"name": "version"}, {"name": "api-key"}, {"name": "api-token"}],
+                "dryRun": [{"metricName": "probe"}],
+                "metrics": [
+                    {
+                        "name": "error-rate",
+                        "interval": "1s",
+                        "count": 2,
+                        "successCondition": "result < 0.05",
+                        "provider": {
+                            "web": {
+                                "url": f"{metrics.url}/error-rate?version={{{{args.version}}}}"
+                                "&key={{args.api-key}}",
+                                "headers": header,
+                                "jsonPath": "{$.errorRate}",
+                            }
+                        },
+                    },
+                    {
+                        "name": "probe",  # fails: its errors carry its URL
+                        "interval": "1s",
+                        "count": 2,
+                        "successCondition": "result < 0.05",
+                        "provider": {
+                            "web": {
+                                "url": f"{metrics.url}/missing?key={{{{args.api-key}}}}",
+                                "headers": header,
+                                "jsonPath": "{$.errorRate}",
+                            }
+                        },
+                    },
+                ],
+            },
+        }
+    )
+    await c.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "okra-notifications", "namespace": ns},
+            "stringData": {
+                "hook-url": f"{receiver.url}/hooks/{HOOK_PATH}",
+                "token": f"Bearer {HOOK_TOKEN}",
+            },
+        }
+    )
+    await c.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "okra-notifications", "namespace": ns},
+            "data": {
+                "service.webhook.ci": "url: $hook-url\n"
+                "headers:\n- {name: Authorization, value: $token}\n",
+            },
+        }
+    )
+    secret = cluster_secret("leak-cluster", cp, namespace=ns, labels={"leak": "canary"})
+    config = json.loads(secret["stringData"]["config"])
+    config["bearerToken"] = CLUSTER_TOKEN  # the API server rejects it: an auth error path
+    secret["stringData"]["config"] = json.dumps(config)
+    await c.create(secret)
+    await c.create(
+        {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "AWSTargetGroupSet",
+            "metadata": {"name": "apps", "namespace": ns},
+            "spec": {
+                "generators": [
+                    {"argocdClusters": {"selector": {"matchLabels": {"leak": "canary"}}}}
+                ],
+                "bindingSelector": {"matchLabels": {"role": "web"}},
+                "template": {"metadata": {"labels": {"role": "other"}}},
+            },
+        }
+    )
+    await env.target_group("web-a-v1", "v1")
+    analysis = {
+        "templates": [{"templateName": "error-rate"}],
+        "args": [*VERSION_ARG, *secret_args],
+    }
+    cell = cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}, {"analysis": analysis}])
+    cell["metadata"]["annotations"] = {"notifications.okra.mumo.co/subscribe.all.ci": ""}
+    await c.create(cell)
