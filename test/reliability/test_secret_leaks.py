@@ -32,9 +32,9 @@ from aiohttp import web
 from e2e.conftest import Env, Metrics, cell_obj, cell_status
 from okra_controllers.manager import local_command
 from okra_runtime import GVK, Client
-from okra_runtime.envtest import ControlPlane
-from okra_runtime.envtest.argocd import cluster_secret
-from okra_runtime.envtest.process import free_port
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.argocd import cluster_secret
+from okra_testkit.envtest.process import free_port
 from support import eventually
 
 from .test_aws_faults import VERSION_ARG
