@@ -153,9 +153,14 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         EVENTS,
     ),
     # Makes an NLB listener's default action match its config (no finalizer: deleting the
-    # config leaves the listener forwarding as it last did).
+    # config leaves the listener forwarding as it last did). A repaired drift is notified
+    # to the owning Cell, as for ALB configs.
     "nlbconfig": (
         *_primary("awsnetworkloadbalancerconfigs"),
+        rule(GROUP, "cells", verbs=("get",)),
+        rule(GROUP, "cells/status", verbs=STATUS),
+        rule(CORE, "configmaps", verbs=("get",)),
+        rule(CORE, "secrets", verbs=("get",)),
         EVENTS,
     ),
     # Ends timed Pauses and reports cancelled ones (status only, no Events).

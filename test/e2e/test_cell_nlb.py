@@ -7,6 +7,8 @@ on NLB listeners, as AWS has since November 2025)."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,7 @@ from okra_testkit.seed import LoadBalancer, Seeder
 from support import eventually
 
 from .conftest import CELL, VERSION_LABEL, Env, Metrics, OkraManager, error_rate_template
+from .test_cli_plan import okra_cli
 
 BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
 RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
@@ -206,6 +209,17 @@ async def test_weighted_canary_on_an_nlb_listener(
     st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Paused")
     await wait_weights(n, {"web-a-v1": 70, "web-a-v2": 30})
     assert st["canaryWeight"] == 30
+    # okra plan reads the listener's default action: what AWS forwards is the config.
+    code, out, err = await okra_cli(okra.cp, n.env, "plan", "web", "-o", "json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert {f["name"]: f["weight"] for f in plan["aws"]["forward"]} == {
+        "web-a-v1": 70,
+        "web-a-v2": 30,
+    }
+    assert plan["aws"]["matchesConfig"] is True
+    writes = [{w["name"]: w["weight"] for w in s["writes"]} for s in plan["stages"] if s["writes"]]
+    assert writes == [{"web-a-v2": 100}]  # after the pause: all on v2, v1 leaves the forward
 
     await rt_client.patch(
         CELL,
@@ -217,3 +231,52 @@ async def test_weighted_canary_on_an_nlb_listener(
         rt_client, ns, lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2"
     )
     await wait_weights(n, {"web-a-v2": 100})
+
+
+async def test_plan_and_get_cell_read_the_nlb_config_and_listener(
+    nlb_env: NlbEnv, okra: OkraManager, metrics: Metrics, rt_client: Client, namespace: str
+) -> None:
+    """`okra get cell` and `okra plan` on a BlueGreen Cell behind an NLB, held at its
+    analysis: the AWSNetworkLoadBalancerConfig's state, the BlueGreen steps, and the
+    listener's default action read from AWS (DescribeListeners only)."""
+    n, ns = nlb_env, namespace
+    slow = error_rate_template(ns, metrics.url, name="slow")
+    slow["spec"]["metrics"][0]["count"] = 1000  # one measurement a second: never done here
+    await rt_client.create(slow)
+    await n.target_group("web-a-v1", "v1")
+    step = {"analysis": {"templates": [{"templateName": "slow"}], "args": VERSION_ARG}}
+    strategy = {"type": "BlueGreen", "blueGreen": {"steps": [step, {"promote": {}}]}}
+    await rt_client.create(nlb_cell(ns, n.nlb.listener_arn, strategy, key="awsNetworkLoadBalancer"))
+    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await wait_weights(n, {"web-a-v1": 100})
+    await n.target_group("web-a-v2", "v2")
+
+    async def analysing() -> bool:
+        return bool((await rt_client.list(RUN, ns)).items)
+
+    assert await eventually(analysing, within=30)
+
+    code, out, err = await okra_cli(okra.cp, n.env, "get", "cell", "web")
+    assert code == 0, err
+    assert "AWSNetworkLoadBalancerConfig web: Synced" in out, out
+    assert "AWSApplicationLoadBalancerConfig" not in out
+    assert "BlueGreen 1/2" in out, out
+    assert "analysis slow" in out
+    assert "promote: all traffic to the new version" in out
+
+    since = time.monotonic()
+    code, out, err = await okra_cli(okra.cp, n.env, "plan", "web", "-o", "json")
+    assert code == 0, err
+    calls = n.env.proxy.actions(since)
+    assert set(calls) <= {"DescribeListeners", "DescribeTargetHealth"}, calls
+    plan = json.loads(out)
+    assert plan["aws"]["listenerARN"] == n.nlb.listener_arn
+    assert {f["name"]: f["weight"] for f in plan["aws"]["forward"]} == {"web-a-v1": 100}
+    assert plan["aws"]["matchesConfig"] is True
+    assert plan["desiredVersion"] == "v2"
+    assert (plan["finished"], plan["resultVersion"]) == (True, "v2")
+    writes = [{w["name"]: w["weight"] for w in s["writes"]} for s in plan["stages"] if s["writes"]]
+    assert writes == [{"web-a-v2": 100}]
+    code, text, _ = await okra_cli(okra.cp, n.env, "plan", "web")
+    assert "AWS:      the listener's default action forwards web-a-v1=100" in text, text
+    assert "at step 2/2: promote: all traffic to the new version" in text, text

@@ -2,8 +2,9 @@
 evaluates the kit's alerting rules (`for:` dropped in this copy: the conditions are what
 is tested, not the waiting). A canary whose analysis fails: every dashboard query returns
 series, OkraCellDegraded and OkraAnalysisFailing fire. A canary whose analysis never ends
-while AWS throttles okra's DescribeRules calls (through a fault proxy): OkraRolloutStuck
-(the Cell's progress deadline), OkraAWSThrottling and OkraReconcileErrors fire."""
+while AWS throttles okra's DescribeRules calls, then fails one with 500s (through a fault
+proxy): OkraRolloutStuck (the Cell's progress deadline), OkraAWSThrottling,
+OkraReconcileErrors and OkraAWSErrors fire. OkraWatchStalled is not driven here."""
 
 from __future__ import annotations
 
@@ -239,11 +240,13 @@ async def test_stuck_rollout_throttling_and_reconcile_errors_fire_their_alerts(
 
     assert await eventually(healthy, within=60)
     exprs = alert_exprs()
-    for alert in ("OkraRolloutStuck", "OkraAWSThrottling", "OkraReconcileErrors"):
+    quiet = ("OkraRolloutStuck", "OkraAWSThrottling", "OkraReconcileErrors", "OkraAWSErrors")
+    for alert in quiet:
         assert not await query(prom, exprs[alert]), alert  # quiet before
     # AWS throttles every DescribeRules attempt for a while: two calls fail after their
-    # five attempts each, the ALB config's reconcile fails with them, then AWS answers.
-    monitored.faults.script["DescribeRules"] = ["throttle"] * 10
+    # five attempts each, then a third fails with five 500s; the ALB config's reconcile
+    # fails with each, then AWS answers.
+    monitored.faults.script["DescribeRules"] = ["throttle"] * 10 + ["500"] * 5
     await env.target_group("web-a-v2", "v2")
 
     async def past_deadline() -> bool:
@@ -262,5 +265,9 @@ async def test_stuck_rollout_throttling_and_reconcile_errors_fire_their_alerts(
         r["metric"]["controller"] for r in await query(prom, exprs["OkraReconcileErrors"])
     }
     assert "albconfig" in controllers
+    assert await firing(prom, "OkraAWSErrors", within=90)
+    erred = await query(prom, exprs["OkraAWSErrors"])
+    assert "DescribeRules" in {r["metric"]["operation"] for r in erred}
     assert monitored.faults.counts(["DescribeRules"])["throttle"] == 10
+    assert monitored.faults.counts(["DescribeRules"])["500"] == 5
     assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}  # applied after all

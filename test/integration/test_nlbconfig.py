@@ -29,6 +29,7 @@ from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer, Seeder
+from receiver import Receiver, serve
 from support import eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,20 +198,81 @@ async def test_idle_resync_reads_once_and_writes_nothing(env: Env) -> None:
 
 
 async def test_a_change_made_outside_okra_is_put_back(env: Env) -> None:
-    await env.start(resync=0.2)
-    await env.client.create(config(env, "web", [60, 40]))
-    await env.wait_synced("web")
-
-    async with env.moto.config.client("elbv2") as elb:
-        await elb.modify_listener(
-            ListenerArn=env.nlb.listener_arn,
-            DefaultActions=[{"Type": "forward", "TargetGroupArn": env.tgs[2]}],
+    """Restored, with a DriftRepaired Event saying what was found and an
+    `on-drift-repaired` notification to the subscriptions of the Cell that owns it."""
+    r = Receiver()
+    runner = await serve(r)
+    try:
+        await env.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "okra-notifications", "namespace": env.namespace},
+                "data": {"service.webhook.ops": f"url: {r.url}/hook\n"},
+            }
         )
+        cell = await env.client.create(
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "Cell",
+                "metadata": {
+                    "name": "web",
+                    "namespace": env.namespace,
+                    "annotations": {"notifications.okra.mumo.co/subscribe.all.ops": ""},
+                },
+                "spec": {
+                    "ingress": {
+                        "type": "AWSNetworkLoadBalancer",
+                        "awsNetworkLoadBalancer": {
+                            "listenerARN": env.nlb.listener_arn,
+                            "targetGroupSelector": {"matchLabels": {"role": "web"}},
+                        },
+                    },
+                },
+            }
+        )
+        owned = config(env, "web", [60, 40])
+        owned["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "Cell",
+                "name": "web",
+                "uid": cell["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+        await env.start(resync=0.2)
+        await env.client.create(owned)
+        await env.wait_synced("web")
+        assert not await env.events("web", "DriftRepaired")  # the first write is no drift
 
-    async def restored() -> bool:
-        return await env.default_weights() == {env.tgs[0]: 60, env.tgs[1]: 40}
+        async with env.moto.config.client("elbv2") as elb:
+            await elb.modify_listener(
+                ListenerArn=env.nlb.listener_arn,
+                DefaultActions=[{"Type": "forward", "TargetGroupArn": env.tgs[2]}],
+            )
 
-    assert await eventually(restored, within=15)
+        async def restored() -> bool:
+            return await env.default_weights() == {env.tgs[0]: 60, env.tgs[1]: 40}
+
+        assert await eventually(restored, within=15)
+        name = [t.split(":targetgroup/")[1].split("/")[0] for t in env.tgs[:3]]
+        found = f"forwarding {name[2]}=1 instead of {name[0]}=60, {name[1]}=40"
+
+        async def reported() -> bool:
+            return any(found in e.get("note", "") for e in await env.events("web", "DriftRepaired"))
+
+        assert await eventually(reported, within=15), await env.events("web", "DriftRepaired")
+
+        async def notified() -> bool:
+            return bool(r.bodies())
+
+        assert await eventually(notified, within=15)
+        [n] = r.bodies()
+        assert (n["trigger"], n["cell"], n["config"]) == ("on-drift-repaired", "web", "web")
+        assert found in n["message"]
+    finally:
+        await runner.cleanup()
 
 
 async def test_limits_are_reported_without_writing(env: Env) -> None:

@@ -9,15 +9,35 @@ from collections.abc import Iterable
 from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.cell.argocd import ClusterView, observe_clusters, selected
 from okra_controllers.cell.plan import Forward, Observed
 from okra_controllers.cell.versions import group_target_groups
+from okra_runtime.gvk import GVK
 
 PROMOTE = "okra.mumo.co/promote"
 ABORT = "okra.mumo.co/abort"
 PAUSED = "okra.mumo.co/pause"  # "true": hold the rollout before its next step (okra pause)
 
 Obj = dict[str, Any]
+ALB_CONFIG_KIND = "AWSApplicationLoadBalancerConfig"
+NLB_CONFIG_KIND = "AWSNetworkLoadBalancerConfig"
+
+
+def config_kind(cell: Cell | Obj) -> str:
+    """The kind of the Cell's load balancer config, by its ingress type: the NLB config
+    (the listener's default action) for `AWSNetworkLoadBalancer`, else the ALB config
+    (okra's listener rule). Takes the model or the object as the API server sends it."""
+    if isinstance(cell, Cell):
+        network = cell.spec.ingress is not None and cell.spec.ingress.network
+    else:
+        ingress = (cell.get("spec") or {}).get("ingress") or {}
+        network = ingress.get("type") == "AWSNetworkLoadBalancer"
+    return NLB_CONFIG_KIND if network else ALB_CONFIG_KIND
+
+
+def config_gvk(cell: Cell | Obj) -> GVK:
+    return GVK(GROUP, VERSION, config_kind(cell))
 
 
 def selects(cell: Cell, tg: Obj) -> bool:

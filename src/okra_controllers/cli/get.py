@@ -25,7 +25,14 @@ from typing import Any
 import yaml
 
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN
-from okra_controllers.cell.controller import ALB_CONFIG, BLOCKLIST, CELL, TARGET_GROUP
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.cell.controller import BLOCKLIST, CELL, TARGET_GROUP
+from okra_controllers.cell.observe import (
+    ALB_CONFIG_KIND,
+    NLB_CONFIG_KIND,
+    config_gvk,
+    config_kind,
+)
 from okra_controllers.cli.kube import Context, get_or_none, on_interrupt, synced
 from okra_controllers.cli.render import (
     ARGOCD_SECRET_TYPE,
@@ -141,11 +148,15 @@ async def cmd_get_target_groups(ctx: Context, args: argparse.Namespace) -> int:
             for t in tgs
             if t["metadata"].get("namespace") == ctx.namespace and selects(cell_selector(cell), t)
         ]
-        config = await get_or_none(ctx.client, ALB_CONFIG, args.cell, ctx.namespace)
+        config = await get_or_none(ctx.client, config_gvk(cell), args.cell, ctx.namespace)
         cells, configs = [cell], [config] if config else []
     else:
         cells = (await ctx.client.list(CELL, ns)).items
-        configs = (await ctx.client.list(ALB_CONFIG, ns)).items
+        configs = [
+            c
+            for kind in CONFIG_KINDS
+            for c in (await ctx.client.list(GVK(GROUP, VERSION, kind), ns)).items
+        ]
     shown = objects(tgs, args.output, "awstargetgroup.okra.mumo.co")
     if shown is not None:
         ctx.out.write(shown)
@@ -169,6 +180,7 @@ async def cmd_get_target_groups(ctx: Context, args: argparse.Namespace) -> int:
 
 
 SECRET = GVK("", "v1", "Secret")
+CONFIG_KINDS = (ALB_CONFIG_KIND, NLB_CONFIG_KIND)
 
 
 async def cmd_get_clusters(ctx: Context, args: argparse.Namespace) -> int:
@@ -208,10 +220,16 @@ class CellWatch:
 
         self.cell = inf(CELL, by_name)
         self.target_groups = inf(TARGET_GROUP)
-        self.config = inf(ALB_CONFIG, by_name)
+        self.configs = {kind: inf(GVK(GROUP, VERSION, kind), by_name) for kind in CONFIG_KINDS}
         self.runs = inf(ANALYSIS_RUN)
         self.blocklist = inf(BLOCKLIST, by_name)
-        self.informers = [self.cell, self.target_groups, self.config, self.runs, self.blocklist]
+        self.informers = [
+            self.cell,
+            self.target_groups,
+            *self.configs.values(),
+            self.runs,
+            self.blocklist,
+        ]
 
     def view(self) -> CellView | None:
         cell = self.cell.store.get(self.name, self.namespace)
@@ -220,7 +238,7 @@ class CellWatch:
         return select_view(
             cell,
             self.target_groups.store.list(self.namespace),
-            self.config.store.list(self.namespace),
+            self.configs[config_kind(cell)].store.list(self.namespace),
             self.runs.store.list(self.namespace),
             self.blocklist.store.list(self.namespace),
         )

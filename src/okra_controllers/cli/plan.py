@@ -4,14 +4,15 @@ Reads the Cell (or takes its spec from FILE, with the live Cell's status if it
 exists), its AWSTargetGroups, load balancer config, VersionBlocklist,
 AnalysisRuns and Pauses from the API server, and from AWS only reads: the
 health of target groups about to get weight for the first time
-(DescribeTargetHealth, as the controller does) and the listener's rules
-(DescribeRules) to show what AWS forwards today. Then `cell.observe.observe`
+(DescribeTargetHealth, as the controller does) and what the listener forwards
+today: okra's rule (DescribeRules) behind an ALB, the listener's default action
+(DescribeListeners) behind an NLB. Then `cell.observe.observe`
 and `cell.simulate.simulate` — the controller's own observation and plan —
 give what the controller would do now and each later step with its exact
 weights per target group, pauses, analyses, and what blocks the rollout.
 
 `--no-aws` skips AWS: target groups about to get their first weight are then
-assumed healthy, and the listener rule is not shown.
+assumed healthy, and what AWS forwards is not shown.
 """
 
 from __future__ import annotations
@@ -29,10 +30,16 @@ import yaml
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.elbv2 import DEFAULT_RULE, describe_rules, forward_weights, target_health
-from okra_controllers.cell.controller import ALB_CONFIG, BLOCKLIST, TARGET_GROUP
+from okra_controllers.aws.elbv2 import (
+    DEFAULT_RULE,
+    describe_listener,
+    describe_rules,
+    forward_weights,
+    target_health,
+)
+from okra_controllers.cell.controller import BLOCKLIST, TARGET_GROUP
 from okra_controllers.cell.controller import CELL as CELL_GVK
-from okra_controllers.cell.observe import observe, selects
+from okra_controllers.cell.observe import config_gvk, observe, selects
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, Observed
 from okra_controllers.cell.simulate import Simulation, Stage, simulate
@@ -121,14 +128,12 @@ async def cmd_plan(ctx: Context, args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError(f"the Cell is not valid: {e} (okra lint says more)") from None
     ns, name = cell.metadata.namespace or ctx.namespace, cell.metadata.name
-    alb = cell.spec.ingress.aws_application_load_balancer if cell.spec.ingress else None
-    if alb is None:
-        raise CliError(
-            f"cell {name}: okra plans Cells behind an ALB (ingress.awsApplicationLoadBalancer)"
-        )
+    lb = cell.spec.ingress.listener() if cell.spec.ingress else None
+    if lb is None:
+        raise CliError(f"cell {name}: spec.ingress has no load balancer (okra lint says more)")
     c = ctx.client
     tgs = [t for t in (await c.list(TARGET_GROUP, ns)).items if selects(cell, t)]
-    config = await get_or_none(c, ALB_CONFIG, name, ns)
+    config = await get_or_none(c, config_gvk(cell), name, ns)
     blocklist = await get_or_none(c, BLOCKLIST, name, ns)
     runs = owned((await c.list(ANALYSIS_RUN, ns)).items, cell.metadata.uid)
     pauses = owned((await c.list(PAUSE, ns)).items, cell.metadata.uid)
@@ -150,12 +155,7 @@ async def cmd_plan(ctx: Context, args: argparse.Namespace) -> int:
         sim = simulate(observed)
     rule = None
     if aws is not None:
-        try:
-            rules = await describe_rules(aws, alb.listener_arn)
-        except Exception as e:
-            raise CliError(f"AWS DescribeRules {alb.listener_arn}: {e}") from None
-        priority = str((alb.listener_rule or DEFAULT_RULE).priority)
-        rule = next((r for r in rules if str(r.get("Priority")) == priority), {})
+        rule = await forwarding(aws, cell)
     doc = document(cell, source, observed, sim, rule, config, health)
     if args.output == "json":
         ctx.out.write(json.dumps(doc, indent=2) + "\n")
@@ -164,6 +164,29 @@ async def cmd_plan(ctx: Context, args: argparse.Namespace) -> int:
     else:
         ctx.out.write(render(doc))
     return 0
+
+
+async def forwarding(aws: AwsConfig, cell: Cell) -> Obj:
+    """What AWS forwards for the Cell today, as `RuleArn`/`Priority`/`Actions` (an ALB:
+    okra's rule at its priority, `{}` when there is none yet) or `ListenerArn`/`Actions`
+    (an NLB: the listener's default action)."""
+    ingress = cell.spec.ingress
+    lb = ingress.listener() if ingress else None
+    assert ingress is not None and lb is not None
+    if ingress.network:
+        try:
+            listener = await describe_listener(aws, lb.listener_arn)
+        except Exception as e:
+            raise CliError(f"AWS DescribeListeners {lb.listener_arn}: {e}") from None
+        if listener is None:
+            raise CliError(f"AWS DescribeListeners: no listener {lb.listener_arn}")
+        return {"ListenerArn": lb.listener_arn, "Actions": listener.get("DefaultActions") or []}
+    try:
+        rules = await describe_rules(aws, lb.listener_arn)
+    except Exception as e:
+        raise CliError(f"AWS DescribeRules {lb.listener_arn}: {e}") from None
+    priority = str((getattr(lb, "listener_rule", None) or DEFAULT_RULE).priority)
+    return next((r for r in rules if str(r.get("Priority")) == priority), {})
 
 
 def _weights(forward: tuple[Forward, ...] | None) -> list[Obj]:
@@ -214,7 +237,10 @@ def document(
 ) -> Obj:
     st = o.status or CellStatus()
     canary = cell.spec.update_strategy.canary
-    steps = list(canary.steps) if canary else []
+    blue_green = cell.spec.update_strategy.blue_green
+    steps: list[Any] = list(canary.steps) if canary else []
+    if cell.spec.update_strategy.type == "BlueGreen":
+        steps = list(blue_green.steps) if blue_green else []
     now = sim.now.status
     desired = now.canary_version or now.stable_version
     versions = []
@@ -243,12 +269,13 @@ def document(
         }
         aws = {
             "ruleARN": rule.get("RuleArn"),
+            "listenerARN": rule.get("ListenerArn"),
             "priority": rule.get("Priority"),
             "forward": [
                 {"name": name_of.get(arn, arn), "arn": arn, "weight": w}
                 for arn, w in sorted(forwarded.items())
             ],
-            "matchesConfig": bool(rule) and forwarded == configured,
+            "matchesConfig": bool(actions) and forwarded == configured,
         }
     return {
         "cell": {
@@ -292,11 +319,12 @@ def render(doc: Obj) -> str:
     aws = doc["aws"]
     if aws is None:
         out.append("AWS:      not read (--no-aws)")
-    elif not aws["ruleARN"]:
+    elif not aws["ruleARN"] and not aws["listenerARN"]:
         out.append("AWS:      no rule at the Cell's priority yet")
     else:
         same = "as the config says" if aws["matchesConfig"] else "differs from the config"
-        out.append(f"AWS:      priority {aws['priority']} forwards {_w(aws['forward'])}  ({same})")
+        where = f"priority {aws['priority']}" if aws["ruleARN"] else "the listener's default action"
+        out.append(f"AWS:      {where} forwards {_w(aws['forward'])}  ({same})")
     for arn, ok in sorted(doc["targetHealth"].items()):
         state = "a healthy target" if ok else "no healthy target"
         out.append(f"Health:   {arn.rsplit('/', 2)[-2]}: {state}")

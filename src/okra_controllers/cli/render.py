@@ -21,10 +21,12 @@ from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus, Measurement
 from okra_controllers.api.v1alpha1.cell import (
     DEFAULT_VERSION_LABEL,
+    BlueGreenStep,
     CanaryStep,
     Cell,
     CellStatus,
 )
+from okra_controllers.cell.observe import ALB_CONFIG_KIND, config_kind
 from okra_controllers.cell.plan import weight_before
 from okra_controllers.cell.versions import Grouped, group_target_groups
 from okra_controllers.cli.view import Obj, cell_selector, created, parse_time, selects
@@ -127,8 +129,13 @@ def duration(seconds: float) -> str:
     return f"{d // 365}y"
 
 
-def describe_step(step: CanaryStep) -> str:
-    """`setWeight 20`, `stepWeight 10`, `pause 5m`, `analysis success-rate`."""
+def describe_step(step: CanaryStep | BlueGreenStep) -> str:
+    """`setWeight 20`, `stepWeight 10`, `pause 5m`, `analysis success-rate`; BlueGreen's
+    `analysis ...` and `promote`."""
+    if isinstance(step, BlueGreenStep):
+        if step.analysis is None:
+            return "promote: all traffic to the new version"
+        return "analysis " + ", ".join(t.template_name for t in step.analysis.templates)
     if step.set_weight is not None:
         return f"setWeight {step.set_weight}"
     if step.step_weight is not None:
@@ -276,15 +283,18 @@ def _header(
     return lines
 
 
-def _sync_state(config: Obj | None, now: datetime.datetime) -> tuple[bool, str]:
-    """Whether AWS shows the config's weights, and a phrase saying so."""
+def _sync_state(
+    config: Obj | None, now: datetime.datetime, kind: str = ALB_CONFIG_KIND
+) -> tuple[bool, str]:
+    """Whether AWS shows the config's weights, and a phrase saying so; `kind` is the
+    kind of config the Cell has (`config_kind`)."""
     if config is None:
-        return False, "no AWSApplicationLoadBalancerConfig yet"
+        return False, f"no {kind} yet"
     name = _meta(config).get("name")
     st = config.get("status") or {}
     cond = next((c for c in st.get("conditions") or [] if c.get("type") == "Synced"), None)
     gen, observed = _meta(config).get("generation"), st.get("observedGeneration")
-    where = f"AWSApplicationLoadBalancerConfig {name}"
+    where = f"{kind} {name}"
     if cond is None:
         return False, f"{where}: not applied to AWS yet"
     if cond.get("status") == "True" and observed == gen:
@@ -306,7 +316,7 @@ def _target_groups(
     paint: Paint,
     now: datetime.datetime,
 ) -> list[str]:
-    synced, state = _sync_state(config, now)
+    synced, state = _sync_state(config, now, config_kind(model))
     lines = [f"{paint.bold('Target groups')}  {paint(state, '' if synced else '33')}"]
     applied = {
         str(f.get("arn")): int(f.get("weight") or 0)
@@ -385,9 +395,12 @@ def _steps(
     now: datetime.datetime,
 ) -> list[str]:
     canary = model.spec.update_strategy.canary
+    blue_green = model.spec.update_strategy.blue_green
+    in_progress = bool(st.canary_version and st.rollout_id)
+    if model.spec.update_strategy.type == "BlueGreen" and blue_green is not None:
+        return _blue_green_steps(blue_green.steps, st, runs, paint, in_progress)
     steps = list(canary.steps) if canary else []
     background = canary.analysis if canary else None
-    in_progress = bool(st.canary_version and st.rollout_id)
     name = model.metadata.name
     if not steps and background is None:
         return [f"{paint.bold('Steps:')}    none (a new version gets all traffic at once)"]
@@ -425,6 +438,41 @@ def _steps(
     return lines
 
 
+def _blue_green_steps(
+    steps: Sequence[BlueGreenStep],
+    st: CellStatus,
+    runs: dict[str, Obj],
+    paint: Paint,
+    in_progress: bool,
+) -> list[str]:
+    """BlueGreen: the new version gets no traffic until `promote` (or the last step)."""
+    if not steps:
+        return [f"{paint.bold('Steps:')}    none (BlueGreen: the new version gets all at once)"]
+    i = (st.current_step_index or 0) if in_progress else None
+    head = f"{paint.bold('Steps:')}    " + (
+        f"no rollout in progress ({len(steps)} BlueGreen steps per rollout)"
+        if i is None
+        else f"BlueGreen {step_label(i, len(steps))}"
+    )
+    rows: list[list[Col]] = []
+    for n, step in enumerate(steps):
+        mark = PENDING if i is None or n > i else DONE if n < i else CURRENT
+        text = describe_step(step)
+        note: Col = ""
+        if mark == CURRENT and step.analysis is not None:
+            note = _analysis_note(n, st, runs)
+        rows.append([(mark, ""), f"{n + 1}.", text, note])
+    return [head, *table(rows, paint)]
+
+
+def _analysis_note(index: int, st: CellStatus, runs: dict[str, Obj]) -> Col:
+    run_name = (st.analysis_runs or {}).get(f"step-{index}")
+    if not run_name:
+        return "starting analysis"
+    phase = _run_phase(runs.get(run_name))
+    return (f"{run_name}: {phase}", _STYLES.get(phase, ""))
+
+
 def _current_note(
     step: CanaryStep,
     index: int,
@@ -453,11 +501,7 @@ def _current_note(
         left = (st.step_started_at - now).total_seconds() + seconds
         return (f"paused, {duration(left)} left", "33") if left > 0 else "pause over, continuing"
     if step.analysis is not None:
-        run_name = (st.analysis_runs or {}).get(f"step-{index}")
-        if not run_name:
-            return "starting analysis"
-        phase = _run_phase(runs.get(run_name))
-        return (f"{run_name}: {phase}", _STYLES.get(phase, ""))
+        return _analysis_note(index, st, runs)
     return ""
 
 

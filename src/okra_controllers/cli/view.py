@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN
-from okra_controllers.cell.controller import ALB_CONFIG, BLOCKLIST, CELL, TARGET_GROUP
+from okra_controllers.cell.controller import BLOCKLIST, CELL, TARGET_GROUP
+from okra_controllers.cell.observe import config_gvk
 from okra_controllers.cli.kube import CliError, get_or_none
 from okra_runtime.client import Client
 from okra_runtime.errors import NotFoundError
@@ -125,7 +126,7 @@ async def fetch_view(client: Client, name: str, namespace: str) -> CellView:
     """The view from plain reads (one GET or LIST per kind)."""
     cell = await get_cell(client, name, namespace)
     tgs = (await client.list(TARGET_GROUP, namespace)).items
-    config = await get_or_none(client, ALB_CONFIG, name, namespace)
+    config = await get_or_none(client, config_gvk(cell), name, namespace)
     runs = (await client.list(ANALYSIS_RUN, namespace)).items
     blocklist = await get_or_none(client, BLOCKLIST, name, namespace)
     return select_view(

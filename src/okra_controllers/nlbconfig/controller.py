@@ -42,6 +42,7 @@ from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import Json
 from okra_controllers.lbconfig import (
+    SYNCED,
     aws_message,
     dump_status,
     in_spec_order,
@@ -52,7 +53,10 @@ from okra_controllers.lbconfig import (
     weights_note,
     with_synced,
 )
+from okra_controllers.notifications.notifier import Notifier, notifier_for
+from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
 from okra_runtime.client import Client
+from okra_runtime.errors import ApiError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
@@ -191,6 +195,33 @@ class Outcome:
     listener: Json | None = None
     wrote: bool = False
     notes: list[str] = field(default_factory=list)
+    found: str = ""
+    """The forward found in AWS before a write (`name=70, other=30`)."""
+
+
+def weights_of(spec: AWSNetworkLoadBalancerConfigSpec) -> str:
+    return ", ".join(f"{tg_name(t.arn)}={t.weight}" for t in spec.forward_target_groups)
+
+
+def _was_synced(
+    status: AWSNetworkLoadBalancerConfigStatus,
+    spec: AWSNetworkLoadBalancerConfigSpec,
+    generation: int | None,
+) -> bool:
+    """Whether okra had this very spec applied and read back (so a write needed now
+    means the listener changed in AWS, not the spec)."""
+    synced = any(c.type == SYNCED and c.status == "True" for c in status.conditions or [])
+    applied = status.applied.forward_target_groups if status.applied else None
+
+    def weights(tgs: Any) -> set[tuple[str, int]]:
+        return {(t.arn, t.weight) for t in tgs if t.weight}
+
+    return (
+        synced
+        and status.observed_generation == generation
+        and applied is not None
+        and weights(applied) == weights(spec.forward_target_groups)
+    )
 
 
 class NlbConfigReconciler:
@@ -203,6 +234,7 @@ class NlbConfigReconciler:
         *,
         resync: float = DEFAULT_RESYNC,
         clock: Callable[[], datetime.datetime] = utcnow,
+        notifier: Notifier | None = None,
     ) -> None:
         self.client = client
         self.configs = informer.store
@@ -210,6 +242,7 @@ class NlbConfigReconciler:
         self.aws = aws
         self.resync = resync
         self.clock = clock
+        self.notifier = notifier or Notifier(client)
 
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.configs.get(req.name, req.namespace)
@@ -230,6 +263,18 @@ class NlbConfigReconciler:
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message))
             raise
+        if outcome.wrote and _was_synced(status, config.spec, raw["metadata"].get("generation")):
+            # okra had this very spec applied and read back: the listener changed in AWS.
+            message = (
+                "the listener's default action was changed outside okra (forwarding "
+                f"{outcome.found or 'nothing'} instead of {weights_of(config.spec)}); restored"
+            )
+            self.events.event(raw, "Warning", "DriftRepaired", message)
+            log.warning("listener default action drift repaired", found=outcome.found)
+            try:
+                await self.notifier.notify_owner(raw, Fired(DRIFT_REPAIRED, message), self.clock())
+            except ApiError as e:  # the listener is repaired either way
+                log.warning("drift repair not recorded for notification", error=str(e))
         if outcome.wrote:
             self.events.event(raw, "Normal", "ListenerModified", "; ".join(outcome.notes))
             log.info("wrote listener default action", notes=outcome.notes)
@@ -247,6 +292,7 @@ class NlbConfigReconciler:
             return Outcome(action.reason, action.message)
         out = Outcome("", "")
         if isinstance(action, ModifyDefault):
+            out.found = weights_note((listener or {}).get("DefaultActions")).removeprefix(": ")
             await elbv2.modify_default_actions(elb, spec.listener_arn, action.actions)
             out.wrote = True
             out.notes.append(
@@ -307,6 +353,7 @@ def register(
         mgr.event_recorder("nlbconfig-controller"),
         aws,
         resync=resync,
+        notifier=notifier_for(mgr),
     )
     (
         mgr.builder("nlbconfig")
@@ -319,4 +366,11 @@ def register(
 
 def setup(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["nlbconfig"]`)."""
-    register(mgr, settings.aws, concurrency=settings.concurrency)
+    # Idle looks at the listener as often as the ALB controller's drift check (a change
+    # made outside okra is put back within that period).
+    register(
+        mgr,
+        settings.aws,
+        concurrency=settings.concurrency,
+        resync=min(DEFAULT_RESYNC, settings.drift_check),
+    )
