@@ -172,7 +172,8 @@ async def forwarding(aws: AwsConfig, cell: Cell) -> Obj:
     (an NLB: the listener's default action)."""
     ingress = cell.spec.ingress
     lb = ingress.listener() if ingress else None
-    assert ingress is not None and lb is not None
+    assert ingress is not None
+    assert lb is not None
     if ingress.network:
         try:
             listener = await describe_listener(aws, lb.listener_arn)
