@@ -101,7 +101,7 @@ async def test_every_trigger_of_a_failed_canary_is_delivered(
     await rt_client.create(cell)
 
     async def healthy() -> bool:
-        return (await cell_status(rt_client, ns)).get("phase") == "Healthy"
+        return (await cell_status(rt_client, ns)).get("health") == "Healthy"
 
     assert await eventually(healthy, within=60)
     await env.target_group("web-a-v2", "v2")

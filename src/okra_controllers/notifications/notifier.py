@@ -53,6 +53,7 @@ def fields_for(cell: dict[str, Any], status: Any, fired: Fired) -> dict[str, Any
         "namespace": meta.get("namespace"),
         "message": fired.message,
         "phase": status.phase,
+        "health": status.health,
         "stableVersion": status.stable_version,
         "canaryVersion": status.canary_version,
         "canaryWeight": status.canary_weight,
