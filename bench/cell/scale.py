@@ -150,7 +150,7 @@ async def scenario(
             start = time.monotonic()
             while True:
                 items = (await c.list(CELL, NS)).items
-                healthy = sum((i.get("status") or {}).get("phase") == "Healthy" for i in items)
+                healthy = sum((i.get("status") or {}).get("health") == "Healthy" for i in items)
                 if healthy == cells:
                     break
                 if time.monotonic() - start > 1800:
