@@ -109,7 +109,10 @@ async def scenario(
             async def idle_since() -> float:
                 while True:  # wait for the Cell to report Healthy on the last version
                     st = (await c.get(CELL, "web", NS)).get("status") or {}
-                    if st.get("phase") == "Healthy" and st.get("stableVersion") == f"v{rounds + 1}":
+                    if (
+                        st.get("health") == "Healthy"
+                        and st.get("stableVersion") == f"v{rounds + 1}"
+                    ):
                         return time.monotonic()
                     await asyncio.sleep(0.1)
 

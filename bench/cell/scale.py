@@ -229,7 +229,7 @@ async def wait_healthy(c: Client, cells: int, start: float, limit: float = 1800)
     poll = max(0.5, cells / 2500)
     while True:
         items = (await c.list(CELL, NS)).items
-        healthy = sum((i.get("status") or {}).get("phase") == "Healthy" for i in items)
+        healthy = sum((i.get("status") or {}).get("health") == "Healthy" for i in items)
         if healthy == cells:
             return time.monotonic() - start
         if time.monotonic() - start > limit:

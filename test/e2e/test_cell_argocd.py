@@ -245,7 +245,7 @@ async def test_delete_before_create_with_no_load_balancer(
 
     async def healthy(version: str) -> bool:
         st = await cell_status(rt_client, ns)
-        return st.get("stableVersion") == version and st.get("phase") == "Healthy"
+        return st.get("stableVersion") == version and st.get("health") == "Healthy"
 
     deadline = time.monotonic() + 60
     while not await healthy("v1"):

@@ -68,7 +68,7 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
 
     # First rollout: no config yet, so v1 goes straight to 100.
-    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     await weights_match_plan(env, st)
     assert await env.rule_weights() == {"web-a-v1": 50, "web-b-v1": 50}
 
@@ -82,13 +82,13 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
             rt_client,
             ns,
             lambda s, e=expect: (
-                s.get("canaryWeight") == e and s.get("phase") in ("Progressing", "Paused")
+                s.get("canaryWeight") == e and s.get("health") in ("Progressing", "Paused")
             ),
         )
         await weights_match_plan(env, st)
         seen.append(canary_total(await env.rule_weights(), "v2"))
     assert seen == [30, 60]
-    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Paused")
+    st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Paused")
     assert "paused at step 6 until promoted" in st["message"]
     await rt_client.patch(
         CELL,
@@ -103,7 +103,7 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
         namespace=ns,
     )
     st = await wait_status(
-        rt_client, ns, lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2"
+        rt_client, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
     )
     assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
     await weights_match_plan(env, st)
@@ -114,7 +114,7 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     # v3 fails its analysis: all traffic back to v2 at once, v3 blocked.
     metrics.rates["v3"] = 0.2
     await env.target_group("web-a-v3", "v3")
-    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Degraded")
+    st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded")
     assert "version v3 failed" in st["message"]
     await weights_match_plan(env, st)
     assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
@@ -136,11 +136,11 @@ async def test_rollback_scale_out_and_steady_state(
     await env.target_group("web-a-v1", "v1")
     await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}]))
     await wait_status(
-        rt_client, ns, lambda s: s.get("stableVersion") == "v1" and s.get("phase") == "Healthy"
+        rt_client, ns, lambda s: s.get("stableVersion") == "v1" and s.get("health") == "Healthy"
     )
     await env.target_group("web-a-v2", "v2")
     st = await wait_status(
-        rt_client, ns, lambda s: s.get("stableVersion") == "v2" and s.get("phase") == "Healthy"
+        rt_client, ns, lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy"
     )
     assert await env.rule_weights() == {"web-a-v2": 100}
 
@@ -149,7 +149,7 @@ async def test_rollback_scale_out_and_steady_state(
     st = await wait_status(
         rt_client,
         ns,
-        lambda s: len(s.get("targetGroups") or []) == 2 and s.get("phase") == "Healthy",
+        lambda s: len(s.get("targetGroups") or []) == 2 and s.get("health") == "Healthy",
     )
     assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
     assert st.get("canaryVersion") is None
@@ -159,7 +159,7 @@ async def test_rollback_scale_out_and_steady_state(
     st = await wait_status(
         rt_client,
         ns,
-        lambda s: s.get("stableVersion") == "v1" and s.get("phase") == "Healthy",
+        lambda s: s.get("stableVersion") == "v1" and s.get("health") == "Healthy",
         within=30,
     )
     assert await env.rule_weights() == {"web-a-v1": 100}

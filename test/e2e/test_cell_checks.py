@@ -14,7 +14,7 @@ from jobrunner import JOB, JobRunner
 from okra_runtime import GVK, Client
 from support import eventually
 
-from .conftest import Env, OkraManager, cell_obj, cell_status
+from .conftest import CELL, Env, OkraManager, cell_obj, cell_status
 
 BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
 
@@ -47,14 +47,14 @@ async def test_a_failing_precheck_blocks_the_rollout_before_any_traffic(
     ns = namespace
     await env.target_group("web-a-v1", "v1")
     fails = check("run-test", "import sys; print('2 of 40 tests failed'); sys.exit(3)")
-    await rt_client.create(
-        cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}], prechecks=[fails])
-    )
+    # v1 rolls out before the (failing) check is added: the first rollout runs checks too.
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}]))
     async with JobRunner(rt_client, ns) as runner:
-        await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+        await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
+        await rt_client.patch(CELL, "web", {"spec": {"prechecks": [fails]}}, namespace=ns)
         await env.target_group("web-a-v2", "v2")
-        st = await wait_status(rt_client, ns, lambda s: s.get("lifecycle") == "Error")
-    assert st["phase"] == "Degraded"
+        st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Error")
+    assert st["health"] == "Degraded"
     assert "precheck run-test failed (Job web-" in st["message"]
     assert "exit code 3: 2 of 40 tests failed" in st["message"]
     assert "v2 is blocked" in st["message"]
@@ -81,18 +81,21 @@ async def test_precheck_passes_manager_killed_mid_job_then_postcheck_rolls_back(
         env.alb.listener_arn,
         [{"setWeight": 50}],
         prechecks=[slow_pass],
-        postchecks=[post_fail],
         rollbackDelaySeconds=3,
     )
     await rt_client.create(cell)
     async with JobRunner(rt_client, ns) as runner:
-        await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+        # v1's first rollout runs the precheck too; the failing postcheck comes after it.
+        await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
+        await rt_client.patch(CELL, "web", {"spec": {"postchecks": [post_fail]}}, namespace=ns)
+        first = len(runner.started)
+        assert first == 1  # v1's precheck
         await env.target_group("web-a-v2", "v2")
-        st = await wait_status(rt_client, ns, lambda s: s.get("lifecycle") == "Init")
+        st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Init")
         assert "Init: precheck run-test running" in st["message"]
 
         async def job_running() -> bool:
-            return bool(runner.started)
+            return len(runner.started) > first
 
         assert await eventually(job_running, within=30)
         okra.kill()  # SIGKILL while the precheck's Job runs
@@ -101,7 +104,7 @@ async def test_precheck_passes_manager_killed_mid_job_then_postcheck_rolls_back(
 
         # The precheck passes, traffic moves, v2 reaches 100%, the postcheck fails: v2 keeps
         # serving for rollbackDelaySeconds, then back.
-        st = await wait_status(rt_client, ns, lambda s: s.get("lifecycle") == "Error")
+        st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Error")
         assert "postcheck smoke failed" in st["message"]
         assert "exit code 1: smoke: 503" in st["message"]
         assert "Waiting 3 seconds before starting a rollback" in st["message"]
@@ -115,7 +118,9 @@ async def test_precheck_passes_manager_killed_mid_job_then_postcheck_rolls_back(
 
     assert await eventually(back, within=20), await env.rule_weights()
     jobs = sorted(j["metadata"]["name"] for j in (await rt_client.list(JOB, ns)).items)
-    assert len(jobs) == 2, jobs  # one per check: the restart created no second precheck Job
+    # One per rollout and check (v1's precheck, v2's precheck and postcheck): the restart
+    # created no second precheck Job.
+    assert len(jobs) == 3, jobs
     assert sorted(runner.started) == jobs
     assert {(r["stage"], r["phase"]) for r in st["checks"]} == {
         ("precheck", "Succeeded"),

@@ -45,7 +45,7 @@ async def test_a_stuck_analysis_is_reported_then_aborted_when_asked(
         ns, env.alb.listener_arn, [{"setWeight": 20}, analysis], progressDeadlineSeconds=3
     )
     await rt_client.create(cell)
-    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
 
     await env.target_group("web-a-v2", "v2")
     st = await wait_status(
@@ -53,13 +53,13 @@ async def test_a_stuck_analysis_is_reported_then_aborted_when_asked(
     )
     assert progressing(st)["status"] == "False"
     assert "progressDeadlineSeconds (3s)" in st["message"]
-    assert st["phase"] == "Progressing"
+    assert st["health"] == "Progressing"
     assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}  # reported, not moved
     events = (await rt_client.list(EVENT, ns)).items
     assert [e["type"] for e in events if e["reason"] == "ProgressDeadlineExceeded"] == ["Warning"]
 
     await rt_client.patch(CELL, "web", {"spec": {"progressDeadlineAbort": True}}, namespace=ns)
-    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Degraded")
+    st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded")
     assert "version v2 failed: no progress since" in st["message"]
 
     async def back_on_stable() -> bool:

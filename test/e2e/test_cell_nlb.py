@@ -150,7 +150,7 @@ async def test_blue_green_analysis_then_switch_and_a_failed_version_is_blocked(
         nlb_cell(ns, n.nlb.listener_arn, strategy, key="awsApplicationLoadBalancer")
     )
 
-    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     await wait_weights(n, {"web-a-v1": 50, "web-b-v1": 50})
     events = (await rt_client.list(EVENT, ns)).items
     misplaced = [e for e in events if e["reason"] == "MisplacedListener"]
@@ -168,7 +168,7 @@ async def test_blue_green_analysis_then_switch_and_a_failed_version_is_blocked(
     assert await eventually(run_started, within=30)
     assert await n.listener_weights() == {"web-a-v1": 50, "web-b-v1": 50}
     st = await wait_status(
-        rt_client, ns, lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2"
+        rt_client, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
     )
     await wait_weights(n, {"web-a-v2": 50, "web-b-v2": 50})
     assert {t["name"]: t["weight"] for t in st["targetGroups"]} == {
@@ -184,7 +184,7 @@ async def test_blue_green_analysis_then_switch_and_a_failed_version_is_blocked(
     # v3 fails its analysis: v2 keeps serving, v3 never gets traffic and is blocked.
     metrics.rates["v3"] = 0.5
     await n.target_group("web-a-v3", "v3")
-    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Degraded")
+    st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded")
     assert "version v3 failed" in st["message"]
     assert st["stableVersion"] == "v2"
     await wait_weights(n, {"web-a-v2": 50, "web-b-v2": 50})
@@ -202,11 +202,11 @@ async def test_weighted_canary_on_an_nlb_listener(
     await n.target_group("web-a-v1", "v1")
     strategy = {"type": "Canary", "canary": {"steps": [{"setWeight": 30}, {"pause": {}}]}}
     await rt_client.create(nlb_cell(ns, n.nlb.listener_arn, strategy, key="awsNetworkLoadBalancer"))
-    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     await wait_weights(n, {"web-a-v1": 100})
 
     await n.target_group("web-a-v2", "v2")
-    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Paused")
+    st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Paused")
     await wait_weights(n, {"web-a-v1": 70, "web-a-v2": 30})
     assert st["canaryWeight"] == 30
     # okra plan reads the listener's default action: what AWS forwards is the config.
@@ -228,7 +228,7 @@ async def test_weighted_canary_on_an_nlb_listener(
         namespace=ns,
     )
     await wait_status(
-        rt_client, ns, lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2"
+        rt_client, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
     )
     await wait_weights(n, {"web-a-v2": 100})
 
@@ -247,7 +247,7 @@ async def test_plan_and_get_cell_read_the_nlb_config_and_listener(
     step = {"analysis": {"templates": [{"templateName": "slow"}], "args": VERSION_ARG}}
     strategy = {"type": "BlueGreen", "blueGreen": {"steps": [step, {"promote": {}}]}}
     await rt_client.create(nlb_cell(ns, n.nlb.listener_arn, strategy, key="awsNetworkLoadBalancer"))
-    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     await wait_weights(n, {"web-a-v1": 100})
     await n.target_group("web-a-v2", "v2")
 

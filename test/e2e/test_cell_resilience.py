@@ -49,7 +49,7 @@ async def test_kill_9_mid_rollout_resumes_at_the_same_step(
         {"stepWeight": 40},
     ]
     await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps))
-    await until(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await until(rt_client, ns, lambda s: s.get("health") == "Healthy")
 
     totals: list[int] = []
 
@@ -81,7 +81,7 @@ async def test_kill_9_mid_rollout_resumes_at_the_same_step(
         st = await until(
             rt_client,
             ns,
-            lambda s: s.get("stableVersion") == "v2" and s.get("phase") == "Healthy",
+            lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy",
             within=90,
         )
     finally:
@@ -123,7 +123,7 @@ async def test_bad_input_never_stops_the_manager(
     await rt_client.create(
         cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}], replicas=6, version="v1")
     )
-    await until(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await until(rt_client, ns, lambda s: s.get("health") == "Healthy")
     for i in range(6):
         await env.target_group(f"web-{i}-v2", "v2")
     await rt_client.patch(CELL, "web", {"spec": {"version": None}}, namespace=ns)
@@ -144,7 +144,7 @@ async def test_bad_input_never_stops_the_manager(
     assert okra.proc is not None
     assert okra.proc.poll() is None
     assert st["stableVersion"] == "v1"
-    assert st["phase"] == "Degraded"  # every status has a phase, not only a message
+    assert st["health"] == "Degraded"  # every status has a phase, not only a message
     assert await env.rule_weights() == {"web-a-v1": 100}
 
 
@@ -154,7 +154,7 @@ async def test_health_gate_holds_weight_until_a_target_is_healthy(
     ns = namespace
     await env.target_group("web-a-v1", "v1")
     await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}]))
-    await until(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+    await until(rt_client, ns, lambda s: s.get("health") == "Healthy")
     arn = await env.target_group("web-a-v2", "v2", healthy=False)  # no targets yet
     st = await until(
         rt_client,
@@ -176,6 +176,6 @@ async def test_health_gate_holds_weight_until_a_target_is_healthy(
         namespace=ns,
     )
     await until(
-        rt_client, ns, lambda s: s.get("stableVersion") == "v2" and s.get("phase") == "Healthy"
+        rt_client, ns, lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy"
     )
     assert await env.rule_weights() == {"web-a-v2": 100}

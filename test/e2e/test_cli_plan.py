@@ -65,7 +65,7 @@ async def test_plan_matches_what_the_controller_writes(
 
     async def healthy() -> bool:
         st = await cell_status(rt_client, ns)
-        return st.get("phase") == "Healthy" and bool(await env.rule_weights())
+        return st.get("health") == "Healthy" and bool(await env.rule_weights())
 
     assert await eventually(healthy, within=60)
     # The manager stops: the plan is made from the state it left, with v2 now present.
@@ -122,7 +122,7 @@ async def test_plan_matches_what_the_controller_writes(
 
         async def completed() -> bool:
             st = await cell_status(rt_client, ns)
-            return st.get("phase") == "Healthy" and st.get("stableVersion") == "v2"
+            return st.get("health") == "Healthy" and st.get("stableVersion") == "v2"
 
         assert await eventually(completed, within=60)
         await asyncio.sleep(0.3)  # one more look at AWS

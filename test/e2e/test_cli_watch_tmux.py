@@ -116,14 +116,14 @@ async def test_watch_screens_follow_a_rollout(
     await rt_client.create(cell_obj(ns, env.alb.listener_arn, STEPS))
 
     async def healthy() -> bool:
-        return (await cell_status(rt_client, ns)).get("phase") == "Healthy"
+        return (await cell_status(rt_client, ns)).get("health") == "Healthy"
 
     assert await eventually(healthy, within=60)
     cell_screen = Screen(f"okra-cell-{ns}", cli(control_plane, ns, "get", "cell", "web", "--watch"))
     screens.append(cell_screen)
     cells_screen = Screen(f"okra-cells-{ns}", cli(control_plane, ns, "get", "cells", "-A", "-w"))
     screens.append(cells_screen)
-    await shows(cell_screen, "Phase:    Healthy")
+    await shows(cell_screen, "Phase:    Completed (Healthy)")
     await shows(cells_screen, f"{ns}  web")
 
     await env.target_group("web-a-v2", "v2")

@@ -224,14 +224,14 @@ async def test_the_image_rolls_out_a_cell(
     await env.target_group("web-a-v1", "v1")
     steps: list[dict[str, Any]] = [{"setWeight": 50}, {"pause": {"duration": "1s"}}]
     await rt_client.create(cell_obj(namespace, env.alb.listener_arn, steps))
-    st = await wait_status(rt_client, namespace, lambda s: s.get("phase") == "Healthy")
+    st = await wait_status(rt_client, namespace, lambda s: s.get("health") == "Healthy")
     assert await env.rule_weights() == {"web-a-v1": 100}
 
     await env.target_group("web-a-v2", "v2")
     st = await wait_status(
         rt_client,
         namespace,
-        lambda s: s.get("stableVersion") == "v2" and s.get("phase") == "Healthy",
+        lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy",
     )
     await weights_match_plan(env, st)
     assert await env.rule_weights() == {"web-a-v2": 100}

@@ -184,7 +184,7 @@ async def test_dashboard_and_alert_queries_have_data_during_a_rollout(
     await rt_client.create(cell_obj(ns, env.alb.listener_arn, STEPS))
 
     async def phase(p: str) -> bool:
-        return (await cell_status(rt_client, ns)).get("phase") == p
+        return (await cell_status(rt_client, ns)).get("health") == p
 
     assert await eventually(lambda: phase("Healthy"), within=60)
     await env.target_group("web-a-v2", "v2")

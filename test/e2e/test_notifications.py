@@ -82,7 +82,7 @@ async def test_every_trigger_of_a_failed_canary_is_delivered(
     await rt_client.create(cell)
 
     async def healthy() -> bool:
-        return (await cell_status(rt_client, ns)).get("phase") == "Healthy"
+        return (await cell_status(rt_client, ns)).get("health") == "Healthy"
 
     assert await eventually(healthy, within=60)
     await env.target_group("web-a-v2", "v2")
@@ -143,7 +143,7 @@ async def test_pending_notifications_survive_a_manager_restart(
     await rt_client.create(cell)
 
     async def healthy() -> bool:
-        return (await cell_status(rt_client, ns)).get("phase") == "Healthy"
+        return (await cell_status(rt_client, ns)).get("health") == "Healthy"
 
     assert await eventually(healthy, within=60)
     await env.target_group("web-a-v2", "v2")
@@ -180,6 +180,6 @@ async def test_pending_notifications_survive_a_manager_restart(
         assert [b["id"] for b in bodies] == [n["key"] for n in recorded]
         assert [h["Idempotency-Key"] for _, h, _ in r.received] == [n["key"] for n in recorded]
         assert bodies[2]["canaryWeight"] == 20
-        assert (await cell_status(rt_client, ns))["phase"] == "Paused"  # nothing else moved
+        assert (await cell_status(rt_client, ns))["health"] == "Paused"  # nothing else moved
     finally:
         await runner.cleanup()

@@ -212,7 +212,7 @@ async def test_the_tutorial_on_a_cluster(
     # The clusters of v1 (their target groups, as the AWSTargetGroupSet labels them).
     for name in ("web-1-v1", "web-2-v1"):
         await env.target_group(name, "v1")
-    await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy", within=90)
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy", within=90)
     assert await env.rule_weights() == {"web-1-v1": 50, "web-2-v1": 50}
     code, out, err = await okra(cp, *page.cli(page.watch, env))
     assert code == 0, err
@@ -222,7 +222,7 @@ async def test_the_tutorial_on_a_cluster(
     # Two clusters of v2: the canary stops at 20% until promoted.
     for name in ("web-1-v2", "web-2-v2"):
         await env.target_group(name, "v2")
-    st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Paused", within=90)
+    st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Paused", within=90)
     await weights_match_plan(env, st)
     assert canary_total(await env.rule_weights(), "v2") == 20
     assert "until promoted" in st["message"]
@@ -241,7 +241,7 @@ async def test_the_tutorial_on_a_cluster(
         if not totals or totals[-1] != total:
             totals.append(total)
         st = await cell_status(rt_client, ns)
-        return bool(st.get("stableVersion") == "v2" and st.get("phase") == "Healthy")
+        return bool(st.get("stableVersion") == "v2" and st.get("health") == "Healthy")
 
     assert await eventually(v2_stable, within=120, interval=0.2), (
         totals,

@@ -66,7 +66,8 @@ def paused_status() -> dict[str, Any]:
     message = "canary v2 at 20%: paused at step 2"
     return {
         "observedGeneration": 1,
-        "phase": "Paused",
+        "phase": "Migrating",
+        "health": "Paused",
         "message": message,
         "stableVersion": "v1",
         "canaryVersion": "v2",
@@ -279,7 +280,7 @@ async def test_get_cell_shows_the_rollout(
     code, out, err = await okra(control_plane, namespace, "get", "cell", "web")
     assert (code, err) == (0, "")
     assert f"Cell:     web   (namespace {namespace}" in out
-    assert "Phase:    Paused  canary v2 at 20%: paused at step 2" in out
+    assert "Phase:    Migrating (Paused)  canary v2 at 20%: paused at step 2" in out
     assert "Stable:   v1  80%" in out
     assert f"Canary:   v2  20%  (rollout {RID}" in out
     assert "AWSApplicationLoadBalancerConfig web: Synced (AWS shows these weights" in out
@@ -321,13 +322,18 @@ async def test_get_cell_as_json_carries_every_object(
 async def test_get_cells_and_target_groups(
     control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
 ) -> None:
-    await make_cell(rt_client, namespace, {"phase": "Healthy", "stableVersion": "v7"}, "api")
+    await make_cell(
+        rt_client,
+        namespace,
+        {"phase": "Completed", "health": "Healthy", "stableVersion": "v7"},
+        "api",
+    )
     code, out, _ = await okra(control_plane, namespace, "get", "cells")
     assert code == 0
     rows = [line.split() for line in out.splitlines()]
-    assert rows[0] == ["NAME", "PHASE", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]
-    assert rows[1][:6] == ["api", "Healthy", "v7", "-", "-", "-"]
-    assert rows[2][:6] == ["web", "Paused", "v1", "v2", "20", "3/4"]
+    assert rows[0] == ["NAME", "PHASE", "HEALTH", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]
+    assert rows[1][:7] == ["api", "Completed", "Healthy", "v7", "-", "-", "-"]
+    assert rows[2][:7] == ["web", "Migrating", "Paused", "v1", "v2", "20", "3/4"]
 
     code, out, _ = await okra(control_plane, namespace, "get", "targetgroups", "--cell", "web")
     assert code == 0
@@ -392,12 +398,17 @@ async def test_promote_at_a_pause_cancels_it_and_annotates(
 async def test_promote_and_abort_need_a_rollout(
     control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
 ) -> None:
-    await make_cell(rt_client, namespace, {"phase": "Healthy", "message": "v1 serves 100%"})
+    await make_cell(
+        rt_client,
+        namespace,
+        {"phase": "Completed", "health": "Healthy", "message": "v1 serves 100%"},
+    )
     for verb in ("promote", "abort"):
         code, out, err = await okra(control_plane, namespace, verb, "web")
         assert (code, out) == (1, "")
         assert err == (
-            "error: cell web has no rollout in progress (phase Healthy: v1 serves 100%)\n"
+            "error: cell web has no rollout in progress "
+            "(phase Completed, Healthy: v1 serves 100%)\n"
         )
     cell = await rt_client.get(CELL, "web", namespace)
     assert not cell["metadata"].get("annotations")
@@ -483,7 +494,8 @@ async def test_watch_prints_a_frame_per_change_and_stops_on_sigint(
         cell = await rt_client.get(CELL, "web", namespace)
         cell["status"] = {
             **cell["status"],
-            "phase": "Progressing",
+            "phase": "Migrating",
+            "health": "Progressing",
             "message": "canary v2 at 60% (step 4/4)",
             "currentStepIndex": 3,
             "pausedReason": None,
@@ -502,9 +514,9 @@ async def test_watch_prints_a_frame_per_change_and_stops_on_sigint(
     assert b"Traceback" not in err
     frames = (bytes(buf) + rest).decode().split("\n---\n")
     assert len(frames) == 2, frames
-    assert "Phase:    Paused" in frames[0]
+    assert "Phase:    Migrating (Paused)" in frames[0]
     assert "▶  3.  pause (until promoted)" in frames[0]
-    assert "Phase:    Progressing  canary v2 at 60% (step 4/4)" in frames[1]
+    assert "Phase:    Migrating (Progressing)  canary v2 at 60% (step 4/4)" in frames[1]
     assert "▶  4.  setWeight 100" in frames[1]
     assert "\x1b[" not in frames[0] + frames[1]  # no colour or screen clearing on a pipe
 
@@ -651,7 +663,7 @@ async def test_namespace_defaults_to_the_contexts(
     )
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0
-    assert out.decode().splitlines()[1].split()[:2] == ["web", "Paused"]
+    assert out.decode().splitlines()[1].split()[:3] == ["web", "Migrating", "Paused"]
 
 
 # -- status / pause / -A / analysisrun / version ---------------------------------
@@ -668,17 +680,26 @@ async def test_status_exit_codes(
 ) -> None:
     """0 once Healthy (at the current generation), 1 when Degraded, 3 on timeout or, with
     --no-watch, while not finished."""
-    await make_cell(rt_client, namespace, {"observedGeneration": 1, "phase": "Healthy"})
+    await make_cell(
+        rt_client, namespace, {"observedGeneration": 1, "phase": "Completed", "health": "Healthy"}
+    )
     code, out, _ = await okra(control_plane, namespace, "status", "web")
-    assert (code, out) == (0, "Healthy\n")
+    assert (code, out) == (0, "Completed (Healthy)\n")
 
-    await set_status(rt_client, namespace, "web", phase="Progressing", message="canary v2 at 20%")
+    await set_status(
+        rt_client,
+        namespace,
+        "web",
+        phase="Migrating",
+        health="Progressing",
+        message="canary v2 at 20%",
+    )
     code, out, err = await okra(control_plane, namespace, "status", "web", "--timeout", "1s")
     assert code == 3
-    assert out == "Progressing - canary v2 at 20%\n"
+    assert out == "Migrating (Progressing) - canary v2 at 20%\n"
     assert err == "error: cell web: not finished after 1s\n"
     code, out, _ = await okra(control_plane, namespace, "status", "web", "--no-watch")
-    assert (code, out) == (3, "Progressing - canary v2 at 20%\n")
+    assert (code, out) == (3, "Migrating (Progressing) - canary v2 at 20%\n")
 
     # Waiting, then Degraded: the command follows the changes and exits 1.
     proc = await asyncio.create_subprocess_exec(
@@ -689,23 +710,29 @@ async def test_status_exit_codes(
     )
     assert proc.stdout is not None
     buf = bytearray()
-    await read_until(proc.stdout, buf, b"Progressing - canary v2 at 20%")
-    await set_status(rt_client, namespace, "web", phase="Paused", message="paused at step 2")
-    await read_until(proc.stdout, buf, b"Paused - paused at step 2")
-    await set_status(rt_client, namespace, "web", phase="Degraded", message="v2 failed")
+    await read_until(proc.stdout, buf, b"Migrating (Progressing) - canary v2 at 20%")
+    await set_status(
+        rt_client, namespace, "web", phase="Migrating", health="Paused", message="paused at step 2"
+    )
+    await read_until(proc.stdout, buf, b"Migrating (Paused) - paused at step 2")
+    await set_status(
+        rt_client, namespace, "web", phase="Error", health="Degraded", message="v2 failed"
+    )
     rest, _ = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 1
     assert (bytes(buf) + rest).decode().splitlines() == [
-        "Progressing - canary v2 at 20%",
-        "Paused - paused at step 2",
-        "Degraded - v2 failed",
+        "Migrating (Progressing) - canary v2 at 20%",
+        "Migrating (Paused) - paused at step 2",
+        "Error (Degraded) - v2 failed",
     ]
 
     # Healthy for an older generation is not finished: the controller has not seen the spec.
     await rt_client.patch(CELL, "web", {"spec": {"replicas": 2}}, namespace=namespace)
-    await set_status(rt_client, namespace, "web", phase="Healthy", message="v1 serves 100%")
+    await set_status(
+        rt_client, namespace, "web", phase="Completed", health="Healthy", message="v1 serves 100%"
+    )
     code, out, _ = await okra(control_plane, namespace, "status", "web", "--no-watch")
-    assert (code, out) == (3, "Healthy - v1 serves 100%; waiting for the controller\n")
+    assert (code, out) == (3, "Completed (Healthy) - v1 serves 100%; waiting for the controller\n")
     code, _, err = await okra(control_plane, namespace, "status", "nope")
     assert (code, err) == (1, f"error: cell nope not found in namespace {namespace}\n")
 
@@ -738,19 +765,25 @@ async def test_get_across_namespaces_and_output_formats(
     other = f"{namespace}-b"
     await rt_client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
     try:
-        await make_cell(rt_client, other, {"phase": "Healthy", "stableVersion": "v7"}, "api")
+        await make_cell(
+            rt_client,
+            other,
+            {"phase": "Completed", "health": "Healthy", "stableVersion": "v7"},
+            "api",
+        )
         code, out, _ = await okra(control_plane, namespace, "get", "cells", "-A")
         assert code == 0
         rows = [line.split() for line in out.splitlines()]
-        assert rows[0][:3] == ["NAMESPACE", "NAME", "PHASE"]
-        assert [namespace, "web", "Paused"] in [r[:3] for r in rows]
-        assert [other, "api", "Healthy"] in [r[:3] for r in rows]
+        assert rows[0][:4] == ["NAMESPACE", "NAME", "PHASE", "HEALTH"]
+        assert [namespace, "web", "Migrating", "Paused"] in [r[:4] for r in rows]
+        assert [other, "api", "Completed", "Healthy"] in [r[:4] for r in rows]
 
         code, out, _ = await okra(control_plane, namespace, "get", "cells", "-o", "wide")
         rows = [line.split() for line in out.splitlines()]
         assert rows[0] == [
             "NAME",
             "PHASE",
+            "HEALTH",
             "STABLE",
             "CANARY",
             "WEIGHT",
@@ -759,8 +792,8 @@ async def test_get_across_namespaces_and_output_formats(
             "LISTENER",
             "MESSAGE",
         ]
-        assert rows[1][7] == "web"  # the load balancer's name from the listener ARN
-        assert " ".join(rows[1][8:]) == "canary v2 at 20%: paused at step 2"
+        assert rows[1][8] == "web"  # the load balancer's name from the listener ARN
+        assert " ".join(rows[1][9:]) == "canary v2 at 20%: paused at step 2"
 
         code, out, _ = await okra(control_plane, namespace, "get", "cells", "-o", "name")
         assert out == "cell.okra.mumo.co/web\n"
@@ -810,8 +843,8 @@ async def test_get_cells_all_namespaces_watch(
         for f in frames[-2:]
     }
     first, second = row.values()
-    assert first[1:7] == ["web", "Paused", "v1", "v2", "20", "3/4"]
-    assert second[1:7] == ["web", "Paused", "v1", "v2", "60", "4/4"]
+    assert first[1:8] == ["web", "Migrating", "Paused", "v1", "v2", "20", "3/4"]
+    assert second[1:8] == ["web", "Migrating", "Paused", "v1", "v2", "60", "4/4"]
 
 
 async def test_get_and_terminate_analysisrun(
@@ -948,7 +981,7 @@ async def test_plan_a_file_over_the_live_cell_without_aws(
     assert doc["cell"]["source"] == "live"
     # This hand-made status has no step hash, so the controller would start the rollout of
     # v2 over; the plan says so and walks it to the end.
-    assert doc["now"]["phase"] == "Progressing"
+    assert (doc["now"]["phase"], doc["now"]["health"]) == ("Migrating", "Progressing")
     assert (doc["finished"], doc["resultVersion"], doc["blockedBy"]) == (True, "v2", None)
     assert [e["reason"] for e in doc["stages"][0]["events"]] == ["RolloutStarted"]
     code, _, err = await okra(control_plane, namespace, "plan", "nope", "--no-aws")

@@ -110,7 +110,16 @@ def test_every_metric_queried_is_exported() -> None:
         for word in re.findall(r"[a-z_][a-z0-9_]*", bare):
             if word in PROMQL_WORDS or "_" not in word:
                 continue
-            if word in ("phase", "namespace", "cell", "stable", "canary", "controller", "result"):
+            if word in (
+                "phase",
+                "health",
+                "namespace",
+                "cell",
+                "stable",
+                "canary",
+                "controller",
+                "result",
+            ):
                 continue
             if word in ("group", "kind", "service", "operation", "outcome", "name"):
                 continue

@@ -156,19 +156,19 @@ async def test_a_canary_and_a_rollback_through_30_percent_aws_faults(
                 "startingStep": 1,
             }
             await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
-            await wait_status(rt_client, ns, lambda s: s.get("phase") == "Healthy")
+            await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
             for name, v in (("web-a-v2", "v2"), ("web-b-v2", "v2")):
                 version_of[await env.target_group(name, v)] = v
             st = await wait_status(
                 rt_client,
                 ns,
-                lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2",
+                lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2",
             )
             v2_done = time.monotonic()
             assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
             metrics.rates["v3"] = 0.5
             version_of[await env.target_group("web-a-v3", "v3")] = "v3"
-            st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Degraded")
+            st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded")
             assert "version v3 failed" in st["message"]
 
             async def back_on_v2() -> bool:

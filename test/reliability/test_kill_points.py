@@ -220,7 +220,7 @@ async def _scenario(
     bg = {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG, "startingStep": 1}
     await c.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
     await killer.wait(p)
-    await status(lambda s: s.get("phase") == "Healthy")
+    await status(lambda s: s.get("health") == "Healthy")
 
     def at(version: str, index: int) -> Any:
         return lambda s: s.get("canaryVersion") == version and s.get("currentStepIndex") == index
@@ -254,14 +254,14 @@ async def _scenario(
     await killer.wait(p)
     await status(at("v2", 5))
     await promote()
-    await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
+    await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
 
     metrics.rates["v3"] = 0.5
     version_of[await env.target_group("web-a-v3", "v3")] = "v3"
     await status(at("v3", 1))
     p = await killer.arm("ModifyRule", "rollback ModifyRule forwarded (v3 blocked)")
     await killer.wait(p)
-    await status(lambda s: s.get("phase") == "Degraded")
+    await status(lambda s: s.get("health") == "Degraded")
 
     async def back() -> bool:
         return await env.rule_weights() == {"web-a-v2": 100}

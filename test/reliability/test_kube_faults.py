@@ -92,7 +92,7 @@ async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(
             {"setWeight": 70},
         ]
         await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps))
-        await status(lambda s: s.get("phase") == "Healthy")
+        await status(lambda s: s.get("health") == "Healthy")
         await env.target_group("web-a-v2", "v2")
         first = await status(lambda s: s.get("currentStepIndex") == 1)
         resumed: list[float] = []
@@ -112,7 +112,7 @@ async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(
 
         assert await eventually(in_rule, within=60, interval=0.05)
         reached = time.monotonic() - back
-        final = await status(lambda s: s.get("stableVersion") == "v2" and s["phase"] == "Healthy")
+        final = await status(lambda s: s.get("stableVersion") == "v2" and s["health"] == "Healthy")
         print(
             f"\ntwo {OUTAGE:.0f} s outages of the API server mid-rollout: the rollout's next "
             f"step {resumed[0]:.2f}s and {resumed[1]:.2f}s after it answered again; a target "

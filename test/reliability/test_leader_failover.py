@@ -144,9 +144,9 @@ async def _failover(
         {"pause": {}},
     ]
     await c.create(cell_obj(ns, env.alb.listener_arn, steps))
-    await status(lambda s: s.get("phase") == "Healthy")
+    await status(lambda s: s.get("health") == "Healthy")
     await env.target_group("web-a-v2", "v2")
-    before = await status(lambda s: s.get("currentStepIndex") == 1 and s["phase"] == "Paused")
+    before = await status(lambda s: s.get("currentStepIndex") == 1 and s["health"] == "Paused")
     assert not b.leads()
 
     a.kill()
@@ -171,7 +171,7 @@ async def _failover(
         standby.logged_at("became leader") - b.logged_at("released leadership")
     ).total_seconds()
     await promote()
-    await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
+    await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
 
     spans: list[tuple[str, float | None, float | None]] = []
     for name, p in zip("abc", proxies, strict=True):

@@ -91,9 +91,9 @@ async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes
             {"setWeight": 80},
         ]
         await c.create(cell_obj(ns, env.alb.listener_arn, steps))
-        await status(lambda s: s.get("phase") == "Healthy")
+        await status(lambda s: s.get("health") == "Healthy")
         version_of[await env.target_group("web-a-v2", "v2")] = "v2"
-        before = await status(lambda s: s.get("currentStepIndex") == 1 and s["phase"] == "Paused")
+        before = await status(lambda s: s.get("currentStepIndex") == 1 and s["health"] == "Paused")
         assert await eventually(lambda: _true(b.waiting()), within=60)
         assert a.leads()
         assert not b.leads()
@@ -119,7 +119,7 @@ async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes
         assert await eventually(lambda: _true(a.leads()), within=60, interval=0.05)
         a_leads = time.monotonic() - terminated
         await promote()
-        await status(lambda s: s.get("phase") == "Healthy" and s["stableVersion"] == "v2")
+        await status(lambda s: s.get("health") == "Healthy" and s["stableVersion"] == "v2")
     finally:
         sampling.cancel()
         await asyncio.gather(sampling, return_exceptions=True)

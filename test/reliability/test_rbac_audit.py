@@ -142,12 +142,12 @@ async def test_every_request_of_the_rollout_is_granted_by_the_generated_rbac(
         steps: list[dict[str, Any]] = [{"setWeight": 50}, {"pause": {"duration": "2s"}}, ANALYSIS]
         bg = {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}
         await c.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
-        await status(lambda s: s.get("phase") == "Healthy")
+        await status(lambda s: s.get("health") == "Healthy")
         await env.target_group("web-a-v2", "v2")
-        await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
+        await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
         metrics.rates["v3"] = 0.5
         await env.target_group("web-a-v3", "v3")
-        await status(lambda s: s.get("phase") == "Degraded")
+        await status(lambda s: s.get("health") == "Degraded")
         blocklist = await c.get(BLOCKLIST, "web", ns)
         assert [i["version"] for i in blocklist["spec"]["items"]] == ["v3"]
     finally:

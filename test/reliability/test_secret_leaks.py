@@ -155,15 +155,15 @@ async def test_no_secret_value_reaches_logs_events_status_or_metrics(
     metrics_text = ""
     okra.start()
     try:
-        await status(lambda s: s.get("phase") == "Healthy")
+        await status(lambda s: s.get("health") == "Healthy")
         await env.target_group("web-a-v2", "v2")
-        await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
+        await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
         await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
         okra.args = (*okra.args, "--log-format", "console")
         okra.start()
         metrics.rates["v3"] = 0.5
         await env.target_group("web-a-v3", "v3")
-        await status(lambda s: s.get("phase") == "Degraded")
+        await status(lambda s: s.get("health") == "Degraded")
 
         async def delivered() -> bool:
             return len(receiver.received) >= 3

@@ -174,7 +174,7 @@ async def _scenario(
     ps = await batch(("after update cells/status", "after Cell status (first rollout)"))
     await c.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
     await waited(ps)
-    await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v1")
+    await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v1")
 
     ps = await batch(
         ("before update cells/status", "before Cell status (rollout id recorded)"),
@@ -210,7 +210,7 @@ async def _scenario(
     )
     await promote()
     await waited(ps)
-    await status(lambda s: s.get("phase") == "Healthy" and s.get("stableVersion") == "v2")
+    await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
 
     async def done() -> bool:
         return await env.rule_weights() == {"web-a-v2": 100}

@@ -94,7 +94,7 @@ async def _scenario(env: Env, c: Client, ns: str, api: ApiServerProxy, port: int
     await rule_is({"web-a-v1": 50, "web-b-v1": 50})
 
     async def healthy() -> bool:
-        return (await cell_status(c, ns)).get("phase") == "Healthy"
+        return (await cell_status(c, ns)).get("health") == "Healthy"
 
     assert await eventually(healthy, within=60)
     start = await asyncio.to_thread(counters, port)

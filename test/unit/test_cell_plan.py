@@ -172,7 +172,7 @@ def test_first_rollout_goes_straight_to_100_split_evenly() -> None:
     w.add_tg("web-b-v1", "v1")
     w.run(3)
     assert w.weights() == {"web-a-v1": 50, "web-b-v1": 50}
-    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v1")
+    assert (w.status.health, w.status.stable_version) == ("Healthy", "v1")
     assert not w.runs
     assert not w.pauses
 
@@ -187,7 +187,7 @@ def test_canary_walks_every_step_kind_in_order() -> None:
     w.run(40)
     assert canary_weights(w) == [20, 60, 100]
     assert w.weights() == {"web-a-v2": 50, "web-b-v2": 50}
-    assert (w.status.phase, w.status.stable_version, w.status.canary_version) == (
+    assert (w.status.health, w.status.stable_version, w.status.canary_version) == (
         "Healthy",
         "v2",
         None,
@@ -258,7 +258,7 @@ def test_failed_analysis_rolls_back_and_blocks() -> None:
     assert "v2" in w.blocked
     assert "analysis" in w.blocked["v2"]
     assert "Failed" in w.blocked["v2"]
-    assert w.status.phase == "Degraded"
+    assert w.status.health == "Degraded"
     assert "version v2 failed" in (w.status.message or "")
     after_failure = [p for p in w.history if p.block]
     assert len(after_failure) == 1
@@ -313,7 +313,7 @@ def test_inconclusive_pauses_until_promoted() -> None:
     w.run(3)
     w.add_tg("a-v2", "v2")
     w.run(10)
-    assert w.status.phase == "Paused"
+    assert w.status.health == "Paused"
     assert w.status.paused_reason == "Inconclusive"
     assert w.weights() == {"a-v1": 50, "a-v2": 50}
     w.promote = f"{w.status.rollout_id}/1"
@@ -328,12 +328,12 @@ def test_abort_holds_on_stable_and_retry_starts_over() -> None:
     w.run(3)
     w.add_tg("a-v2", "v2")
     w.run(5)
-    assert w.status.phase == "Paused"  # indefinite pause
+    assert w.status.health == "Paused"  # indefinite pause
     first = w.status.rollout_id
     w.abort = first
     w.run(3)
     assert w.weights() == {"a-v1": 100}
-    assert (w.status.phase, w.status.aborted) == ("Degraded", True)
+    assert (w.status.health, w.status.aborted) == ("Degraded", True)
     w.abort = None  # okra retry
     w.run(3)
     assert w.status.rollout_id != first
@@ -449,7 +449,7 @@ def test_weights_always_total_100_and_steps_run_in_order(
         before = (w.status.rollout_id, w.status.current_step_index)
         p = w.tick()
         # Every status says where the Cell stands and why.
-        assert p.status.phase, p.status
+        assert p.status.health, p.status
         assert p.status.message, p.status
         # Pauses and runs of an ended rollout are cancelled / terminated.
         if p.status.rollout_id is None:
@@ -486,7 +486,7 @@ def test_a_canary_found_blocked_is_reported_as_the_failure() -> None:
     assert w.status.canary_version == "v2"
     w.blocked["v2"] = "analysis web-v2-x-step-1 Failed"
     p = w.tick()
-    assert p.status.phase == "Degraded"
+    assert p.status.health == "Degraded"
     assert p.status.message == (
         "version v2 failed: analysis web-v2-x-step-1 Failed; all traffic back to v1"
     )
@@ -502,9 +502,9 @@ def test_failure_stays_degraded_after_the_rollback_is_applied() -> None:
     w.run(10)
     assert w.weights() == {"a-v1": 100}
     assert w.synced
-    assert w.status.phase == "Degraded"
+    assert w.status.health == "Degraded"
     assert "version v2 failed" in (w.status.message or "")
-    phases = [p.status.phase for p in w.history[-5:]]
+    phases = [p.status.health for p in w.history[-5:]]
     assert set(phases) == {"Degraded"}
 
 
@@ -519,7 +519,7 @@ def test_a_cell_waiting_for_replicas_says_so() -> None:
     cond = next(c for c in w.status.conditions or [] if c.type == "ReplicasReady")
     assert (cond.status, cond.reason) == ("False", "WaitingForReplicas")
     assert cond.message == "waiting for v2: 1 of 2 target groups"
-    assert w.status.phase == "Healthy"
+    assert w.status.health == "Healthy"
     assert w.status.message == "v1 serves 100%; waiting for v2: 1 of 2 target groups"
     waits = [e for p in w.history for e in p.events if e.reason == "WaitingForReplicas"]
     assert [e.message for e in waits] == ["waiting for v2: 1 of 2 target groups"]  # once
@@ -536,14 +536,14 @@ def test_six_target_groups_in_one_version_degrade_with_what_to_fix() -> None:
         w.add_tg(f"web-{n}-v1", "v1")
     p = w.tick()
     assert p.forward is None
-    assert p.status.phase == "Degraded"
+    assert p.status.health == "Degraded"
     assert "an ALB forward action holds at most 5" in (p.status.message or "")
     assert "lower the number of target groups" in (p.status.message or "")
     assert [e.reason for e in p.events] == ["TooManyTargetGroups"]
     assert not p.create_runs
     assert p.create_pause is None
     p = w.tick()
-    assert p.status.phase == "Degraded"
+    assert p.status.health == "Degraded"
     assert not p.events
 
 
@@ -557,7 +557,7 @@ def test_a_listener_rule_without_conditions_degrades() -> None:
     w.add_tg("a-v1", "v1")
     p = w.tick()
     assert p.forward is None
-    assert p.status.phase == "Degraded"
+    assert p.status.health == "Degraded"
     assert "needs at least one of hosts, pathPatterns" in (p.status.message or "")
 
 
@@ -571,7 +571,7 @@ def test_health_is_asked_for_then_gates_new_target_groups() -> None:
     assert p.forward is None
     assert p.held
     assert p.status.message == "waiting for a healthy target in a-v2 before sending it traffic"
-    assert p.status.phase == "Progressing"
+    assert p.status.health == "Progressing"
     cond = next(c for c in p.status.conditions or [] if c.type == "TargetGroupsHealthy")
     assert (cond.status, cond.reason) == ("False", "NoHealthyTargets")
     assert [e.reason for e in p.events] == ["TargetGroupUnhealthy"]
@@ -616,7 +616,7 @@ def test_pinned_rollback_mid_rollout_ends_its_pauses_and_runs() -> None:
     w.run(3)
     w.add_tg("a-v2", "v2")
     w.run(5)
-    assert w.status.phase == "Paused"
+    assert w.status.health == "Paused"
     (pause,) = w.pauses
     assert w.pauses[pause] == "Started"
     (bg_run,) = [r for r in w.runs if r.endswith("-bg")]
@@ -639,13 +639,13 @@ def test_okra_pause_holds_the_canary_weight_until_resumed() -> None:
     w.paused = True
     w.run(10)
     assert w.weights() == {"a-v1": 80, "a-v2": 20}
-    assert (w.status.phase, w.status.paused_reason) == ("Paused", "PausedByUser")
+    assert (w.status.health, w.status.paused_reason) == ("Paused", "PausedByUser")
     assert w.status.current_step_index == 1
     assert "paused by okra pause before step 2" in (w.status.message or "")
     w.paused = False
     w.run(10)
     assert canary_weights(w) == [20, 50, 80, 100]
-    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v2")
+    assert (w.status.health, w.status.stable_version) == ("Healthy", "v2")
 
 
 def test_okra_pause_does_not_stop_a_failing_background_analysis() -> None:
@@ -661,6 +661,6 @@ def test_okra_pause_does_not_stop_a_failing_background_analysis() -> None:
     w.paused = True
     w.add_tg("a-v2", "v2")
     w.run(5)
-    assert w.status.phase == "Degraded"
+    assert w.status.health == "Degraded"
     assert "a-v2" not in w.weights()
     assert "v2" in w.blocked

@@ -23,17 +23,23 @@ def with_checks(steps: list[Any], pre: list[str], post: list[str], **kw: Any) ->
 
 
 def rolled_out(cell: CellSpec) -> World:
+    """v1 rolled out (its own checks run too), then v2 found; what v1's rollout did is
+    forgotten (history, Jobs) so tests look at v2's alone."""
     w = World(cell)
     w.add_tg("a-v1", "v1")
-    w.run(3)
+    w.run(8)
+    assert (w.status.stable_version, w.status.health) == ("v1", "Healthy")
+    w.history.clear()
+    w.jobs.clear()
     w.add_tg("a-v2", "v2")
     return w
 
 
 def lifecycles(w: World) -> list[str]:
+    """The phases the rollout of v2 went through."""
     seen: list[str] = []
     for p in w.history:
-        phase = p.status.lifecycle
+        phase = p.status.phase
         if phase and (not seen or seen[-1] != phase):
             seen.append(phase)
     return seen
@@ -43,7 +49,7 @@ def test_the_lifecycle_in_order_with_one_job_per_check() -> None:
     w = rolled_out(with_checks([{"setWeight": 50}, ANALYSIS], ["run-test"], ["smoke"]))
     w.run(30)
     assert lifecycles(w) == ["Init", "Migrating", "Completing", "Completed"]
-    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v2")
+    assert (w.status.health, w.status.stable_version) == ("Healthy", "v2")
     rid = next(p.status.rollout_id for p in w.history if p.status.rollout_id)
     assert sorted(w.jobs) == [f"web-{rid}-post-smoke", f"web-{rid}-prec-run-test"]
     assert len(w.jobs) == 2
@@ -52,12 +58,12 @@ def test_the_lifecycle_in_order_with_one_job_per_check() -> None:
         ("postcheck", "smoke", "Succeeded"),
     }
     # No traffic moved while the precheck ran.
-    init = [p for p in w.history if p.status.lifecycle == "Init"]
+    init = [p for p in w.history if p.status.phase == "Init"]
     assert init
     assert all({f.version for f in p.forward or ()} == {"v1"} for p in init)
     assert "Init: precheck run-test running" in (init[0].status.message or "")
     # The postcheck ran with v2 at 100%.
-    completing = [p for p in w.history if p.status.lifecycle == "Completing"]
+    completing = [p for p in w.history if p.status.phase == "Completing"]
     assert completing
     assert all({f.version for f in p.forward or ()} == {"v2"} for p in completing)
 
@@ -68,7 +74,7 @@ def test_a_failed_precheck_blocks_the_version_before_any_traffic() -> None:
     w.run(20)
     assert all({f.version for f in p.forward or ()} <= {"v1"} for p in w.history)
     assert "v2" in w.blocked
-    assert (w.status.phase, w.status.lifecycle) == ("Degraded", "Error")
+    assert (w.status.health, w.status.phase) == ("Degraded", "Error")
     assert "precheck run-test failed (Job " in (w.status.message or "")
     assert "exit code 3" in (w.status.message or "")
     assert "v2 is blocked" in (w.status.message or "")
@@ -87,7 +93,7 @@ def test_a_failed_postcheck_waits_the_rollback_delay_then_rolls_back() -> None:
     ]
     assert len(waiting) == 8  # 1-second ticks: at 8 seconds the rollback starts
     assert all({f.version for f in p.forward or ()} == {"v2"} for p in waiting)
-    assert all(p.status.lifecycle == "Error" and p.block is None for p in waiting)
+    assert all(p.status.phase == "Error" and p.block is None for p in waiting)
     assert [e.reason for p in waiting for e in p.events] == ["PostcheckFailed"]
     assert all(p.requeue_after is not None and p.requeue_after <= 8 for p in waiting)
     started = {p.status.rollback_at for p in waiting}
@@ -97,18 +103,18 @@ def test_a_failed_postcheck_waits_the_rollback_delay_then_rolls_back() -> None:
     assert "v2" in w.blocked
     assert "postcheck smoke failed" in (w.status.message or "")
     assert "Rolling back" in (w.status.message or "")
-    assert w.status.lifecycle == "Error"
+    assert w.status.phase == "Error"
 
 
 def test_a_success_for_the_same_forward_config_is_not_run_again() -> None:
     w = rolled_out(with_checks([{"setWeight": 50}, {"pause": {}}], ["run-test"], []))
     w.run(10)
-    assert w.status.phase == "Paused"
+    assert w.status.health == "Paused"
     assert len(w.jobs) == 1
     # The steps change: a new rollout of the same version to the same forward config.
     w.spec = with_checks([{"setWeight": 30}, {"pause": {}}], ["run-test"], [])
     w.run(10)
-    assert w.status.phase == "Paused"
+    assert w.status.health == "Paused"
     assert len(w.jobs) == 1  # the precheck's success stands
     assert w.weights() == {"a-v1": 70, "a-v2": 30}
 
@@ -120,13 +126,13 @@ def test_checks_run_in_order_and_a_step_less_update_still_runs_them() -> None:
     w.run(20)
     assert [n.rsplit("-", 1)[1] for n in order] == ["first", "second", "after"]
     assert w.weights() == {"a-v2": 100}
-    assert w.status.lifecycle == "Completed"
+    assert w.status.phase == "Completed"
 
 
-def test_a_cell_without_checks_has_no_lifecycle() -> None:
+def test_a_cell_without_checks_has_the_lifecycle_without_init_and_completing() -> None:
     w = rolled_out(spec([{"setWeight": 50}]))
     w.run(10)
-    assert lifecycles(w) == []
+    assert lifecycles(w) == ["Migrating", "Completed"]
     assert not w.jobs
 
 
@@ -145,16 +151,14 @@ def test_any_checks_end_completed_or_error(
     )
     w.run(50)
     fails = failing is not None and failing in pre + post
-    if not pre and not post:
-        assert w.status.lifecycle is None
-    elif fails:
-        assert w.status.lifecycle == "Error"
+    if fails:
+        assert w.status.phase == "Error"
         assert w.weights() == {"a-v1": 100}
         assert "v2" in w.blocked
         if failing in pre:  # the new version never got traffic
             assert all({f.version for f in p.forward or ()} <= {"v1"} for p in w.history)
     else:
-        assert w.status.lifecycle == "Completed"
+        assert (w.status.phase, w.status.health) == ("Completed", "Healthy")
         assert w.weights() == {"a-v2": 100}
     assert len(w.jobs) <= len(pre) + len(post)
 
@@ -182,3 +186,49 @@ def test_an_analysis_postcheck_passes_and_the_rollout_completes() -> None:
     assert lifecycles(w) == ["Migrating", "Completing", "Completed"]
     assert w.weights() == {"a-v2": 100}
     assert [r.phase for r in w.status.checks or []] == ["Succeeded"]
+
+
+def first_lifecycles(w: World) -> list[str]:
+    seen: list[str] = []
+    for p in w.history:
+        if p.status.phase and (not seen or seen[-1] != p.status.phase):
+            seen.append(p.status.phase)
+    return seen
+
+
+def test_the_first_rollout_runs_prechecks_before_any_config_and_postchecks_after() -> None:
+    w = World(with_checks([{"setWeight": 50}], ["run-test"], ["smoke"]))
+    w.add_tg("a-v1", "v1")
+    w.run(10)
+    assert first_lifecycles(w) == ["Init", "Migrating", "Completing", "Completed"]
+    assert (w.status.stable_version, w.status.health) == ("v1", "Healthy")
+    init = [p for p in w.history if p.status.phase == "Init"]
+    assert all(p.forward is None for p in init)  # no load balancer config before the precheck
+    assert "Init: precheck run-test running" in (init[0].status.message or "")
+    assert sorted(n.rsplit("-", 1)[1] for n in w.jobs) == ["smoke", "test"]
+    assert w.weights() == {"a-v1": 100}
+
+
+def test_a_first_rollout_whose_precheck_fails_writes_nothing_and_stays_failed() -> None:
+    w = World(with_checks([], ["run-test"], []))
+    w.job_outcome = lambda name: ("Failed", "exit code 2")
+    w.add_tg("a-v1", "v1")
+    w.run(10)
+    assert all(p.forward is None for p in w.history)
+    assert "v1" in w.blocked
+    assert (w.status.phase, w.status.health) == ("Error", "Degraded")
+    assert "precheck run-test failed" in (w.status.message or "")
+    assert "nothing serves yet" in (w.status.message or "")
+
+
+def test_a_first_rollout_whose_postcheck_fails_waits_then_is_blocked_but_keeps_serving() -> None:
+    w = World(with_checks([], [], ["smoke"], rollbackDelaySeconds=3))
+    w.job_outcome = lambda name: ("Failed", "exit code 1")
+    w.add_tg("a-v1", "v1")
+    w.run(12)
+    messages = [p.status.message or "" for p in w.history]
+    assert any("Waiting 3 seconds before starting a rollback" in m for m in messages)
+    assert "v1" in w.blocked
+    assert "no earlier version to roll back to" in (w.status.message or "")
+    assert (w.status.phase, w.weights()) == ("Error", {"a-v1": 100})
+    # v2 arrives: a normal rollout (v1, blocked, still serves; v2 replaces it).

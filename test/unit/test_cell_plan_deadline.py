@@ -58,12 +58,12 @@ def test_a_weight_aws_never_shows_is_reported_after_the_deadline() -> None:
     assert "progressDeadlineSeconds (10s)" in cond.message
     assert "canary v2 at 20%" in cond.message
     assert len(deadline_events(w)) == 1  # one Event, however long it stays stuck
-    assert w.status.phase == "Progressing"  # reported, not aborted
+    assert w.status.health == "Progressing"  # reported, not aborted
     assert "v2" not in w.blocked
     # AWS catches up: progress again, the condition clears.
     w.stuck = False
     w.run(20)
-    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v2")
+    assert (w.status.health, w.status.stable_version) == ("Healthy", "v2")
     assert condition(w).status == "False"  # Healthy: not progressing
     assert condition(w).reason == "Healthy"
 
@@ -77,7 +77,7 @@ def test_an_analysis_running_past_the_deadline_aborts_when_asked() -> None:
     assert w.weights() == {"a-v1": 100}
     assert "v2" in w.blocked
     assert "progressDeadlineSeconds (5s)" in w.blocked["v2"]
-    assert w.status.phase == "Degraded"
+    assert w.status.health == "Degraded"
     assert w.status.last_progress_time is None
     assert len(deadline_events(w)) == 1
     assert any(r.terminate_runs for r in w.history)  # the stuck run is ended
@@ -86,13 +86,13 @@ def test_an_analysis_running_past_the_deadline_aborts_when_asked() -> None:
 def test_an_indefinite_pause_never_exceeds_the_deadline() -> None:
     w = rolled_out([{"setWeight": 20}, {"pause": {}}], progressDeadlineSeconds=2)
     w.run(30)
-    assert w.status.phase == "Paused"
+    assert w.status.health == "Paused"
     assert w.status.last_progress_time is None
     assert deadline_events(w) == []
     # Promoted after a long wait: the clock starts again from there.
     w.promote = f"{w.status.rollout_id}/1"
     w.run(10)
-    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v2")
+    assert (w.status.health, w.status.stable_version) == ("Healthy", "v2")
     assert deadline_events(w) == []
 
 

@@ -55,7 +55,7 @@ def test_blue_green_analyses_without_traffic_then_switches_at_once() -> None:
     w.run(30)
     assert canary_weights(w) == [0, 100]  # never in between
     assert w.weights() == {"a-v2": 50, "b-v2": 50}
-    assert (w.status.phase, w.status.stable_version) == ("Healthy", "v2")
+    assert (w.status.health, w.status.stable_version) == ("Healthy", "v2")
     # The analysis ran, and it ran while every byte still went to v1.
     started = next(i for i, p in enumerate(w.history) if p.create_runs)
     assert {f.name for f in w.history[started].forward or ()} == {"a-v1"}
@@ -81,7 +81,7 @@ def test_failed_analysis_keeps_the_old_version_and_blocks_the_new() -> None:
     assert all({f.name for f in p.forward or ()} <= {"a-v1"} for p in w.history)
     assert w.weights() == {"a-v1": 100}
     assert "v2" in w.blocked
-    assert w.status.phase == "Degraded"
+    assert w.status.health == "Degraded"
     assert "version v2 failed" in (w.status.message or "")
 
 
@@ -149,7 +149,7 @@ def test_an_nlb_forward_has_the_same_limits() -> None:
         w.add_tg(f"t{i}-v1", "v1")
     w.run(2)
     assert w.forward is None
-    assert w.status.phase == "Degraded"
+    assert w.status.health == "Degraded"
     assert "an NLB forward action holds at most 5" in (w.status.message or "")
 
 
@@ -198,7 +198,7 @@ def test_blue_green_only_ever_serves_one_version(steps: list[str], fail_at: int 
         assert "v2" in w.blocked
     else:
         assert w.weights() == {"a-v2": 100}
-        assert w.status.phase == "Healthy"
+        assert w.status.health == "Healthy"
     assert [s.set_weight for s in steps_of(w.spec)] == [
         None if s == "analysis" else 100 for s in steps
     ]

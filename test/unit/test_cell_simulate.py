@@ -62,7 +62,7 @@ def serving_v1(c: Cell, *tgs: dict[str, Any]) -> Any:
     assert p.forward is not None
     o = dataclasses.replace(o, status=p.status, forward=p.forward, synced=True)
     p = plan(o)
-    assert p.status.phase == "Healthy"
+    assert p.status.health == "Healthy"
     grouped = observe(c, [*v1, *tgs], None, None, [], [], T0).grouped
     return dataclasses.replace(o, status=p.status, grouped=grouped)
 

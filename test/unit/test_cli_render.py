@@ -191,7 +191,8 @@ def lines_with(text: str, needle: str) -> list[str]:
 
 STEADY = cell(
     {
-        "phase": "Healthy",
+        "phase": "Completed",
+        "health": "Healthy",
         "message": "v1 serves 100%",
         "stableVersion": "v1",
         "conditions": [
@@ -208,7 +209,7 @@ def test_steady_cell_shows_stable_at_100_in_sync_and_no_rollout() -> None:
     out = render_cell(view.cell, view.target_groups, view.config, view.runs, view.blocklist, NOW)
 
     assert "Cell:     web   (namespace shop, age 3d)" in out
-    assert "Phase:    Healthy  v1 serves 100%" in out
+    assert "Phase:    Completed (Healthy)  v1 serves 100%" in out
     assert "Stable:   v1  100%" in out
     assert "Canary:   none" in out
     assert (
@@ -237,7 +238,8 @@ def test_colour_only_when_asked() -> None:
 
 MID_CANARY = cell(
     {
-        "phase": "Paused",
+        "phase": "Migrating",
+        "health": "Paused",
         "message": "canary v2 at 20%: paused at step 3",
         "stableVersion": "v1",
         "canaryVersion": "v2",
@@ -301,7 +303,7 @@ def test_mid_canary_shows_weights_steps_current_pause_and_runs() -> None:
     v = mid_canary_view()
     out = render_cell(v.cell, v.target_groups, v.config, v.runs, v.blocklist, NOW)
 
-    assert "Phase:    Paused  canary v2 at 20%: paused at step 3" in out
+    assert "Phase:    Migrating (Paused)  canary v2 at 20%: paused at step 3" in out
     assert "Stable:   v1  80%" in out
     assert f"Canary:   v2  20%  (rollout {RID}, step started 40s ago)" in out
     assert lines_with(out, "web-1-v2")[0].split()[:5] == ["v2", "(canary)", "web-1-v2", "20", "✓"]
@@ -365,7 +367,13 @@ def test_inconclusive_and_aborted_say_what_to_do() -> None:
     assert "inconclusive: okra promote web continues, okra abort web rolls back" in out
 
     aborted = cell(
-        {**MID_CANARY["status"], "aborted": True, "canaryWeight": 0, "phase": "Degraded"}
+        {
+            **MID_CANARY["status"],
+            "aborted": True,
+            "canaryWeight": 0,
+            "phase": "Error",
+            "health": "Degraded",
+        }
     )
     out = render_cell(aborted, [], None, [], None, NOW)
     assert "ABORTED: all traffic on v1; okra retry web resumes" in out
@@ -374,7 +382,8 @@ def test_inconclusive_and_aborted_say_what_to_do() -> None:
 
 FAILED = cell(
     {
-        "phase": "Degraded",
+        "phase": "Error",
+        "health": "Degraded",
         "message": f"version v3 failed: analysis web-v3-{RID}-step-2 Failed; "
         "all traffic back to v2",
         "stableVersion": "v2",
@@ -412,7 +421,7 @@ def test_failed_version_is_shown_blocked_with_its_failed_run() -> None:
     )
     out = render_cell(v.cell, v.target_groups, v.config, v.runs, v.blocklist, NOW)
 
-    assert "Phase:    Degraded  version v3 failed" in out
+    assert "Phase:    Error (Degraded)  version v3 failed" in out
     assert "Stable:   v2  100%" in out
     assert lines_with(out, "web-1-v3")[0].split()[:3] == ["v3", "web-1-v3", "-"]  # not in rule
     assert lines_with(out, "web-bad")[0].split()[:4] == ["banana", "(not", "a", "version)"]
@@ -436,7 +445,7 @@ def test_unreconciled_cell_and_stale_status() -> None:
     out = render_cell(fresh, [], None, [], None, NOW)
     assert "Phase:    Pending  not reconciled yet" in out
     assert "none match the selector app=web" in out
-    stale = cell({"phase": "Healthy", "stableVersion": "v1"}, generation=3)
+    stale = cell({"phase": "Completed", "health": "Healthy", "stableVersion": "v1"}, generation=3)
     out = render_cell(stale, [], None, [], None, NOW)
     assert "status is for generation 1; the spec is at 3" in out
 
@@ -498,9 +507,10 @@ def test_step_descriptions_and_labels() -> None:
 def test_cells_table() -> None:
     out = render_cells([FAILED, MID_CANARY], NOW)
     header, failed, mid = out.splitlines()
-    assert header.split() == ["NAME", "PHASE", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]
-    assert failed.split() == ["web", "Degraded", "v2", "-", "-", "-", "3d"]
-    assert mid.split() == ["web", "Paused", "v1", "v2", "20", "4/5", "3d"]
+    head = ["NAME", "PHASE", "HEALTH", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]
+    assert header.split() == head
+    assert failed.split() == ["web", "Error", "Degraded", "v2", "-", "-", "-", "3d"]
+    assert mid.split() == ["web", "Migrating", "Paused", "v1", "v2", "20", "4/5", "3d"]
     assert render_cells([], NOW) == "No cells found.\n"
 
 
@@ -546,7 +556,9 @@ def test_promote_accepts_an_inconclusive_analysis() -> None:
 
 
 def test_promote_refuses_when_there_is_nothing_to_promote() -> None:
-    with pytest.raises(CliError, match="cell web has no rollout in progress \\(phase Healthy"):
+    with pytest.raises(
+        CliError, match="cell web has no rollout in progress \\(phase Completed, Healthy"
+    ):
         plan_promote(STEADY)
     running = cell({**MID_CANARY["status"], "currentStepIndex": 2, "pausedReason": None})
     with pytest.raises(CliError, match=r"step 3/5 \(analysis success-rate\).*--full"):
@@ -629,7 +641,8 @@ def test_a_version_waiting_for_replicas_is_shown_waiting() -> None:
     waiting = cond("ReplicasReady", "False", "WaitingForReplicas", "waiting for v2: 1 of 2")
     obj = cell(
         {
-            "phase": "Healthy",
+            "phase": "Completed",
+            "health": "Healthy",
             "message": "v1 serves 100%; waiting for v2: 1 of 2 target groups",
             "stableVersion": "v1",
             "conditions": [waiting],
@@ -639,7 +652,9 @@ def test_a_version_waiting_for_replicas_is_shown_waiting() -> None:
     tgs = [tg("web-1-v1", "v1"), tg("web-2-v1", "v1"), tg("web-1-v2", "v2")]
     view = select_view(obj, tgs, [config({"web-1-v1": 50, "web-2-v1": 50})], [], [])
     out = render_cell(view.cell, view.target_groups, view.config, view.runs, view.blocklist, NOW)
-    assert "Phase:    Healthy  v1 serves 100%; waiting for v2: 1 of 2 target groups" in out
+    assert (
+        "Phase:    Completed (Healthy)  v1 serves 100%; waiting for v2: 1 of 2 target groups" in out
+    )
     assert lines_with(out, "web-1-v2")[0].split()[:7] == [
         "v2",
         "(waiting:",

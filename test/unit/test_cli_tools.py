@@ -254,10 +254,11 @@ def test_completion_covers_every_command_and_knows_cell_arguments() -> None:
 
 
 def test_status_verdict() -> None:
-    def cell(phase: str, observed: int = 2) -> dict[str, Any]:
+    def cell(health: str, observed: int = 2) -> dict[str, Any]:
+        phase = {"Healthy": "Completed", "Degraded": "Error"}.get(health, "Migrating")
         return {
             "metadata": {"generation": 2},
-            "status": {"phase": phase, "observedGeneration": observed},
+            "status": {"phase": phase, "health": health, "observedGeneration": observed},
         }
 
     assert verdict(cell("Healthy")) == 0

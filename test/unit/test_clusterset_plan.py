@@ -228,6 +228,29 @@ def test_nothing_is_written_when_in_sync() -> None:
     assert p.in_sync == ["cart-a"]
 
 
+def test_the_app_labels_a_cell_put_on_a_secret_are_kept() -> None:
+    """A Cell's Argo CD strategy labels the Secrets a ClusterSet writes: the ClusterSet
+    neither removes them (a resync is no update) nor drops them when it updates."""
+    from okra_controllers.api.v1alpha1.cell import CellArgoCD
+    from okra_controllers.cell.argocd import label_patch
+
+    have = existing(desired_secret(OWNER, S, eks("a", env="dev")))
+    argo = CellArgoCD.model_validate({"clusterSecret": {"labels": {"myservice-role": "web"}}})
+    patch = label_patch(argo, add=True)["metadata"]
+    have["metadata"]["labels"].update(patch["labels"])
+    have["metadata"].setdefault("annotations", {}).update(patch["annotations"])
+    p = plan(OWNER, S, [eks("a", env="dev")], [have])
+    assert (p.create, p.update) == ([], [])
+    p = plan(OWNER, S, [eks("a", env="prod")], [have])
+    (upd,) = p.update
+    assert upd["metadata"]["labels"]["myservice-role"] == "web"
+    assert upd["metadata"]["labels"]["env"] == "prod"
+    assert upd["metadata"]["annotations"]["okra.mumo.co/cell-labels"] == "myservice-role"
+    # A label the Cell does not name is the ClusterSet's to remove.
+    have["metadata"]["labels"]["stray"] = "x"
+    assert plan(OWNER, S, [eks("a", env="dev")], [have]).update
+
+
 def test_a_tag_change_updates_labels_keeping_resource_version() -> None:
     have = existing(desired_secret(OWNER, S, eks("a", env="dev")))
     have["metadata"]["finalizers"] = ["keep/me"]

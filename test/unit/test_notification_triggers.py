@@ -23,8 +23,8 @@ def test_events_map_to_triggers() -> None:
 
 
 def test_steps_completed_in_one_pass_each_fire_once() -> None:
-    before = st(rolloutId="r", currentStepIndex=1, phase="Progressing")
-    after = st(rolloutId="r", currentStepIndex=3, phase="Progressing")
+    before = st(rolloutId="r", currentStepIndex=1, health="Progressing")
+    after = st(rolloutId="r", currentStepIndex=3, health="Progressing")
     fired = triggers(before, after, [])
     assert [(f.trigger, f.step) for f in fired] == [
         ("on-rollout-step-completed", 1),
@@ -35,12 +35,12 @@ def test_steps_completed_in_one_pass_each_fire_once() -> None:
 
 
 def test_pauses_fire_on_entering_them_only() -> None:
-    paused = st(rolloutId="r", phase="Paused", pausedReason="Pause", message="paused at step 2")
-    assert names(triggers(st(rolloutId="r", phase="Progressing"), paused, [])) == [
+    paused = st(rolloutId="r", health="Paused", pausedReason="Pause", message="paused at step 2")
+    assert names(triggers(st(rolloutId="r", health="Progressing"), paused, [])) == [
         "on-rollout-paused"
     ]
     assert triggers(paused, paused, []) == []
-    inconclusive = st(rolloutId="r", phase="Paused", pausedReason="Inconclusive")
+    inconclusive = st(rolloutId="r", health="Paused", pausedReason="Inconclusive")
     assert names(triggers(paused, inconclusive, [])) == ["on-analysis-inconclusive"]
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import CellArgoCD
+from okra_controllers.api.v1alpha1.common import CELL_LABELS_ANNOTATION
 from okra_controllers.cell.versions import parse_version
 
 SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
@@ -190,8 +191,10 @@ def observe_clusters(
 
 
 def label_patch(spec: CellArgoCD, add: bool) -> Obj:
-    """The merge patch that adds (or removes) the app labels on a cluster Secret."""
+    """The merge patch that adds (or removes) the app labels on a cluster Secret, and the
+    annotation naming them (a ClusterSet that writes the Secret keeps them)."""
     labels: dict[str, str | None] = {
         k: (v if add else None) for k, v in spec.cluster_secret.labels.items()
     }
-    return {"metadata": {"labels": labels}}
+    keys = ",".join(sorted(spec.cluster_secret.labels)) if add else None
+    return {"metadata": {"labels": labels, "annotations": {CELL_LABELS_ANNOTATION: keys}}}

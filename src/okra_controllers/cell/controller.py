@@ -84,8 +84,9 @@ STEP_INDEX = Gauge(
 )
 CELL_INFO = Gauge(
     "okra_cell_info",
-    "1 for each Cell, labelled with its phase and its stable and canary versions",
-    ["namespace", "cell", "phase", "stable", "canary"],
+    "1 for each Cell, labelled with its phase (Init, Migrating, Completing, Completed, Error), "
+    "its health (Progressing, Paused, Healthy, Degraded) and its stable and canary versions",
+    ["namespace", "cell", "phase", "health", "stable", "canary"],
     registry=REGISTRY,
 )
 PROGRESS_DEADLINE_EXCEEDED = Gauge(
@@ -108,6 +109,7 @@ def report_info(namespace: str, name: str, status: CellStatus | None) -> None:
             namespace,
             name,
             status.phase or "Pending",
+            status.health or "Pending",
             status.stable_version or "",
             status.canary_version or "",
         )
@@ -466,7 +468,7 @@ class CellReconciler:
 
     async def _report_only(self, raw: dict[str, Any], cell: Cell, message: str) -> None:
         status = cell.status or CellStatus()
-        status.phase, status.message = "Degraded", message
+        status.phase, status.health, status.message = "Error", "Degraded", message
         status.observed_generation = cell.metadata.generation
         self.events.event(raw, "Warning", "Unsupported", message)
         with contextlib.suppress(ApiError):

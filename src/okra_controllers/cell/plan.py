@@ -262,8 +262,17 @@ def _set_phase(
     phase: Literal["Progressing", "Paused", "Healthy", "Degraded"],
     message: str,
 ) -> None:
+    """The Cell's health (and its conditions) and, from it, its lifecycle phase: Healthy
+    is Completed, Degraded is Error; a Cell on its way is Migrating unless this pass put
+    it in Init or Completing (set before this call)."""
     st = p.status
-    st.phase = phase
+    st.health = phase
+    if phase == "Healthy":
+        st.phase = "Completed"
+    elif phase == "Degraded":
+        st.phase = "Error"
+    elif st.phase not in ("Init", "Completing"):
+        st.phase = "Migrating"
     st.message = message
     g, now = o.generation, o.now
     _condition(st, "Progressing", phase in ("Progressing", "Paused"), phase, message, now, g)
@@ -352,7 +361,7 @@ def _deadline(p: Plan, o: Observed) -> Plan:
     Event, a requeue at the deadline; with `progressDeadlineAbort`, a canary is failed
     (stable back to 100, the version blocked) as a failed analysis would."""
     st = p.status
-    if st.phase != "Progressing":
+    if st.health != "Progressing":
         st.last_progress_time = None
         return p
     since = st.last_progress_time or o.now
@@ -468,11 +477,23 @@ def _plan(o: Observed) -> Plan:
     desired, why = _desired(o)
     stable = _serving_version(o)
     if desired is None:
+        if stable is None and o.status.health == "Degraded" and o.blocked:
+            # A first rollout failed its checks: the failure stays visible (okra retry).
+            _set_phase(p, o, "Degraded", o.status.message or "a version failed and is blocked")
+            return p
         if stable is None:
+            p.status.phase = "Init"
             _set_phase(p, o, "Progressing", why)
             return p
         desired = next(v for v in g.versions if v.text == stable)
     by_version = g.by_version
+    if (
+        _has_checks(o.spec)
+        and o.status.stable_version is None
+        and (stable is None or o.status.canary_version == desired.text)
+    ):
+        # The first rollout (its own config, once written, shows `desired` serving).
+        return _first_with_checks(p, o, desired)
     if stable is None or o.forward is None:
         return _switch(p, o, desired, "first rollout", first=True)
     stable_v = next(v for v in g.versions if v.text == stable)
@@ -588,7 +609,7 @@ def _hold(
         type_, reason = condition
         _condition(st, type_, False, reason, message, o.now, o.generation)
     _set_phase(held, o, phase, message)
-    if event is not None and (o.status.message != message or o.status.phase != phase):
+    if event is not None and (o.status.message != message or o.status.health != phase):
         held.events.append(event)
     return held
 
@@ -683,7 +704,7 @@ def _postcheck_failed(p: Plan, o: Observed, said: str, fail: Callable[[], Plan])
     message = f"{said}. Waiting {delay} seconds before starting a rollback"
     if o.status.rollback_at is None:
         p.events.append(Event("Warning", "PostcheckFailed", message))
-    st.lifecycle = "Error"
+    st.phase = "Error"
     _set_phase(p, o, "Degraded", message)
     p.requeue_after = (st.rollback_at - o.now).total_seconds()
     return p
@@ -706,6 +727,70 @@ def _applied(o: Observed, forward: tuple[Forward, ...]) -> bool:
     )
 
 
+def _first_with_checks(p: Plan, o: Observed, to: Version) -> Plan:
+    """The first rollout (no version serves yet) of a Cell with checks: prechecks before
+    the load balancer config is written, then all traffic to `to`, then postchecks. A
+    failed precheck blocks the version with nothing written; a failed postcheck (after
+    the rollback delay) blocks it and leaves it serving: there is nothing to go back to."""
+    st = p.status
+    if st.canary_version != to.text or st.rollout_id is None:
+        _end_rollout(p, o)
+        st.canary_version, st.current_step_hash = to.text, step_hash(to.text, o.spec)
+        st.step_started_at = st.last_progress_time = o.now
+        st.rollout_id = rollout_id(st.current_step_hash, o.now)
+        p.events.append(Event("Normal", "RolloutStarted", f"first rollout: {to.text}"))
+    rid = st.rollout_id
+    assert rid is not None
+    _end_leftovers(p, o, keep=rid)
+    target = forward_for([(o.grouped.by_version[to.text], 100)])
+    fhash = forward_hash(target)
+
+    def failed(cause: str, serving: str) -> Plan:
+        p.block = (to.text, cause)
+        _end_rollout(p, o)
+        message = f"version {to.text} failed: {cause}; {serving}"
+        p.events.append(Event("Warning", "RolloutFailed", message))
+        _set_phase(p, o, "Degraded", message)
+        return p
+
+    if o.spec.prechecks:
+        verdict, said = _checks(p, o, "precheck", o.spec.prechecks, fhash, rid, to.text)
+        if verdict == "failed":
+            return failed(f"{said}; {to.text} is blocked", "nothing serves yet")
+        if verdict == "pending":
+            st.phase = "Init"
+            _set_phase(p, o, "Progressing", f"Init: {said}; no traffic moves to {to.text}")
+            return p
+    p.forward = target
+    _weights_status(p)
+    st.canary_weight = 100
+    if not _applied(o, target):
+        st.phase = "Migrating"
+        _set_phase(p, o, "Progressing", f"first rollout: shifting all traffic to {to.text}")
+        return p
+    if o.spec.postchecks:
+        verdict, said = _checks(p, o, "postcheck", o.spec.postchecks, fhash, rid, to.text)
+        if verdict == "failed":
+            return _postcheck_failed(
+                p,
+                o,
+                said,
+                lambda: failed(
+                    f"{said}; {to.text} is blocked",
+                    f"{to.text} keeps serving: no earlier version to roll back to",
+                ),
+            )
+        if verdict == "pending":
+            st.phase = "Completing"
+            _set_phase(p, o, "Progressing", f"Completing: {to.text} serves 100%; {said}")
+            return p
+    _end_rollout(p, o)
+    st.stable_version = to.text
+    p.events.append(Event("Normal", "RolledOut", f"first rollout: all traffic to {to.text}"))
+    _set_phase(p, o, "Healthy", f"{to.text} serves 100%")
+    return p
+
+
 def _switch(p: Plan, o: Observed, to: Version, why: str, first: bool) -> Plan:
     """All weight to `to` at once (first rollout, rollback, step-less update)."""
     p.forward = forward_for([(o.grouped.by_version[to.text], 100)])
@@ -721,6 +806,7 @@ def _switch(p: Plan, o: Observed, to: Version, why: str, first: bool) -> Plan:
     if _applied(o, p.forward):
         _set_phase(p, o, "Healthy", f"{to.text} serves 100%")
     else:
+        p.status.phase = "Migrating"
         _set_phase(p, o, "Progressing", f"{why}: shifting all traffic to {to.text}")
     return p
 
@@ -741,10 +827,11 @@ def _steady(p: Plan, o: Observed, stable: Version, why: str) -> Plan:
     else:
         _end_leftovers(p, o)
     p.status.stable_version = stable.text
-    if p.status.phase == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
+    if p.status.health == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
         # A failure stays visible until a new rollout starts or the version is retried.
         _set_phase(p, o, "Degraded", p.status.message or "a version failed and is blocked")
     elif not _applied(o, p.forward):
+        p.status.phase = "Migrating"
         _set_phase(p, o, "Progressing", f"applying weights for {stable.text}")
     else:
         _set_phase(p, o, "Healthy", f"{stable.text} serves 100%" + (f"; {why}" if why else ""))
@@ -758,8 +845,6 @@ def _fail(p: Plan, o: Observed, stable: Version, canary: Version, cause: str) ->
     _end_rollout(p, o)
     message = f"version {canary.text} failed: {cause}; all traffic back to {stable.text}"
     p.events.append(Event("Warning", "RolloutFailed", message))
-    if _has_checks(o.spec):
-        p.status.lifecycle = "Error"
     _set_phase(p, o, "Degraded", message)
     return p
 
@@ -892,14 +977,13 @@ def _canary(
         if verdict == "failed":
             return _fail(p, o, stable, canary, f"{said}; {canary.text} is blocked")
         if verdict == "pending":
-            st.lifecycle = "Init"
+            st.phase = "Init"
             p.forward = at(weight_before(steps, i))
             _weights_status(p)
             st.canary_weight = sum(f.weight for f in p.forward if f.version == canary.text)
             _set_phase(p, o, "Progressing", f"Init: {said}; no traffic moves to {canary.text}")
             return p
-    if _has_checks(o.spec):
-        st.lifecycle = "Migrating"
+    st.phase = "Migrating"
     if o.promote == f"{rid}/full":
         i = len(steps)
     background = _background(o.spec)
@@ -1000,7 +1084,7 @@ def _canary(
                     p, o, said, lambda: _fail(p, o, stable, canary, f"{said}. Rolling back")
                 )
             if verdict == "pending":
-                st.lifecycle = "Completing"
+                st.phase = "Completing"
                 _weights_status(p)
                 st.canary_weight = 100
                 if i != (st.current_step_index or 0):
@@ -1012,8 +1096,6 @@ def _canary(
         if _applied(o, p.forward):
             _weights_status(p)
             _end_rollout(p, o)
-            if _has_checks(o.spec):
-                st.lifecycle = "Completed"
             st.stable_version = canary.text
             p.events.append(Event("Normal", "RolloutCompleted", f"{canary.text} serves 100%"))
             _set_phase(p, o, "Healthy", f"{canary.text} serves 100%")
@@ -1144,7 +1226,7 @@ def _argocd_gate(p: Plan, o: Observed) -> Plan | None:
             Event("Normal", "WaitingForApplications", message),
             ("ApplicationsReady", "WaitingForArgoCD"),
         )
-        held.status.lifecycle = "Init"
+        held.status.phase = "Init"
         return held
     if any(c.type == "ApplicationsReady" for c in p.status.conditions or []):
         _condition(
@@ -1195,6 +1277,7 @@ def _clusters_only(o: Observed) -> Plan:
     stable = st.stable_version if st.stable_version in g.by_version else None
     if desired is None:
         if stable is None:
+            st.phase = "Init"
             _set_phase(p, o, "Progressing", why.replace("AWSTargetGroups", "cluster Secrets"))
             return p
         desired = next(v for v in g.versions if v.text == stable)
@@ -1222,11 +1305,11 @@ def _clusters_only(o: Observed) -> Plan:
         if verdict == "failed":
             return _clusters_fail(p, o, stable, desired.text, f"{said}; {desired.text} is blocked")
         if verdict == "pending":
-            st.lifecycle = "Init"
+            st.phase = "Init"
             _relabel(p, o, {stable or ""})
             _set_phase(p, o, "Progressing", f"Init: {said}; the app stays where it is")
             return p
-    st.lifecycle = "Migrating"
+    st.phase = "Migrating"
     if argo.delete_first:
         _relabel(p, o, {desired.text})
         gone = [ok_why for v in sorted({stable or ""} - {""}) if not (ok_why := view.gone(v))[0]]
@@ -1261,12 +1344,12 @@ def _clusters_only(o: Observed) -> Plan:
                 lambda: _clusters_fail(p, o, stable, desired.text, f"{said}. Rolling back"),
             )
         if verdict == "pending":
-            st.lifecycle = "Completing"
+            st.phase = "Completing"
             _set_phase(p, o, "Progressing", f"Completing: {desired.text} deployed; {said}")
             return p
     _end_rollout(p, o)
     st.stable_version = desired.text
-    st.lifecycle = "Completed"
+    st.phase = "Completed"
     p.events.append(Event("Normal", "RolloutCompleted", f"{desired.text} runs on {n} cluster(s)"))
     _relabel(p, o, {desired.text})
     _set_phase(p, o, "Healthy", f"{desired.text} runs on {n} cluster(s)")
@@ -1284,9 +1367,10 @@ def _clusters_steady(p: Plan, o: Observed, view: ClusterView, stable: str, n: in
         _end_leftovers(p, o)
     _relabel(p, o, {stable})
     ok, waiting = view.ready(stable)
-    if st.phase == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
+    if st.health == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
         _set_phase(p, o, "Degraded", st.message or "a version failed and is blocked")
     elif p.label or p.unlabel or not ok:
+        st.phase = "Migrating"
         _set_phase(p, o, "Progressing", f"moving the app to the clusters of {stable}: {waiting}")
     else:
         _set_phase(p, o, "Healthy", f"{stable} runs on {n} cluster(s)")
@@ -1299,7 +1383,7 @@ def _clusters_fail(p: Plan, o: Observed, stable: str | None, version: str, cause
     back = f"; the app goes back to the clusters of {stable}" if stable else ""
     message = f"version {version} failed: {cause}{back}"
     p.events.append(Event("Warning", "RolloutFailed", message))
-    p.status.lifecycle = "Error"
+    p.status.phase = "Error"
     _relabel(p, o, {stable or ""})
     _set_phase(p, o, "Degraded", message)
     return p

@@ -29,7 +29,7 @@ class Stage:
     step: int | None  # the canary step index the Cell is at after this pass (None: no rollout)
     forward: tuple[Forward, ...] | None  # weights written in this pass (None: unchanged)
     weights: tuple[Forward, ...]  # the weights in force after this pass
-    phase: str
+    phase: str  # the Cell's health after this pass (Progressing, Paused, Healthy, Degraded)
     message: str
     events: tuple[Event, ...] = ()
     runs: tuple[str, ...] = ()  # AnalysisRuns started in this pass
@@ -54,7 +54,7 @@ def _pass(p: Plan, o: Observed) -> Stage:
         step=p.status.current_step_index if p.status.canary_version else None,
         forward=p.forward if p.forward is not None and p.forward != o.forward else None,
         weights=p.forward if p.forward is not None else (o.forward or ()),
-        phase=p.status.phase,
+        phase=p.status.health,
         message=p.status.message or "",
         events=tuple(p.events),
         runs=tuple(r.name for r in p.create_runs),
@@ -105,12 +105,12 @@ def simulate(observed: Observed) -> Simulation:
         stage = _pass(p, o)
         if stage.forward is not None or stage.events or stage.runs or stage.pause:
             sim.stages.append(stage)
-        if p.block is not None or p.status.phase == "Degraded":
+        if p.block is not None or p.status.health == "Degraded":
             sim.blocked_by = p.status.message or "Degraded"
             return sim
         settled = p.forward is None or (o.synced and sorted(p.forward) == sorted(o.forward or ()))
         sim.stable = p.status.stable_version
-        if p.status.phase == "Healthy" and not p.status.canary_version and settled:
+        if p.status.health == "Healthy" and not p.status.canary_version and settled:
             sim.finished = True
             return sim
         nxt = _next(o, p)

@@ -74,7 +74,7 @@ def rollout(cell: Obj) -> Rollout:
     st = model.status or CellStatus()
     name = model.metadata.name
     if not st.rollout_id or not st.canary_version:
-        state = f"phase {st.phase}" if st.phase else "not reconciled yet"
+        state = f"phase {st.phase}, {st.health}" if st.phase else "not reconciled yet"
         if st.message:
             state += f": {st.message}"
         raise CliError(f"cell {name} has no rollout in progress ({state})")

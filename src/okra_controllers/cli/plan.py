@@ -213,7 +213,7 @@ def _stage(stage: Stage, steps: list[Any]) -> Obj:
         )
     return {
         "step": stage.step,
-        "phase": stage.phase,
+        "health": stage.phase,
         "message": stage.message,
         "writes": _weights(stage.forward) if stage.forward is not None else None,
         "weights": _weights(stage.weights),
@@ -284,7 +284,12 @@ def document(
             "namespace": cell.metadata.namespace,
             "source": source,
         },
-        "current": {"phase": st.phase, "message": st.message, "weights": _weights(o.forward)},
+        "current": {
+            "phase": st.phase,
+            "health": st.health,
+            "message": st.message,
+            "weights": _weights(o.forward),
+        },
         "aws": aws,
         "targetHealth": health,
         "versions": versions,
@@ -292,6 +297,7 @@ def document(
         "stableVersion": now.stable_version,
         "now": {
             "phase": now.phase,
+            "health": now.health,
             "message": now.message,
             "writes": _weights(sim.now.forward) if sim.now.forward is not None else None,
             "held": sim.now.held,
@@ -314,6 +320,7 @@ def render(doc: Obj) -> str:
     cur = doc["current"]
     out.append(
         f"Now:      {cur['phase'] or 'not reconciled'}"
+        + (f" ({cur['health']})" if cur.get("health") else "")
         + (f"  {cur['message']}" if cur["message"] else "")
     )
     out.append(f"Config:   {_w(cur['weights'])}")
@@ -338,7 +345,7 @@ def render(doc: Obj) -> str:
         out.append("  none: no AWSTargetGroup matches the selector")
     out.append(f"Desired:  {doc['desiredVersion'] or '-'}")
     now = doc["now"]
-    out.append(f"Next:     {now['phase']}  {now['message'] or ''}".rstrip())
+    out.append(f"Next:     {now['phase']} ({now['health']})  {now['message'] or ''}".rstrip())
     out.append("")
     out.append("Plan (every analysis succeeding, every pause ending; weights per target group):")
     if not doc["stages"]:

@@ -37,7 +37,11 @@ MAX_MEASUREMENTS = 3
 
 _STYLES = {
     "Healthy": "32",
+    "Completed": "32",
     "Successful": "32",
+    "Init": "36",
+    "Migrating": "36",
+    "Completing": "36",
     "True": "32",
     "Progressing": "36",
     "Running": "36",
@@ -256,7 +260,8 @@ def _header(
     ]
     phase = st.phase or "Pending"
     message = st.message or ("not reconciled yet" if not st.phase else "")
-    lines.append(f"Phase:    {paint.auto(phase)}" + (f"  {message}" if message else ""))
+    health = f" ({paint.auto(st.health)})" if st.health else ""
+    lines.append(f"Phase:    {paint.auto(phase)}{health}" + (f"  {message}" if message else ""))
     gen = meta.generation
     if st.observed_generation is not None and gen is not None and st.observed_generation < gen:
         lines.append(
@@ -609,7 +614,7 @@ def _conditions(st: CellStatus, paint: Paint, now: datetime.datetime) -> list[st
 
 
 def cell_row(c: Obj, now: datetime.datetime) -> list[str]:
-    """NAME, PHASE, STABLE, CANARY, WEIGHT, STEP, AGE of one Cell."""
+    """NAME, PHASE, HEALTH, STABLE, CANARY, WEIGHT, STEP, AGE of one Cell."""
     st = c.get("status") or {}
     canary = ((c.get("spec") or {}).get("updateStrategy") or {}).get("canary") or {}
     total = len(canary.get("steps") or [])
@@ -618,6 +623,7 @@ def cell_row(c: Obj, now: datetime.datetime) -> list[str]:
     return [
         str(_meta(c).get("name")),
         st.get("phase") or "Pending",
+        st.get("health") or "-",
         st.get("stableVersion") or "-",
         st.get("canaryVersion") or "-",
         "-" if weight is None or not st.get("canaryVersion") else str(weight),
@@ -637,14 +643,14 @@ def render_cells(
     """`okra get cells`: one line per Cell; `namespaces` adds a NAMESPACE column (`-A`),
     `wide` the listener and the status message."""
     paint = Paint(color)
-    head = ["NAME", "PHASE", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]
+    head = ["NAME", "PHASE", "HEALTH", "STABLE", "CANARY", "WEIGHT", "STEP", "AGE"]
     rows: list[list[Col]] = [
         [*(["NAMESPACE"] if namespaces else []), *head, *(["LISTENER", "MESSAGE"] if wide else [])]
     ]
     for c in sorted(
         cells, key=lambda c: (str(_meta(c).get("namespace")), str(_meta(c).get("name")))
     ):
-        name, phase, *rest = cell_row(c, now)
+        name, phase, health, *rest = cell_row(c, now)
         extra: list[Col] = []
         if wide:
             ingress = (c.get("spec") or {}).get("ingress") or {}
@@ -657,6 +663,7 @@ def render_cells(
                 *([str(_meta(c).get("namespace"))] if namespaces else []),
                 name,
                 (phase, ""),
+                (health, ""),
                 *rest,
                 *extra,
             ]

@@ -1,9 +1,9 @@
 """`okra status CELL [--timeout D] [--no-watch]`: wait for a Cell's rollout to finish,
 for pipelines (`okra status web --timeout 30m && deploy-next`).
 
-A line is printed each time the Cell's phase or message changes. The Cell is
+A line is printed each time the Cell's phase, health or message changes. The Cell is
 finished when the controller has seen its current spec (`observedGeneration`
-equals `generation`) and its phase is Healthy (exit 0) or Degraded (exit 1;
+equals `generation`) and its health is Healthy (exit 0) or Degraded (exit 1;
 Argo Rollouts' `status` exits the same way). Paused and Progressing keep
 waiting: a pause ends by itself or by `okra promote`. Exit 3 when `--timeout`
 passes first, or, with `--no-watch`, when the Cell is not finished yet.
@@ -29,10 +29,10 @@ def verdict(cell: dict[str, Any]) -> int | None:
     generation = (cell.get("metadata") or {}).get("generation")
     if generation is not None and st.get("observedGeneration") != generation:
         return None  # the controller has not acted on the latest spec yet
-    phase = st.get("phase")
-    if phase == "Healthy":
+    health = st.get("health")
+    if health == "Healthy":
         return HEALTHY
-    if phase == "Degraded":
+    if health == "Degraded":
         return DEGRADED
     return None
 
@@ -40,6 +40,8 @@ def verdict(cell: dict[str, Any]) -> int | None:
 def line(cell: dict[str, Any]) -> str:
     st = cell.get("status") or {}
     phase = st.get("phase") or "Pending"
+    if st.get("health"):
+        phase = f"{phase} ({st['health']})"
     message = st.get("message") or ""
     generation = (cell.get("metadata") or {}).get("generation")
     if generation is not None and st.get("observedGeneration") not in (None, generation):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from okra_controllers.api.v1alpha1.clusterset import ClusterSetSpec
-from okra_controllers.api.v1alpha1.common import API_VERSION
+from okra_controllers.api.v1alpha1.common import API_VERSION, CELL_LABELS_ANNOTATION
 from okra_controllers.aws.eks import EksCluster as EksCluster
 from okra_controllers.templating import Syntax, render_labels
 from okra_controllers.templating import TemplateError as TemplateError
@@ -176,12 +176,25 @@ def owned_by(secret: Obj, owner: Owner) -> bool:
     )
 
 
+def _cell_labels(existing: Obj) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels a Cell put on the Secret (its app labels, named by
+    `CELL_LABELS_ANNOTATION`) and that annotation: a ClusterSet keeps both."""
+    meta = existing.get("metadata", {})
+    annotations = meta.get("annotations") or {}
+    keys = {k for k in str(annotations.get(CELL_LABELS_ANNOTATION) or "").split(",") if k}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k in keys}
+    kept = {CELL_LABELS_ANNOTATION: annotations[CELL_LABELS_ANNOTATION]} if keys else {}
+    return labels, kept
+
+
 def differs(existing: Obj, desired: Obj) -> bool:
-    """Whether writing `desired` would change anything Argo CD or okra reads."""
+    """Whether writing `desired` would change anything Argo CD or okra reads (a Cell's app
+    labels and their annotation are kept, so they never count)."""
     em, dm = existing.get("metadata", {}), desired["metadata"]
+    cell_labels, cell_annotation = _cell_labels(existing)
     return bool(
-        (em.get("labels") or {}) != dm["labels"]
-        or (em.get("annotations") or {}) != dm.get("annotations", {})
+        (em.get("labels") or {}) != {**dm["labels"], **cell_labels}
+        or (em.get("annotations") or {}) != {**dm.get("annotations", {}), **cell_annotation}
         or (existing.get("data") or {}) != desired["data"]
         or existing.get("type", "Opaque") != desired["type"]
         or (em.get("ownerReferences") or []) != dm["ownerReferences"]
@@ -193,9 +206,11 @@ def merged(existing: Obj, desired: Obj) -> Obj:
     finalizers, managedFields) kept so the update is a normal optimistic write."""
     out = {**existing, "type": desired["type"], "data": desired["data"]}
     out.pop("stringData", None)
-    meta = {**existing["metadata"], "labels": desired["metadata"]["labels"]}
-    if "annotations" in desired["metadata"]:
-        meta["annotations"] = desired["metadata"]["annotations"]
+    cell_labels, cell_annotation = _cell_labels(existing)
+    meta = {**existing["metadata"], "labels": {**desired["metadata"]["labels"], **cell_labels}}
+    annotations = {**desired["metadata"].get("annotations", {}), **cell_annotation}
+    if annotations:
+        meta["annotations"] = annotations
     else:
         meta.pop("annotations", None)
     meta["ownerReferences"] = desired["metadata"]["ownerReferences"]

@@ -61,6 +61,7 @@ def fields_for(cell: dict[str, Any], status: Any, fired: Fired) -> dict[str, Any
         **common_fields(cell, fired),
         "cell": meta.get("name"),
         "phase": status.phase,
+        "health": status.health,
         "stableVersion": status.stable_version,
         "canaryVersion": status.canary_version,
         "canaryWeight": status.canary_weight,

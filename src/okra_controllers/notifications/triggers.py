@@ -52,8 +52,8 @@ def triggers(
     if same_rollout and a > b:
         for step in range(b, a):
             out.append(Fired("on-rollout-step-completed", f"step {step + 1} completed", step))
-    if after.phase == "Paused" and (
-        before.phase != "Paused" or before.paused_reason != after.paused_reason
+    if after.health == "Paused" and (
+        before.health != "Paused" or before.paused_reason != after.paused_reason
     ):
         name = (
             "on-analysis-inconclusive"

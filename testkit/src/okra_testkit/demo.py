@@ -201,7 +201,7 @@ class Demo:
             )
             say("\n== Cell web created: the first version goes straight to 100%")
             await self.watch_until(
-                lambda s, w: s.get("phase") == "Healthy" and w == {"web-1-v1": 50, "web-2-v1": 50},
+                lambda s, w: s.get("health") == "Healthy" and w == {"web-1-v1": 50, "web-2-v1": 50},
                 "v1 at 100%",
             )
 
@@ -211,7 +211,7 @@ class Demo:
             await self.watch_until(
                 lambda s, w: (
                     s.get("stableVersion") == "v2"
-                    and s.get("phase") == "Healthy"
+                    and s.get("health") == "Healthy"
                     and w == {"web-1-v2": 50, "web-2-v2": 50}
                 ),
                 "v2 at 100%",
@@ -221,7 +221,9 @@ class Demo:
             await self.target_group("web-1-v3", "v3")
             await self.target_group("web-2-v3", "v3")
             await self.watch_until(
-                lambda s, w: s.get("phase") == "Degraded" and w == {"web-1-v2": 50, "web-2-v2": 50},
+                lambda s, w: (
+                    s.get("health") == "Degraded" and w == {"web-1-v2": 50, "web-2-v2": 50}
+                ),
                 "the rollback to v2",
             )
             blocklist = await self.client.get(BLOCKLIST, "web", NS)

@@ -379,7 +379,15 @@ class CheckResult(ApiModel):
 
 class CellStatus(ApiModel):
     observed_generation: int | None = None
-    phase: Literal["", "Progressing", "Paused", "Healthy", "Degraded"] = ""
+    phase: Literal["", "Init", "Migrating", "Completing", "Completed", "Error"] = ""
+    """Where the Cell's rollout is (seed 002): Init (a new version found; prechecks, waiting
+    for Argo CD; no traffic moves yet), Migrating (steps; traffic moving), Completing
+    (postchecks, the new version serving 100%), Completed (a version serves 100%, nothing
+    under way), Error (a version failed, was aborted, or the Cell cannot proceed)."""
+    health: Literal["", "Progressing", "Paused", "Healthy", "Degraded"] = ""
+    """Progressing (working towards a state), Paused (waiting for a pause, an inconclusive
+    analysis or `okra promote`), Healthy (settled), Degraded (needs attention); conditions
+    of the same names say the same."""
     message: str | None = None
     stable_version: str | None = None
     canary_version: str | None = None
@@ -398,9 +406,6 @@ class CellStatus(ApiModel):
     paused_reason: str | None = None
     aborted: bool | None = None
     target_groups: list[TargetGroupWeight] | None = None
-    lifecycle: Literal["Init", "Migrating", "Completing", "Completed", "Error"] | None = None
-    """Where a rollout with prechecks/postchecks is (seed 002): Init (prechecks),
-    Migrating (steps), Completing (postchecks), Completed, Error (a check failed)."""
     checks: list[CheckResult] | None = None
     rollback_at: datetime.datetime | None = None
     """A postcheck failed: when the rollback starts (`rollbackDelaySeconds` after)."""
@@ -420,11 +425,11 @@ class Cell(ApiModel):
         categories=("okra",),
         printer_columns=(
             PrinterColumn("Phase", "string", ".status.phase"),
+            PrinterColumn("Health", "string", ".status.health"),
             PrinterColumn("Stable", "string", ".status.stableVersion"),
             PrinterColumn("Canary", "string", ".status.canaryVersion"),
             PrinterColumn("Weight", "integer", ".status.canaryWeight"),
             PrinterColumn("Step", "integer", ".status.currentStepIndex"),
-            PrinterColumn("Lifecycle", "string", ".status.lifecycle", priority=1),
         ),
     )
     api_version: str = f"{GROUP}/{VERSION}"

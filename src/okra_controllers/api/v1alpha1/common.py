@@ -11,6 +11,9 @@ from pydantic.alias_generators import to_camel
 GROUP = "okra.mumo.co"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+CELL_LABELS_ANNOTATION = f"{GROUP}/cell-labels"
+"""On an Argo CD cluster Secret: the labels a Cell put there (comma-separated keys), which a
+ClusterSet writing the same Secret keeps instead of removing."""
 
 
 class ApiModel(BaseModel):
