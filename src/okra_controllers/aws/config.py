@@ -8,6 +8,15 @@ Every call is counted in `okra_aws_api_calls_total{service,operation,outcome}`
 (outcome `success`, `throttled` or `error`) and timed in
 `okra_aws_api_call_duration_seconds{service,operation}`, retries included.
 
+`reuse_clients=True` (okra-manager sets it) keeps one client per service and event
+loop for up to `CLIENT_MAX_AGE` seconds instead of one per `client()` call: making a
+client costs its SSL context (the CA bundle parsed again), its connection pool and
+its endpoint resolution, which at 1,000 Cells was most of the manager's CPU. A
+client past that age is replaced (and closed one age later, when no call can still
+be using it), so credentials from a rotated file are picked up; refreshable
+credentials (IRSA, assumed roles) refresh inside a client anyway. `close_clients()`
+closes the current loop's clients at shutdown.
+
 `on_call`, when set, is told `"<service>:<Operation>"` (e.g. `elbv2:ModifyRule`)
 once per API call, retries not counted, from every client this config makes:
 tests and benches count the AWS calls a controller makes without patching
@@ -16,6 +25,7 @@ botocore or reading the emulator's logs.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -37,6 +47,7 @@ class AwsConfig:
     secret_access_key: str | None = field(default=None, repr=False)
     max_attempts: int = 5
     on_call: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    reuse_clients: bool = field(default=False, compare=False)
 
     def _client_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -54,14 +65,69 @@ class AwsConfig:
     async def client(self, service: str, session: AioSession | None = None) -> AsyncIterator[Any]:
         """An aiobotocore client for `service` (`elbv2`, `ec2`, `eks`, ...), from one
         process-wide session unless `session` is given."""
+        if self.reuse_clients and session is None:
+            yield await self._pooled(service)
+            return
         sess: Any = session or shared_session()  # typed per-service overloads need a Literal
         async with sess.create_client(service, **self._client_kwargs()) as c:
-            c.meta.events.register("before-call", _Started(service))
-            c.meta.events.register("after-call", _Finished(service))
-            c.meta.events.register("after-call-error", _Failed(service))
-            if self.on_call is not None:
-                c.meta.events.register("before-call", _Counter(service, self.on_call))
+            self._instrument(c, service)
             yield c
+
+    def _instrument(self, c: Any, service: str) -> None:
+        c.meta.events.register("before-call", _Started(service))
+        c.meta.events.register("after-call", _Finished(service))
+        c.meta.events.register("after-call-error", _Failed(service))
+        if self.on_call is not None:
+            c.meta.events.register("before-call", _Counter(service, self.on_call))
+
+    async def _pooled(self, service: str) -> Any:
+        key = (id(asyncio.get_running_loop()), service, self, id(self.on_call))
+        async with _POOL_LOCKS.setdefault(key, asyncio.Lock()):
+            now = _clock()
+            held = _POOL.get(key)
+            if held is not None and now - held.created < CLIENT_MAX_AGE:
+                return held.client
+            sess: Any = shared_session()
+            context = sess.create_client(service, **self._client_kwargs())
+            c = await context.__aenter__()
+            self._instrument(c, service)
+            _POOL[key] = _Pooled(c, context, now)
+            for old in [r for r in _RETIRED if now - r.created >= 2 * CLIENT_MAX_AGE]:
+                _RETIRED.remove(old)
+                await old.context.__aexit__(None, None, None)
+            if held is not None:
+                _RETIRED.append(held)
+            return c
+
+
+CLIENT_MAX_AGE = 600.0
+"""Seconds a pooled client (`reuse_clients`) serves before it is replaced."""
+
+_clock = time.monotonic  # the pool's clock (tests move it)
+
+
+@dataclass
+class _Pooled:
+    client: Any
+    context: Any  # the create_client context manager that closes it
+    created: float
+
+
+_POOL: dict[tuple[Any, ...], _Pooled] = {}
+_POOL_LOCKS: dict[tuple[Any, ...], asyncio.Lock] = {}
+_RETIRED: list[_Pooled] = []
+
+
+async def close_clients() -> None:
+    """Close the pooled clients (`reuse_clients`) made on the running event loop."""
+    loop = id(asyncio.get_running_loop())
+    for key in [k for k in _POOL if k[0] == loop]:
+        held = _POOL.pop(key)
+        _POOL_LOCKS.pop(key, None)
+        await held.context.__aexit__(None, None, None)
+    for old in list(_RETIRED):
+        _RETIRED.remove(old)
+        await old.context.__aexit__(None, None, None)
 
 
 _SESSION: AioSession | None = None
