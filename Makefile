@@ -86,6 +86,7 @@ test: lint
 	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
 	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
 	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
+	OKRA_EXPRLANG="$$(hack/build-exprlang.sh)" && export OKRA_EXPRLANG && \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image"
 
 image:
