@@ -28,7 +28,7 @@ from unit.test_cell_plan import LABEL, World, spec, step_kinds
 EXAMPLES = int(os.environ.get("OKRA_FUZZ_EXAMPLES", "200"))
 COUNT = {"inputs": 0, "plans": 0}
 
-pytestmark = pytest.mark.fuzz
+pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(0)]  # a long run by design
 
 
 @pytest.fixture(scope="module", autouse=True)
