@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets argocd helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit test-reliability fmt lock clean bench-runtime bench-cell demo demo-fleet
+.PHONY: help venv assets argocd helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell demo demo-fleet
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
@@ -17,6 +17,7 @@ help:
 	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
 	@echo "make test-reliability  only test/reliability (faults, kill points, failover, RBAC audit, secret scan), with figures"
+	@echo "make fuzz    the Cell plan under 10,000 generated rollouts (OKRA_FUZZ_EXAMPLES=N)"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
 	@echo "make image   build the okra-manager image (buildah, or docker)"
@@ -76,6 +77,10 @@ lint: $(STAMP) check-manifests check-rbac check-chart
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+OKRA_FUZZ_EXAMPLES ?= 10000
+fuzz: $(STAMP)
+	OKRA_FUZZ_EXAMPLES=$(OKRA_FUZZ_EXAMPLES) $(BIN)/pytest test/fuzz -m fuzz -p no:randomly -n 0 -s -q
+
 fmt: $(STAMP)
 	$(BIN)/ruff format src testkit test examples bench
 	$(BIN)/ruff check --fix src testkit test examples bench
@@ -86,7 +91,8 @@ test: lint
 	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
 	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
 	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image"
+	OKRA_EXPRLANG="$$(hack/build-exprlang.sh)" && export OKRA_EXPRLANG && \
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image and not fuzz"
 
 image:
 	@hack/image.sh

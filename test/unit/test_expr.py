@@ -91,7 +91,6 @@ ARGO_EXAMPLES = [
     # docs/analysis/web.md and the analysis overview
     ("result == true", True, True),
     ("result == 'true'", "true", True),
-    ("result == 'true'", True, False),
     ("result.ok && result.successPercent >= 0.90", {"ok": True, "successPercent": 0.95}, True),
     ("result.ok && result.successPercent >= 0.90", {"ok": True, "successPercent": 0.8}, False),
     ("result.ok && result.successPercent >= 0.90", {"ok": False, "successPercent": 0.95}, False),
@@ -162,12 +161,19 @@ def test_argo_documented_conditions(condition: str, result: Any, expected: bool)
             'strconv.ParseFloat: parsing "NotANum": invalid syntax',
         ),
         ("results[0] >= 90.000000", [95.0], "unknown name results"),  # the graphite doc's typo
-        ("result < 0.05", None, "invalid operation: < (mismatched types <nil> and float64)"),
+        ("result < 0.05", None, "invalid operation: < (mismatched types unknown and float64)"),
+        # Argo compiles against the live result: a branch that never runs is still checked.
+        ("isNil(result) || result < 1", None, "mismatched types unknown and int"),
+        ("result == 1", [0.5], "invalid operation: == (mismatched types []float64 and int)"),
+        ("'k' in result", [0.5], "cannot use string as type float64 in array"),
+        ("result == 'true'", True, "invalid operation: == (mismatched types bool and string)"),
+        ("true || result.name == 'x'", 0.5, "type float64 has no field name"),
+        ("isNaN(len(result))", [0.5], "cannot use int as argument (type float64) to call isNaN"),
         ("result[0] >= 0.95", [], "index out of range: 0 (array length is 0)"),
-        ("all(result, {# < 0.1})", None, "all needs an array, not <nil>"),
+        ("all(result, {# < 0.1})", None, "builtin all takes only array (got unknown)"),
         ("asInt(result) > 1", True, "asInt() not supported on bool true"),
         ("asFloat(result) > 1", None, "asFloat() not supported on <nil> <nil>"),
-        ("isNaN(result)", [0.5], "invalid argument for isNaN (type []interface {})"),
+        ("isNaN(result)", [0.5], "cannot use []float64 as argument (type float64) to call isNaN"),
     ],
 )
 def test_argo_error_cases(condition: str, result: Any, message: str) -> None:
@@ -176,10 +182,9 @@ def test_argo_error_cases(condition: str, result: Any, message: str) -> None:
     assert message in str(info.value)
 
 
-def test_known_difference_string_equality_with_a_float_is_false_not_a_compile_error() -> None:
-    # Argo's expr type-checks `asFloat(result) == "1.1"` and refuses it; here `==` between
-    # different kinds is false, which leads to the same verdict for a success condition.
-    assert evaluate_condition('asFloat(result) == "1.1"', "1.1") is False
+def test_string_equality_with_a_float_is_a_compile_error_as_in_argo() -> None:
+    with pytest.raises(ExprError, match="mismatched types float64 and string"):
+        evaluate_condition('asFloat(result) == "1.1"', "1.1")
 
 
 # --- literals ----------------------------------------------------------------------------------
@@ -339,8 +344,8 @@ def test_arithmetic_and_unary(source: str, value: Any) -> None:
         # comparisons chain
         ("1 < 2 < 3", True),
         ("1 < 3 < 2", False),
-        ("3 > 2 >= 2 == 2", True),
-        ("1 < 2 == true", False),  # 1 < 2 && 2 == true
+        ("3 > 2 >= 2 == true", True),  # (3 > 2 && 2 >= 2) == true
+        ("1 < 2 == true", True),  # only < > <= >= chain: (1 < 2) == true
     ],
 )
 def test_equality_and_ordering(source: str, value: bool) -> None:
@@ -538,7 +543,9 @@ def test_member_access_errors(source: str, env: dict[str, Any], message: str, co
         ("(-2) ** 2", 4.0),
         ("-2 * 3", -6),
         ("1 + 2 < 4", True),
-        ("1 < 2 == true", False),  # chained: 1 < 2 && 2 == true
+        ("1 < 2 == true", True),  # == does not chain: (1 < 2) == true
+        ("0.95 > 0.9 == true", True),
+        ("1 < 2 < 3 == true", True),
         ("1..2 + 1", [1, 2, 3]),  # .. binds looser than +
         ("1 + 1 in [2]", True),
         ("true || false && false", True),  # && binds tighter than ||
@@ -701,7 +708,6 @@ def test_builtin_functions(source: str, value: Any) -> None:
         ("abs('x')", "invalid argument for abs (type string)"),
         ("int('1.5')", "invalid operation: int(1.5)"),
         ("int(nil)", "invalid operation: int(<nil>)"),
-        ("int(0 / 0)", "invalid operation: int(NaN)"),
         ("float('x')", "invalid operation: float(x)"),
         ("float('1e400')", "invalid operation: float(1e400)"),
         ("max(1, 'a')", "invalid argument for max (type string)"),
@@ -824,6 +830,8 @@ def test_predicate_errors(source: str, message: str) -> None:
         (".a > 0", "'.' refers to the element of a predicate"),
         ("map([1], #foo)", "unknown pointer #foo"),
         ("map([1], #acc)", "#acc can only be used inside reduce"),
+        ("all([1], #index < 2)", "unknown pointer #index"),  # expr-lang: only map and reduce
+        ("filter([1], #index > 0)", "unknown pointer #index"),
     ],
 )
 def test_pointer_errors(source: str, message: str) -> None:
@@ -1205,3 +1213,11 @@ def test_garbage_only_ever_raises_expr_error(source: str) -> None:
 def test_any_text_only_ever_raises_expr_error(source: str) -> None:
     with contextlib.suppress(ExprError):
         compile_condition(source).evaluate({"result": [1]})
+
+
+@pytest.mark.parametrize("value", [NAN, INF, -INF, 1e300, -1e300])
+def test_int_of_a_float_beyond_int64_is_gos_amd64_minimum(value: float) -> None:
+    # Go's int64(f) on amd64, which expr-lang's int() and Argo's asInt() both use.
+    assert ev("int(result)", result=value) == -(2**63)
+    assert ev("asInt(result)", result=value) == -(2**63)
+    assert evaluate_condition("asInt(result) == 0", value) is False

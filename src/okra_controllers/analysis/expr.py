@@ -51,8 +51,8 @@ Binary operators, loosest first (all left-associative except `**`/`^`)::
     10  ||  or                                short-circuit, operands must be bool
     15  &&  and                               short-circuit, operands must be bool
     20  == != < > <= >= in matches contains startsWith endsWith, and `not in`, `not matches`,
-        `not contains`, `not startsWith`, `not endsWith`; comparisons chain: a < b < c means
-        a < b && b < c
+        `not contains`, `not startsWith`, `not endsWith`; `< > <= >=` chain: a < b < c means
+        a < b && b < c (the others do not: a < b == true is (a < b) == true)
     25  ..                                    integer range, inclusive
     30  + -
     60  * / %
@@ -89,12 +89,22 @@ a range element 8, a built string or array 1 per 8 characters or elements) and s
 shapes (back-references, look-around, nested unbounded repetition such as `(a+)+`) are
 rejected.
 
-Where this knowingly differs from Argo Rollouts / expr:
+Argo compiles each condition against the live `result` (`expr.Env`), so expr's type checker
+sees its Go type (float64, []float64, nil, a JSON map...) and rejects operations that cannot apply,
+even in a branch that never runs: `isNil(result) || result < 1` with a nil result is an error,
+not true. `evaluate_condition` runs the same check first (`okra_controllers.analysis.exprtypes`).
+Checked against expr-lang v1.17.7 with Argo's environment by test/expr_differential.
+
+Where this knowingly differs from Argo Rollouts / expr, each with its effect:
 - Argo's `default(x, d)` and `isNil(x)` ignore `x` and test `result`; here they test `x`, which
   is the same for the documented `default(result, 0)` and `isNil(result)`.
-- expr type-checks some mismatches at compile time (`asFloat(result) == "1.1"` is a compile
-  error there); here `==` between different kinds is simply false.
-- `isNaN`/`isInf` accept ints (false) where Go's reflection call would fail.
+- `findIndex`/`findLastIndex` with no match give -1 (expr-lang's documented value); expr-lang
+  v1.17.7 returns nil, so there `findIndex(...) == -1` fails with "interface conversion" (an
+  Error measurement in Argo, a true/false verdict here).
+- `int(x)` / `asInt(x)` of NaN, ±Inf or a float beyond int64 give -9223372036854775808, as Go
+  does on amd64 (the conversion is implementation-defined; on arm64 Go saturates).
+- The type check covers the operators and built-ins listed above; a mismatch it does not know
+  (a method call, a typed map) is found when the condition runs, as an evaluation error.
 - Strings are measured, indexed and sliced in characters, not UTF-8 bytes (`len("é")` is 1,
   `"abc"[0]` is "a"); `matches` uses Python's `re` (so `$` also matches before a trailing
   newline, and RE2-only syntax such as `\\pL` fails to compile).
@@ -112,6 +122,8 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final, NamedTuple, NoReturn
+
+from okra_controllers.analysis import exprtypes as _T  # noqa: N812 (short: used everywhere)
 
 __all__ = [
     "MAX_DEPTH",
@@ -328,6 +340,8 @@ def _equal(a: object, b: object) -> bool:
         return bool(a == b)
     if _is_str(a) and _is_str(b):
         return a == b
+    if a is b and (_is_list(a) or _is_map(a)):
+        return True  # Go's reflect.DeepEqual: the same slice or map, even holding a NaN
     if _is_list(a) and _is_list(b):
         assert isinstance(a, list | tuple)
         assert isinstance(b, list | tuple)
@@ -462,6 +476,8 @@ def _in(needle: Any, haystack: Any) -> bool:
     if _is_list(haystack):
         return any(_equal(item, needle) for item in haystack)
     if _is_map(haystack):
+        if needle is None:
+            return False  # expr-lang: a nil key is in no map
         if not _is_str(needle):
             raise _Fault(f"cannot use {_tn(needle)} as a map key (map keys are strings)")
         return needle in haystack
@@ -1206,14 +1222,23 @@ def _parse_float(s: str) -> float | None:
     return f
 
 
+_MIN_INT64: Final = -(2**63)
+
+
+def _go_trunc(f: float) -> int:
+    """Go's int64(f) on amd64: NaN, ±Inf and values beyond int64 give the minimum int64
+    (the conversion is implementation-defined; arm64 saturates instead)."""
+    if not math.isfinite(f) or not -(2.0**63) <= f < 2.0**63:
+        return _MIN_INT64
+    return int(f)
+
+
 def _b_int(args: list[Any]) -> Any:
     (v,) = args
     if _is_int(v):
         return int(v)
     if isinstance(v, float):
-        if not math.isfinite(v):
-            raise _Fault(f"invalid operation: int({_go_float(v)})")
-        return _wrap(int(v))
+        return _go_trunc(v)
     if _is_str(v):
         n = _parse_int(v)
         if n is None:
@@ -1373,8 +1398,8 @@ def _b_as_int(args: list[Any]) -> Any:
     (v,) = args
     if _is_int(v):
         return _wrap(int(v))
-    if isinstance(v, float) and math.isfinite(v):
-        return _wrap(int(v))
+    if isinstance(v, float):
+        return _go_trunc(v)
     if _is_str(v):
         n = _parse_int(v)
         if n is None:
@@ -1761,7 +1786,9 @@ _BINARY_OPS: Final[dict[str, tuple[int, bool]]] = {
 }
 _UNARY_OPS: Final = {"not": 50, "!": 50, "-": 90, "+": 90}
 _NEGATABLE: Final = frozenset({"in", "matches", "contains", "startsWith", "endsWith"})
-_COMPARISON: Final = frozenset(op for op, (prec, _) in _BINARY_OPS.items() if prec == 20)
+_COMPARISON: Final = frozenset({"<", ">", "<=", ">="})
+"""The operators that chain (expr's operator.IsComparison): `a < b <= c` is `a < b && b <= c`;
+`==`, `!=`, `in` and the string operators do not: `a < b == true` is `(a < b) == true`."""
 
 
 class _Parser:
@@ -1942,6 +1969,9 @@ class _Parser:
                         _fail(f"unknown pointer #{kind}", self.tok.offset)
                     if kind == "acc" and self.predicates[-1] != "reduce":
                         _fail("#acc can only be used inside reduce", self.tok.offset)
+                    if kind == "index" and self.predicates[-1] not in ("map", "reduce"):
+                        # expr-lang v1.17.7 declares #index only in map and reduce
+                        _fail("unknown pointer #index", self.tok.offset)
                     self.advance()
             return self.postfix(_Pointer(tok.offset, kind))
         if self.at(_OP, "::"):
@@ -2120,20 +2150,297 @@ class _Parser:
         return _Slice(bracket.offset, node, lo, hi)
 
 
+# --- expr-lang's compile-time type check (Argo compiles against the live result) --------------
+
+_ARITH_OPS: Final = frozenset({"+", "-", "*", "/", "%", "**", "^"})
+_STRING_OPS: Final = frozenset({"contains", "startsWith", "endsWith", "matches"})
+_NUMERIC_FUNCS: Final = frozenset({"abs", "ceil", "floor", "round"})
+_ARRAY_FUNCS: Final = frozenset({"first", "last", "keys", "values", "take"})
+_STRING_FUNCS: Final = frozenset(
+    {
+        "lower",
+        "upper",
+        "trim",
+        "trimPrefix",
+        "trimSuffix",
+        "split",
+        "repeat",
+        "replace",
+        "indexOf",
+        "lastIndexOf",
+        "hasPrefix",
+        "hasSuffix",
+    }
+)
+
+
+def _num_or_str(t: _T.Type) -> bool:
+    return _T.is_num(t) or t == _T.STRING
+
+
+_MAYBE: Final[dict[str, Callable[[_T.Type], bool]]] = {
+    **dict.fromkeys(_COMPARISON, _num_or_str),
+    "+": _num_or_str,
+    "%": lambda t: t == _T.INT,
+    **dict.fromkeys(_STRING_OPS, lambda t: t == _T.STRING),
+}
+"""What the known side of a binary operator may be when the other is interface {}."""
+
+
+def _bad(reason: str, node: _Node) -> NoReturn:
+    raise ExprError(reason, offset=node.offset)
+
+
+def _mismatched(op: str, a: _T.Type, b: _T.Type, node: _Node) -> NoReturn:
+    _bad(f"invalid operation: {op} (mismatched types {_T.name(a)} and {_T.name(b)})", node)
+
+
+def _static(node: _Node, item: _T.Type, env: Mapping[str, _T.Type]) -> _T.Type:
+    """The static type of `node` where `#` has type `item`; ExprError where expr's checker
+    rejects the expression. `env` gives the names' types (unknown names are interface {})."""
+    if isinstance(node, _Const):
+        return _T.type_of(node.value) if not isinstance(node.value, (list, dict)) else _T.ANY
+    if isinstance(node, _Ident):
+        return env.get(node.name, _T.ANY)
+    if isinstance(node, _Pointer):
+        return item if node.kind == "" else _T.INT if node.kind == "index" else _T.ANY
+    if isinstance(node, _Let):
+        _static(node.value, item, env)
+        return _static(node.body, item, env)
+    if isinstance(node, _Array):
+        for i in node.items:
+            _static(i, item, env)
+        return ("array", _T.ANY)
+    if isinstance(node, _MapLit):
+        for k, v in node.pairs:
+            _static(k, item, env)
+            _static(v, item, env)
+        return ("map", _T.ANY)
+    if isinstance(node, _Chain):
+        return _static(node.inner, item, env)
+    if isinstance(node, _Member):
+        obj, key = _static(node.obj, item, env), _static(node.key, item, env)
+        if obj == _T.ANY:
+            return _T.ANY
+        if obj == _T.NIL:
+            if isinstance(node.key, _Const) and _is_str(node.key.value):
+                _bad(f"type nil has no field {node.key.value}", node)
+            _bad(f"type unknown[{_T.name(key)}] is undefined", node)
+        if _T.is_map(obj):
+            if key not in (_T.STRING, _T.ANY):
+                _bad(f"cannot use {_T.name(key)} to get an element from {_T.name(obj)}", node)
+            return _T.elem(obj)
+        if _T.is_array(obj):  # (a string typed string cannot be indexed in expr-lang)
+            if key not in (_T.INT, _T.ANY):
+                _bad(f"array elements can only be selected using an integer (got {key})", node)
+            return _T.elem(obj)
+        if isinstance(node.key, _Const) and _is_str(node.key.value):
+            _bad(f"type {_T.name(obj)} has no field {node.key.value}", node)
+        _bad(f"type {_T.name(obj)}[{_T.name(key)}] is undefined", node)
+    if isinstance(node, _Slice):
+        obj = _static(node.obj, item, env)
+        for bound in (node.lo, node.hi):
+            if bound is not None:
+                _static(bound, item, env)
+        if obj in (_T.ANY, _T.STRING) or _T.is_array(obj):
+            return obj
+        _bad(f"cannot slice {_T.name(obj)}", node)
+    if isinstance(node, _Unary):
+        t = _static(node.operand, item, env)
+        if node.op in ("!", "not"):
+            if t not in (_T.BOOL, _T.ANY):
+                _bad(f"invalid operation: {node.op} (mismatched type {_T.name(t)})", node)
+            return _T.BOOL
+        if not (_T.is_num(t) or t == _T.ANY):
+            _bad(f"invalid operation: {node.op} (mismatched type {_T.name(t)})", node)
+        return t
+    if isinstance(node, _Logical):
+        for operand in node.operands:
+            t = _static(operand, item, env)
+            if t not in (_T.BOOL, _T.ANY):
+                _mismatched(node.op, t, _T.BOOL, node)
+        return _T.BOOL
+    if isinstance(node, _Matches):
+        a, b = _static(node.left, item, env), _static(node.right, item, env)
+        if a not in (_T.STRING, _T.ANY) or b not in (_T.STRING, _T.ANY):
+            _mismatched("matches", a, b, node)
+        return _T.BOOL
+    if isinstance(node, _Binary):
+        a, b = _static(node.left, item, env), _static(node.right, item, env)
+        op = node.op
+        if op in ("==", "!="):
+            if not _T.comparable(a, b):
+                _mismatched(op, a, b, node)
+            return _T.BOOL
+        if op == "in":
+            if b == _T.ANY:
+                return _T.BOOL
+            if _T.is_map(b):
+                if a not in (_T.STRING, _T.ANY, _T.NIL):
+                    _mismatched(op, a, b, node)
+                return _T.BOOL
+            if _T.is_array(b):
+                e = _T.elem(b)
+                mixed = a not in (_T.ANY, _T.NIL, e) and not (_T.is_num(a) and _T.is_num(e))
+                if e != _T.ANY and mixed:
+                    _bad(f"cannot use {_T.name(a)} as type {_T.name(e)} in array", node)
+                return _T.BOOL
+            if a != _T.ANY or b != _T.STRING:
+                _mismatched(op, a, b, node)
+        if _T.ANY in (a, b):  # expr's MaybeCompatible: the other side could be right
+            if op == "in":
+                return _T.BOOL
+            accepts = _MAYBE.get(op, _T.is_num)
+            other = b if a == _T.ANY else a
+            if other != _T.ANY and not accepts(other):
+                _mismatched(op, a, b, node)
+            if op in _COMPARISON or op in _STRING_OPS:
+                return _T.BOOL
+            return _T.FLOAT if op in ("/", "**", "^") else _T.INT if op == "%" else _T.ANY
+        if op in _STRING_OPS:
+            if a != _T.STRING or b != _T.STRING:
+                _mismatched(op, a, b, node)
+            return _T.BOOL
+        if op in _COMPARISON:
+            if not ((_T.is_num(a) and _T.is_num(b)) or a == b == _T.STRING):
+                _mismatched(op, a, b, node)
+            return _T.BOOL
+        if op in _ARITH_OPS:
+            if op == "+" and a == b == _T.STRING:
+                return _T.STRING
+            if op == "%":
+                if a != _T.INT or b != _T.INT:
+                    _mismatched(op, a, b, node)
+                return _T.INT
+            if not (_T.is_num(a) and _T.is_num(b)):
+                _mismatched(op, a, b, node)
+            if op in ("/", "**", "^"):
+                return _T.FLOAT
+            return _T.INT if a == b == _T.INT else _T.FLOAT
+        return _T.ANY
+    if isinstance(node, _Coalesce):
+        a, b = _static(node.left, item, env), _static(node.right, item, env)
+        return b if a == _T.NIL else _T.same_or_any(a, b)
+    if isinstance(node, _Cond):
+        c = _static(node.cond, item, env)
+        if c not in (_T.BOOL, _T.ANY):
+            _bad(f"non-bool expression (type {_T.name(c)}) used as condition", node)
+        return _T.same_or_any(_static(node.yes, item, env), _static(node.no, item, env))
+    if isinstance(node, _Range):
+        a, b = _static(node.lo, item, env), _static(node.hi, item, env)
+        if a not in (_T.INT, _T.ANY) or b not in (_T.INT, _T.ANY):
+            _mismatched("..", a, b, node)
+        return ("array", _T.INT)
+    if isinstance(node, _PredicateCall):
+        arr = _static(node.array, item, env)
+        if arr != _T.ANY and not _T.is_array(arr):
+            _bad(f"builtin {node.name} takes only array (got {_T.name(arr)})", node)
+        e = _T.elem(arr)
+        p = _T.ANY if node.pred is None else _static(node.pred, e, env)
+        if node.extra is not None:
+            _static(node.extra, item, env)
+        if node.name in ("all", "any", "none", "one"):
+            return _T.BOOL
+        if node.name in ("count", "findIndex", "findLastIndex"):
+            return _T.INT
+        if node.name == "filter":
+            return arr
+        if node.name in ("find", "findLast"):
+            return e
+        if node.name == "map":
+            return ("array", p)
+        if node.name == "sum":
+            summed = e if node.pred is None else p
+            return summed if _T.is_num(summed) else _T.ANY
+        return _T.ANY
+    if isinstance(node, _Call):
+        args = [_static(a, item, env) for a in node.args]
+        return _static_call(node, args)
+    return _T.ANY
+
+
+def _static_call(node: _Call, args: list[_T.Type]) -> _T.Type:
+    fn = node.name
+    t = args[0] if args else _T.ANY
+    if fn in ("asInt", "asFloat", "isNil", "default", "string", "type", "get"):
+        return {"asInt": _T.INT, "asFloat": _T.FLOAT, "isNil": _T.BOOL}.get(
+            fn, _T.STRING if fn in ("string", "type") else _T.ANY
+        )
+    if t == _T.ANY:
+        return _T.ANY
+    if fn == "len":
+        if not (t == _T.STRING or _T.is_array(t) or _T.is_map(t)):
+            _bad(f"invalid argument for len (type {_T.name(t)})", node)
+        return _T.INT
+    if fn in ("isNaN", "isInf"):
+        literal_int = t == _T.INT and isinstance(node.args[0], _Const)
+        if t != _T.FLOAT and not literal_int:
+            _bad(f"cannot use {_T.name(t)} as argument (type float64) to call {fn}", node)
+        return _T.BOOL
+    if fn in _NUMERIC_FUNCS or fn in ("int", "float"):
+        if not (_T.is_num(t) or (fn in ("int", "float") and t == _T.STRING)):
+            _bad(f"invalid argument for {fn} (type {_T.name(t)})", node)
+        if fn == "int":
+            return _T.INT
+        return t if fn == "abs" else _T.FLOAT
+    if fn in ("max", "min", "mean", "median", "sum"):
+        for a in args:
+            if not (_T.is_num(a) or _T.is_array(a) or a == _T.ANY):
+                _bad(f"invalid argument for {fn} (type {_T.name(a)})", node)
+        if fn == "sum" and len(args) == 1 and _T.is_num(_T.elem(t)):
+            return _T.elem(t)
+        if fn in ("mean", "median") and all(_T.is_num(a) for a in args):
+            return _T.FLOAT
+        if fn in ("max", "min") and all(_T.is_num(a) for a in args):
+            return _T.FLOAT if _T.FLOAT in args else _T.INT
+        return _T.ANY
+    if fn in _ARRAY_FUNCS:
+        if fn in ("keys", "values"):
+            if not _T.is_map(t):
+                _bad(f"cannot get {fn} from {_T.name(t)}", node)
+            return ("array", _T.STRING if fn == "keys" else _T.elem(t))
+        if not _T.is_array(t):
+            _bad(f"cannot get {fn} element from {_T.name(t)}", node)
+        return _T.elem(t) if fn in ("first", "last") else t
+    if fn in _STRING_FUNCS:
+        if t != _T.STRING:
+            _bad(f"cannot use {_T.name(t)} as argument (type string) to call {fn}", node)
+        return _T.ANY
+    return _T.ANY
+
+
+def _check_types(root: _Node, env: Mapping[str, _T.Type]) -> None:
+    """Raise ExprError where expr's checker rejects `root` in an environment of these types."""
+    _static(root, _T.ANY, env)
+
+
 # --- public API -------------------------------------------------------------------------------
 
 
 class Condition:
     """A parsed condition; `evaluate` runs it against an environment of variables."""
 
-    __slots__ = ("_root", "source")
+    __slots__ = ("_checked", "_root", "source")
 
     def __init__(self, source: str, root: _Node) -> None:
         self.source = source
         self._root = root
+        self._checked: set[tuple[tuple[str, Any], ...]] = set()
 
     def __repr__(self) -> str:
         return f"Condition({self.source!r})"
+
+    def check(self, env: Mapping[str, _T.Type]) -> None:
+        """Raise ExprError where expr's compile-time type check rejects the condition in an
+        environment of these types (see okra_controllers.analysis.exprtypes)."""
+        key = tuple(sorted(env.items(), key=lambda kv: kv[0]))
+        if key in self._checked:
+            return
+        try:
+            _check_types(self._root, env)
+        except ExprError as e:
+            raise e._in(self.source) from None
+        self._checked.add(key)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         """The condition's value with `env` as its variables (for Argo: {"result": ...})."""
@@ -2177,6 +2484,7 @@ def _compiled(source: str) -> Condition:
 def evaluate_condition(source: str, result: Any) -> bool:
     """Argo Rollouts' EvalCondition: `source` evaluated with `result` bound; must give a bool."""
     condition = _compiled(source) if isinstance(source, str) else compile_condition(source)
+    condition.check({"result": _T.type_of(result)})
     value = condition.evaluate({"result": result})
     if value is True or value is False:
         return value
