@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 import structlog
+from hypothesis import settings as hypothesis_settings
 from kubernetes_asyncio import client
 
 from okra_runtime.client import Client
@@ -40,6 +41,11 @@ from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
 from okra_testkit.envtest.leaks import leftover_servers
 from support import LogCapture, api_client
+
+# Hypothesis's per-example deadline is a wall-clock bound: on a loaded machine it fails tests
+# whose logic is right. Timings belong in bench/, so no example has a deadline here.
+hypothesis_settings.register_profile("okra", deadline=None)
+hypothesis_settings.load_profile("okra")
 
 RUN_ENV = "OKRA_TEST_RUN"
 

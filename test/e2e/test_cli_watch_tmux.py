@@ -151,4 +151,4 @@ async def test_watch_screens_follow_a_rollout(
     assert "(updated " in cell_screen.text()  # the footer of a terminal frame
     await shows(cells_screen, "Paused")
     row = next(line for line in cells_screen.text().splitlines() if line.startswith(ns))
-    assert row.split()[1:7] == ["web", "Paused", "v1", "v2", "60", "4/4"]
+    assert row.split()[1:8] == ["web", "Migrating", "Paused", "v1", "v2", "60", "4/4"]

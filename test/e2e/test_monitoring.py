@@ -236,7 +236,7 @@ async def test_stuck_rollout_throttling_and_reconcile_errors_fire_their_alerts(
     await rt_client.create(cell)
 
     async def healthy() -> bool:
-        return (await cell_status(rt_client, ns)).get("phase") == "Healthy"
+        return (await cell_status(rt_client, ns)).get("health") == "Healthy"
 
     assert await eventually(healthy, within=60)
     exprs = alert_exprs()

@@ -251,7 +251,7 @@ DENIED = [
     ("list", "configmaps", ALL),
     ("list", "nodes", ()),
     ("create", "serviceaccounts/token", OKRA),
-    ("patch", "secrets", APPS),
+    ("deletecollection", "secrets", APPS),  # Cells patch cluster Secrets' labels, no more
     ("create", "events", APPS),  # core/v1 events: okra writes events.k8s.io only
     ("update", "leases.coordination.k8s.io", ("-n", "kube-system")),
     ("create", "leases.coordination.k8s.io", ("-n", "default")),

@@ -204,7 +204,7 @@ async def _scenario(
     await status(at(4))
 
     ps = await batch(
-        ("before update cells/status Healthy", "before Cell status Healthy (complete)"),
+        ("before update cells/status Completed", "before Cell status Completed (complete)"),
         ("before update pauses/status Cancelled", "before Pause status Cancelled"),
         ("after update pauses/status Cancelled", "after Pause status Cancelled"),
     )
