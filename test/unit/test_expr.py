@@ -1221,3 +1221,11 @@ def test_int_of_a_float_beyond_int64_is_gos_amd64_minimum(value: float) -> None:
     assert ev("int(result)", result=value) == -(2**63)
     assert ev("asInt(result)", result=value) == -(2**63)
     assert evaluate_condition("asInt(result) == 0", value) is False
+
+
+def test_a_repeated_map_key_keeps_its_first_value_as_in_expr_lang() -> None:
+    # Found by test/expr_differential on expr-lang's own corpus: `{"bar": ok, "bar": i}` is
+    # {"bar": true} there (every value is still evaluated).
+    assert ev('{"a": 1, "a": 2}') == {"a": 1}
+    assert ev('{"a": 1, "a": 2}.a == 1') is True
+    assert "index out of range" in str(fails('{"a": 1, "a": [][0]}'))
