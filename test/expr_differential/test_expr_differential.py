@@ -263,7 +263,8 @@ def test_expr_lang_own_test_expressions(exprlang: ExprLang) -> None:
     documented = {k: v for k, v in counts.items() if k not in ("expressions", "same", "different")}
     print(
         f"\nexpr-lang {found.version} own test expressions: {counts['expressions']} compared"
-        f" ({found.left_out} left out: they name Go functions or structs); {counts['same']} same,"
+        f" ({found.left_out} left out: they name Go functions or structs, or $env);"
+        f" {counts['same']} same,"
         f" {counts['different']} different: {len(undocumented)} undocumented,"
         f" documented {documented or 'none'}"
     )
