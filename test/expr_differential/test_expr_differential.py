@@ -202,14 +202,6 @@ def documented_deviation(
         or (ok and their_ok and isinstance(ours, str) and len(ours) == 1 and their == ord(ours))
     ):
         return "typed built-ins"
-    if (
-        ok
-        and ours is None
-        and not their_ok
-        and "get(" in expression
-        and "does not support indexing" in their_s
-    ):
-        return "get of a scalar"
     return None
 
 

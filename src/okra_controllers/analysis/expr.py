@@ -125,8 +125,6 @@ Where this knowingly differs from Argo Rollouts / expr, each with its effect:
   114 there and "r" here), and a few that expr-lang fails at run time with "interface
   conversion" give a value here (`i64 != min(1, f32)`, `i32 == find(array, false)`). Neither
   shape appears in an analysis condition over a provider's `result`.
-- `get(x, k)` of a number or bool is nil here; expr-lang's checker rejects it when it knows
-  the type.
 """
 
 from __future__ import annotations
@@ -2377,9 +2375,21 @@ def _static(node: _Node, item: _T.Type, env: Mapping[str, _T.Type]) -> _T.Type:
     return _T.ANY
 
 
+def _static_get(node: _Call, base: _T.Type, key: _T.Type) -> None:
+    """expr-lang's checkBuiltinGet: `get` looks into arrays (by int) and maps (by string)."""
+    if base in (_T.BOOL, _T.INT, _T.FLOAT, _T.STRING):
+        _bad(f"type {_T.name(base)} does not support indexing", node)
+    if _T.is_array(base) and key not in (_T.INT, _T.ANY, _T.NIL):
+        _bad(f"non-integer slice index {_T.name(key)}", node)
+    if _T.is_map(base) and key not in (_T.STRING, _T.ANY, _T.NIL):
+        _bad(f"cannot use {_T.name(key)} to get an element from {_T.name(base)}", node)
+
+
 def _static_call(node: _Call, args: list[_T.Type]) -> _T.Type:
     fn = node.name
     t = args[0] if args else _T.ANY
+    if fn == "get":
+        _static_get(node, t, args[1] if len(args) > 1 else _T.ANY)
     if fn in ("asInt", "asFloat", "isNil", "default", "string", "type", "get"):
         return {"asInt": _T.INT, "asFloat": _T.FLOAT, "isNil": _T.BOOL}.get(
             fn, _T.STRING if fn in ("string", "type") else _T.ANY
