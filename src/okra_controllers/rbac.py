@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,23 +79,50 @@ _VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "d
 
 @dataclass(frozen=True)
 class PolicyRule:
-    """One rbac.authorization.k8s.io/v1 PolicyRule (resource rules only)."""
+    """One rbac.authorization.k8s.io/v1 PolicyRule (resource rules only).
+
+    `reason` is not rendered: it says what uses a rule that okra's least-privilege audit
+    (test/reliability/test_rbac_audit.py, one Cell rolled out as okra's ServiceAccount) does
+    not exercise, and which test does. That audit fails on a granted rule it saw unused and that
+    no rule granting it explains."""
 
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]
     verbs: tuple[str, ...]
+    reason: str = field(default="", compare=False)
 
 
-def rule(group: str, *resources: str, verbs: Sequence[str]) -> PolicyRule:
-    return PolicyRule((group,), tuple(resources), tuple(verbs))
+def rule(group: str, *resources: str, verbs: Sequence[str], reason: str = "") -> PolicyRule:
+    return PolicyRule((group,), tuple(resources), tuple(verbs), reason)
+
+
+def _because(reason: str, *rules: PolicyRule) -> tuple[PolicyRule, ...]:
+    """`rules`, each with `reason` (a controller the audited rollout does not run)."""
+    return tuple(replace(r, reason=r.reason or reason) for r in rules)
+
+
+STATUS_REASON = (
+    "update or patch, whichever the controller's status write uses (okra_runtime's"
+    " update_status or patch_status): the other is granted so that either may be used"
+)
+FINALIZERS_REASON = (
+    "not a request: the OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift,"
+    " off in the audited API server) checks it when the controller sets blockOwnerDeletion on"
+    " the objects it owns"
+)
 
 
 def _primary(plural: str, *, verbs: Sequence[str] = READ, owner: bool = False) -> list[PolicyRule]:
     """The rules of a controller's primary kind: read it, write its status, and, if it owns
     other objects, set blockOwnerDeletion on them (`<plural>/finalizers`)."""
-    rules = [rule(GROUP, plural, verbs=verbs), rule(GROUP, f"{plural}/status", verbs=STATUS)]
+    rules = [
+        rule(GROUP, plural, verbs=verbs),
+        rule(GROUP, f"{plural}/status", verbs=STATUS, reason=STATUS_REASON),
+    ]
     if owner:
-        rules.append(rule(GROUP, f"{plural}/finalizers", verbs=("update",)))
+        rules.append(
+            rule(GROUP, f"{plural}/finalizers", verbs=("update",), reason=FINALIZERS_REASON)
+        )
     return rules
 
 
@@ -112,7 +139,9 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         EVENTS,
     ),
     # Runs Checks on their schedule; Secrets as for analysis runs.
-    "check": (
+    "check": _because(
+        "the Check controller (analysis/check_controller.py), not run by the audited rollout;"
+        " covered by test/integration/analysis/test_check.py",
         *_primary("checks"),
         rule(CORE, "secrets", verbs=("get",)),
         EVENTS,
@@ -127,17 +156,58 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     "cell": (
         *_primary("cells", owner=True),
         rule(GROUP, "awstargetgroups", verbs=READ),
-        rule(GROUP, "awsapplicationloadbalancerconfigs", verbs=KEEP),
-        rule(GROUP, "awsnetworkloadbalancerconfigs", verbs=KEEP),
-        rule("batch", "jobs", verbs=(*READ, "create")),
+        rule(
+            GROUP,
+            "awsapplicationloadbalancerconfigs",
+            verbs=KEEP,
+            reason="the Cell controller writes its ALB config by server-side apply (patch, which"
+            " also creates it); get, create and update are not requested today (KEEP grants them)",
+        ),
+        rule(
+            GROUP,
+            "awsnetworkloadbalancerconfigs",
+            verbs=KEEP,
+            reason="the Cell controller's NLB Cells (server-side apply: patch), not in the"
+            " audited ALB rollout; covered by test/e2e/test_cell_nlb.py; get, create and update"
+            " are not requested today (KEEP grants them)",
+        ),
+        rule(
+            "batch",
+            "jobs",
+            verbs=(*READ, "create"),
+            reason="the Cell controller's prechecks and postchecks (Jobs it creates and watches),"
+            " not in the audited rollout; covered by test/e2e/test_cell_checks.py; get is not"
+            " requested today (the informer lists and watches)",
+        ),
         rule(GROUP, "analysisruns", verbs=KEEP),
-        rule(GROUP, "pauses", verbs=KEEP),
-        rule(GROUP, "versionblocklists", verbs=KEEP),
+        rule(
+            GROUP,
+            "pauses",
+            verbs=KEEP,
+            reason="patch: the Cell controller cancels a Pause when its rollout ends before the"
+            " Pause does (promote, abort, a new version mid-pause: cell/controller.py `_stop`),"
+            " not in the audited rollout; get and update are not requested today (KEEP grants"
+            " them)",
+        ),
+        rule(
+            GROUP,
+            "versionblocklists",
+            verbs=KEEP,
+            reason="update: the Cell controller adds a second blocked version to an existing"
+            " VersionBlocklist (the audited rollout blocks one); patch is not requested today"
+            " (KEEP grants it)",
+        ),
         PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),
         rule(CORE, "configmaps", verbs=("get",)),
         # Argo CD cluster Secret strategies: the app labels on cluster Secrets (merge patch),
         # Applications read to wait for Synced/Healthy.
-        rule(CORE, "secrets", verbs=(*READ, "patch")),
+        rule(
+            CORE,
+            "secrets",
+            verbs=(*READ, "patch"),
+            reason="patch: the Cell controller's Argo CD cluster Secret strategies label cluster"
+            " Secrets, not in the audited rollout; covered by test/e2e/test_cell_argocd.py",
+        ),
         rule(ARGO_GROUP, "applications", verbs=READ),
         EVENTS,
     ),
@@ -155,7 +225,9 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # Makes an NLB listener's default action match its config (no finalizer: deleting the
     # config leaves the listener forwarding as it last did). A repaired drift is notified
     # to the owning Cell, as for ALB configs.
-    "nlbconfig": (
+    "nlbconfig": _because(
+        "the NLB config controller (nlbconfig/controller.py), not run by the audited rollout"
+        " (an ALB Cell); covered by test/integration/test_nlbconfig.py, test/e2e/test_cell_nlb.py",
         *_primary("awsnetworkloadbalancerconfigs"),
         rule(GROUP, "cells", verbs=("get",)),
         rule(GROUP, "cells/status", verbs=STATUS),
@@ -166,14 +238,18 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # Ends timed Pauses and reports cancelled ones (status only, no Events).
     "pause": (*_primary("pauses"),),
     # Discovers EKS clusters and writes Argo CD cluster Secrets owned by the ClusterSet.
-    "clusterset": (
+    "clusterset": _because(
+        "the ClusterSet controller (clusterset/controller.py), not run by the audited"
+        " rollout; covered by test/integration/test_clusterset.py",
         *_primary("clustersets", owner=True),
         rule(CORE, "secrets", verbs=(*READ, "create", "update", "delete")),
         EVENTS,
     ),
     # Looks into each cluster (through its Argo CD cluster Secret) for TargetGroupBindings and
     # registers their target groups as AWSTargetGroups, optionally with AWSTargetGroupBindings.
-    "targetgroupset": (
+    "targetgroupset": _because(
+        "the AWSTargetGroupSet controller (targetgroupset/controller.py), not run by the"
+        " audited rollout; covered by test/integration/test_targetgroupset.py",
         *_primary("awstargetgroupsets", owner=True),
         rule(GROUP, "awstargetgroups", verbs=OWN),
         rule(GROUP, "awstargetgroupbindings", verbs=OWN),
@@ -182,7 +258,9 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     ),
     # Registers node or IP targets of many clusters (reached through their Argo CD cluster
     # Secrets) into one target group; a finalizer deregisters them on delete.
-    "targetgroupbinding": (
+    "targetgroupbinding": _because(
+        "the AWSTargetGroupBinding controller (targetgroupbinding/controller.py), not run"
+        " by the audited rollout; covered by test/integration/test_targetgroupbinding.py",
         *_primary("awstargetgroupbindings", verbs=(*READ, "update", "patch")),
         rule(CORE, "secrets", verbs=READ),
         EVENTS,
@@ -192,7 +270,10 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # patch; a json patch removes okra's unstarted ones when a rollout is deleted, hence its
     # finalizer), and starts AnalysisRuns from okra's or Argo Rollouts' templates.
     # Notifications: the ConfigMap `okra-notifications` (services) and its Secret.
-    "progressiverollout": (
+    "progressiverollout": _because(
+        "the ProgressiveRollout controller (progressiverollout/controller.py), not run by"
+        " the audited rollout; covered by test/integration/progressiverollout/ and"
+        " test/e2e/test_progressiverollout.py",
         *_primary("progressiverollouts", verbs=(*READ, "update", "patch"), owner=True),
         rule(ARGO_GROUP, "applications", verbs=(*READ, "patch")),
         rule(ARGO_GROUP, "applicationsets", verbs=READ),

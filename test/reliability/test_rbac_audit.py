@@ -5,9 +5,11 @@ server's audit log recording every request that identity made.
 Every (verb, group, resource/subresource) the manager used must be granted by
 config/rbac (ClusterRole okra-manager-role, Role okra-leader-election-role in
 okra-system): one that is not would be a 403 in a real cluster, and no request may have
-been answered 403. Granted rules never used in the run are printed (controllers this
-rollout does not exercise: ClusterSets, TargetGroupSets and Bindings, NLBs, Checks,
-ProgressiveRollouts), not failed.
+been answered 403. Every granted rule must be used in the run, or explained: a rule the run
+leaves unused needs a `reason` beside its declaration in okra_controllers.rbac, naming what uses
+it (controllers this rollout does not run: ClusterSets, TargetGroupSets and Bindings, NLBs,
+Checks, ProgressiveRollouts; Cell features it does not touch: Jobs, Argo CD ...) and the test
+that covers it. Unused rules are printed with their reasons.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import yaml
 
 from e2e.conftest import REPO, Env, Metrics, cell_obj, cell_status, error_rate_template
 from installed import service_account_kubeconfig
+from okra_controllers.rbac import CONTROLLER_RULES, LEADER_ELECTION_RULES
 from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
 from support import eventually
@@ -94,6 +97,18 @@ def allows(rule: dict[str, Any], verb: str, group: str, resource: str) -> bool:
     )
 
 
+def reasons(verb: str, group: str, resource: str) -> list[str]:
+    """The reasons written in okra_controllers.rbac beside the rules granting this request."""
+    declared = [*(r for rs in CONTROLLER_RULES.values() for r in rs), *LEADER_ELECTION_RULES]
+    return sorted(
+        {
+            r.reason
+            for r in declared
+            if r.reason and group in r.api_groups and resource in r.resources and verb in r.verbs
+        }
+    )
+
+
 def uses(audit_log: Path) -> tuple[set[Use], list[str]]:
     """What okra's ServiceAccount did (resource requests), and the requests answered 403."""
     used: set[Use] = set()
@@ -161,18 +176,29 @@ async def test_every_request_of_the_rollout_is_granted_by_the_generated_rbac(
         if not any(allows(r, u[0], u[1], u[2]) for rns, r in rules if rns is None or rns == u[3])
     )
     unused = sorted(
-        f"{verb} {group or 'core'} {resource}"
+        (verb, group, resource)
         for _, r in rules
         for group in r.get("apiGroups", [])
         for resource in r.get("resources", [])
         for verb in r.get("verbs", [])
         if not any(u[0] == verb and u[1] == group and u[2] == resource for u in used)
     )
+    explained = {u: reasons(*u) for u in unused}
+    unexplained = [f"{v} {g or 'core'} {r}" for (v, g, r), why in explained.items() if not why]
     print(
         f"\nokra-manager as {USER}: {len(used)} distinct (verb, group, resource, namespace) "
         f"used; not granted: {missing or 'none'}; answered 403: {denied or 'none'}\n"
-        f"granted but not used in this rollout ({len(unused)}):\n  " + "\n  ".join(unused)
+        f"granted but not used in this rollout: {len(unused)}, {len(unexplained)} without a "
+        "reason in okra_controllers.rbac:\n  "
+        + "\n  ".join(
+            f"{v} {g or 'core'} {r}: {' | '.join(why) or 'NO REASON'}"
+            for (v, g, r), why in explained.items()
+        )
     )
     assert used, "the audit log recorded nothing of okra's ServiceAccount"
     assert not missing, f"used but not granted by config/rbac (403 in a cluster): {missing}"
     assert not denied, denied
+    assert not unexplained, (
+        "granted by config/rbac, not used by this rollout, and no reason beside the rule in "
+        f"okra_controllers.rbac says what uses it: {unexplained}"
+    )

@@ -1221,3 +1221,30 @@ def test_int_of_a_float_beyond_int64_is_gos_amd64_minimum(value: float) -> None:
     assert ev("int(result)", result=value) == -(2**63)
     assert ev("asInt(result)", result=value) == -(2**63)
     assert evaluate_condition("asInt(result) == 0", value) is False
+
+
+def test_a_repeated_map_key_keeps_its_first_value_as_in_expr_lang() -> None:
+    # Found by test/expr_differential on expr-lang's own corpus: `{"bar": ok, "bar": i}` is
+    # {"bar": true} there (every value is still evaluated).
+    assert ev('{"a": 1, "a": 2}') == {"a": 1}
+    assert ev('{"a": 1, "a": 2}.a == 1') is True
+    assert "index out of range" in str(fails('{"a": 1, "a": [][0]}'))
+
+
+@pytest.mark.parametrize(
+    ("source", "result", "message"),
+    [
+        ("get(result, 0) == nil", 0.5, "type float64 does not support indexing"),
+        ("get(result, 'a') == nil", "abc", "type string does not support indexing"),
+        ("get(result, 'a') == nil", [0.5], "non-integer slice index string"),
+        ("get(result, 0) == nil", {"a": 1}, "cannot use int to get an element from map"),
+    ],
+)
+def test_get_checks_what_it_looks_into_as_argo_does(source: str, result: Any, message: str) -> None:
+    # Found by test/expr_differential on expr-lang's corpus: expr-lang's checker rejects `get`
+    # of a scalar (Argo: an Error measurement); it gave nil here, so the condition was true.
+    with pytest.raises(ExprError, match=message):
+        evaluate_condition(source, result)
+    assert evaluate_condition("get(result, 0) == nil", [])
+    assert evaluate_condition("get(result, 'b') == nil", {"a": 1})
+    assert evaluate_condition("get(result, 0) == nil", None)

@@ -110,6 +110,21 @@ Where this knowingly differs from Argo Rollouts / expr, each with its effect:
   newline, and RE2-only syntax such as `\\pL` fails to compile).
 - Map keys are strings (as in JSON): indexing a map with a number is an error, not a miss.
 - Method calls (`x.Foo()`), `::` and date/time functions are not supported.
+- Not supported either, each rejected when the condition is compiled (an error naming it, never
+  a verdict): the expr-lang built-ins `toJSON fromJSON toBase64 fromBase64 toPairs fromPairs
+  groupBy sortBy sort uniq flatten concat reverse splitAfter date duration now` and the
+  `bit...` functions (`bitand bitor bitxor bitnand bitnot bitshl bitshr bitushr`), and the
+  syntax `if c { a } else { b }` and `a; b` sequences.
+- `**` and `^` use Python's `pow`, which can differ from Go's `math.Pow` in the last bit
+  (`0.5 ** -0.5` is 1.4142135623730951 here, 1.414213562373095 there).
+- The type check here knows the result type of `min`, `max`, `mean`, `median`, `sum`, `find`
+  and of conditionals more precisely than expr-lang's checker (which calls many of them `any`,
+  then converts at run time). So a few expressions expr-lang accepts are rejected here
+  (`i .. median(i)`, `ok && median(array)`, `min(nil)`, `sum("str")`; expr-lang gives `min`/`max`
+  of nil as nil and iterates a string's bytes where an array is expected, `last("bar")` being
+  114 there and "r" here), and a few that expr-lang fails at run time with "interface
+  conversion" give a value here (`i64 != min(1, f32)`, `i32 == find(array, false)`). Neither
+  shape appears in an analysis condition over a provider's `result`.
 """
 
 from __future__ import annotations
@@ -828,7 +843,8 @@ class _MapLit(_Node):
             key = key_node.ev(ctx, frame)
             if not _is_str(key):
                 _fail(f"map keys must be strings, not {_tn(key)}", key_node.offset)
-            out[key] = value_node.ev(ctx, frame)
+            value = value_node.ev(ctx, frame)
+            out.setdefault(key, value)  # a repeated key keeps its first value, as in expr-lang
         return out
 
 
@@ -2359,9 +2375,21 @@ def _static(node: _Node, item: _T.Type, env: Mapping[str, _T.Type]) -> _T.Type:
     return _T.ANY
 
 
+def _static_get(node: _Call, base: _T.Type, key: _T.Type) -> None:
+    """expr-lang's checkBuiltinGet: `get` looks into arrays (by int) and maps (by string)."""
+    if base in (_T.BOOL, _T.INT, _T.FLOAT, _T.STRING):
+        _bad(f"type {_T.name(base)} does not support indexing", node)
+    if _T.is_array(base) and key not in (_T.INT, _T.ANY, _T.NIL):
+        _bad(f"non-integer slice index {_T.name(key)}", node)
+    if _T.is_map(base) and key not in (_T.STRING, _T.ANY, _T.NIL):
+        _bad(f"cannot use {_T.name(key)} to get an element from {_T.name(base)}", node)
+
+
 def _static_call(node: _Call, args: list[_T.Type]) -> _T.Type:
     fn = node.name
     t = args[0] if args else _T.ANY
+    if fn == "get":
+        _static_get(node, t, args[1] if len(args) > 1 else _T.ANY)
     if fn in ("asInt", "asFloat", "isNil", "default", "string", "type", "get"):
         return {"asInt": _T.INT, "asFloat": _T.FLOAT, "isNil": _T.BOOL}.get(
             fn, _T.STRING if fn in ("string", "type") else _T.ANY
