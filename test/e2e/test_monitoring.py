@@ -187,6 +187,9 @@ async def test_dashboard_and_alert_queries_have_data_during_a_rollout(
         return (await cell_status(rt_client, ns)).get("health") == p
 
     assert await eventually(lambda: phase("Healthy"), within=60)
+    # Prometheus has the failure counter at 0 before the run fails: increase() needs a sample
+    # from before (a Prometheus that first scrapes after the failure sees no increase).
+    assert await has_data(prom, 'okra_analysis_run_total{phase="Failed"} == 0')
     await env.target_group("web-a-v2", "v2")
     assert await eventually(lambda: phase("Degraded"), within=90)
 
