@@ -17,7 +17,8 @@ help:
 	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
 	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
 	@echo "make test-reliability  only test/reliability (faults, kill points, failover, RBAC audit, secret scan), with figures"
-	@echo "make fuzz    the Cell plan under 10,000 generated rollouts (OKRA_FUZZ_EXAMPLES=N)"
+	@echo "make fuzz    the Cell plan under 10,000 generated rollouts (OKRA_FUZZ_EXAMPLES=N), then"
+	@echo "             okra-manager under 10,000 generated objects (OKRA_FUZZ_OBJECTS=N; make test: 2,000)"
 	@echo "make manifests  regenerate config/crd/bases from the API models"
 	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
 	@echo "make image   build the okra-manager image (buildah, or docker)"
@@ -78,8 +79,12 @@ lint: $(STAMP) check-manifests check-rbac check-chart
 	$(BIN)/lint-imports
 
 OKRA_FUZZ_EXAMPLES ?= 10000
+OKRA_FUZZ_OBJECTS ?= 10000
 fuzz: $(STAMP)
 	OKRA_FUZZ_EXAMPLES=$(OKRA_FUZZ_EXAMPLES) $(BIN)/pytest test/fuzz -m fuzz -p no:randomly -n 0 -s -q
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
+	OKRA_FUZZ_OBJECTS=$(OKRA_FUZZ_OBJECTS) $(BIN)/pytest test/reliability/test_fuzzed_input.py \
+		-p no:randomly -n 0 -s -q
 
 fmt: $(STAMP)
 	$(BIN)/ruff format src testkit test examples bench

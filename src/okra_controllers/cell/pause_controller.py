@@ -8,11 +8,14 @@ import datetime
 from collections.abc import Callable
 from typing import Literal
 
+from pydantic import ValidationError
+
 from okra_controllers.api.v1alpha1.cell import Pause, PauseStatus
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.settings import Settings
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.manager import Manager
@@ -25,9 +28,14 @@ PAUSE = GVK(GROUP, VERSION, "Pause")
 
 class PauseReconciler:
     def __init__(
-        self, client: Client, informer: Informer, clock: Callable[[], datetime.datetime] = utcnow
+        self,
+        client: Client,
+        informer: Informer,
+        clock: Callable[[], datetime.datetime] = utcnow,
+        events: EventRecorder | None = None,
     ) -> None:
         self.client = client
+        self.events = events
         self.pauses = informer.store
         self.clock = clock
 
@@ -35,7 +43,16 @@ class PauseReconciler:
         raw = self.pauses.get(req.name, req.namespace)
         if raw is None:
             return None
-        pause = Pause.model_validate(raw)
+        try:
+            pause = Pause.model_validate(raw)
+        except ValidationError as e:
+            # Bad input, not a failure to retry: say what to fix; an edit of the spec
+            # (a new generation) brings it back.
+            err = e.errors()[0]
+            loc = ".".join(map(str, err["loc"]))
+            if self.events is not None:
+                self.events.event(raw, "Warning", "InvalidSpec", f"{loc}: {err['msg']}")
+            return None
         status = pause.status or PauseStatus()
         if status.phase in ("Expired", "Cancelled"):
             return None
@@ -64,7 +81,9 @@ class PauseReconciler:
 
 
 def setup(mgr: Manager, s: Settings) -> None:
-    rec = PauseReconciler(mgr.client, mgr.informer_for(PAUSE))
+    rec = PauseReconciler(
+        mgr.client, mgr.informer_for(PAUSE), events=mgr.event_recorder("pause-controller")
+    )
     (
         mgr.builder("pause")
         .for_(PAUSE, predicates=(GenerationChanged(),))
