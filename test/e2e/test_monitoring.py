@@ -271,6 +271,11 @@ async def test_stuck_rollout_throttling_and_reconcile_errors_fire_their_alerts(
     assert await firing(prom, "OkraAWSErrors", within=90)
     erred = await query(prom, exprs["OkraAWSErrors"])
     assert "DescribeRules" in {r["metric"]["operation"] for r in erred}
+
+    async def applied() -> bool:  # once AWS answers again, the retried write goes through
+        return await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}
+
+    assert await eventually(applied, within=90), await env.rule_weights()
+    # the rule is written only after a DescribeRules answered: every scripted fault was used
     assert monitored.faults.counts(["DescribeRules"])["throttle"] == 10
     assert monitored.faults.counts(["DescribeRules"])["500"] == 5
-    assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}  # applied after all

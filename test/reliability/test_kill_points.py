@@ -256,10 +256,12 @@ async def _scenario(
     await promote()
     await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
 
-    metrics.rates["v3"] = 0.5
     version_of[await env.target_group("web-a-v3", "v3")] = "v3"
     await status(at("v3", 1))
+    # v3 goes bad only now: failing from the start, its background analysis could end the
+    # rollout before step 1 was ever seen. The next ModifyRule is the rollback.
     p = await killer.arm("ModifyRule", "rollback ModifyRule forwarded (v3 blocked)")
+    metrics.rates["v3"] = 0.5
     await killer.wait(p)
     await status(lambda s: s.get("health") == "Degraded")
 
