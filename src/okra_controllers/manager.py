@@ -35,14 +35,10 @@ log = structlog.get_logger("okra.manager")
 
 async def _served(client: Client, name: str) -> bool:
     gvk = REQUIRED_KINDS.get(name)
-    if gvk is None:
+    if gvk is None or await _kind_served(client, gvk):
         return True
-    try:
-        await client.resource(gvk)
-    except NoKindMatchError as e:
-        log.warning("controller off: a kind it needs is not served", controller=name, error=str(e))
-        return False
-    return True
+    log.warning("controller off: a kind it needs is not served", controller=name, kind=str(gvk))
+    return False
 
 
 async def _kind_served(client: Client, gvk: GVK) -> bool:
