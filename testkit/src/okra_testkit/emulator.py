@@ -186,10 +186,12 @@ class CountingProxy:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
     async def stop(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        # The server first, so no request is still being forwarded when the
+        # client session closes under it ("Connector is closed").
         if self._runner is not None:
             await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
 
     async def _forward(self, request: Any) -> Any:
         from aiohttp import web
