@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from okra_controllers.manager import parse_args
 from okra_runtime.informer import InformerOptions, watch_timeout_seconds
 
 
@@ -43,3 +45,17 @@ def test_defaults_and_a_short_test_timeout() -> None:
     seen = {watch_timeout_seconds(long, rng) for _ in range(5000)}
     print(f"inactivity 1000 s: watch timeouts {min(seen)}..{max(seen)} s")
     assert (min(seen), max(seen)) == (300, 600)
+
+
+def test_the_manager_refuses_an_inactivity_timeout_below_two_seconds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Below 2 s no whole-second watch timeout fits under it (a quiet watch would be taken
+    for stalled): okra-manager says so at start instead."""
+    assert parse_args(["--watch-inactivity-timeout", "6"]).watch_inactivity_timeout == 6.0
+    assert parse_args([]).watch_inactivity_timeout == 100.0
+    with pytest.raises(SystemExit):
+        parse_args(["--watch-inactivity-timeout", "1.5"])
+    err = capsys.readouterr().err
+    print(f"\n{err.strip().splitlines()[-1]}")
+    assert "--watch-inactivity-timeout must be at least 2" in err
