@@ -140,6 +140,15 @@ def _reset(request: web.Request) -> None:
     transport.abort()
 
 
+async def _dead(request: web.Request) -> None:
+    """Deliver nothing more, keeping the connection open until the client gives up on it;
+    then end the handler (raises CancelledError, which aiohttp takes quietly)."""
+    # aiohttp offers no event for a peer's close (handler cancellation is off): poll it
+    while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
+        await asyncio.sleep(0.2)
+    raise asyncio.CancelledError
+
+
 # -- the API server side ---------------------------------------------------------------
 
 
@@ -210,8 +219,9 @@ class ApiServerProxy:
       server). `on_response(call)` runs after the server answered, before the answer is
       passed on (a kill there loses the reply of an applied write).
     - `stall_watches()`: every watch stream, open or opened later, stops delivering
-      (connection kept open, as a dead NAT entry or a hung load balancer does) and never
-      recovers; `resume_watches()` lets watches opened afterwards through.
+      (connection kept open, as a dead NAT entry or a hung load balancer does; not even the
+      server's own close at `timeoutSeconds` gets through) and never recovers;
+      `resume_watches()` lets watches opened afterwards through.
     - `expire_watches(resources)`: the next watch of each resource that resumes from a
       resourceVersion is ended with kube-apiserver's `410 Gone` (Expired) event.
     - `calls` records every resource request with its time; `watches_opened` per resource.
@@ -329,8 +339,10 @@ class ApiServerProxy:
                 await resp.prepare(request)
                 async for chunk in up.content.iter_any():
                     if watch and self._stalled:
-                        await asyncio.Event().wait()  # stalled for good: the client must notice
+                        await _dead(request)  # stalled for good: the client must notice
                     await resp.write(chunk)
+                if watch and self._stalled:  # the server closed it (its timeoutSeconds): the
+                    await _dead(request)  # client must not see that either
                 await resp.write_eof()
             except (ConnectionError, aiohttp.ClientError):
                 pass  # the client went away (killed, or gave up on a stalled watch)

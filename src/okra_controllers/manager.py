@@ -125,8 +125,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--watch-inactivity-timeout",
         type=float,
         default=float(_env("watch-inactivity-timeout", "100") or 100),
-        help="seconds a watch may deliver nothing (not even a bookmark, which the API server "
-        "sends about once a minute) before it is taken for dead and reopened",
+        help="seconds a watch may deliver nothing before it is taken for dead (stalled) and "
+        "reopened; at least 2. Each watch asks the API server to close it after 50-80%% of "
+        "this (at most 300-600 s), so a healthy watch on a quiet kind is never taken for dead",
     )
     p.add_argument(
         "--controllers",
@@ -141,8 +142,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--concurrency must be at least 1")
     if a.eks_poll_interval <= 0 or a.cluster_poll_interval <= 0:
         p.error("--eks-poll-interval and --cluster-poll-interval must be positive")
-    if a.watch_inactivity_timeout <= 0:
-        p.error("--watch-inactivity-timeout must be positive")
+    if a.watch_inactivity_timeout < 2:
+        p.error("--watch-inactivity-timeout must be at least 2 (seconds)")
     if a.drift_check_period < 1:
         p.error("--drift-check-period must be at least 1 (second)")
     return a

@@ -4,9 +4,18 @@ tell handlers what changed.
 An informer lists (in pages), then watches from the list's resourceVersion
 with bookmarks, resuming from the last resourceVersion it saw whenever the
 stream ends. It relists on 410 Gone, backs off exponentially on errors, and
-detects a watch that has gone silent: the API server sends a bookmark about
-once a minute on watches that carry a timeout, so a stream that delivers no
-byte for `inactivity_timeout` (default 100 s) is treated as dead and reopened.
+detects a watch that has gone silent: a stream that delivers no byte for
+`inactivity_timeout` (default 100 s) is treated as dead (stalled) and reopened.
+
+Watch timeout: every watch asks the API server to end it after `timeoutSeconds`
+(as client-go's reflector does, to rotate watches and end hanging ones), drawn
+at random from `watch_timeout` but always within 50-80 % of
+`inactivity_timeout` (`watch_timeout_seconds`). The server closes a healthy
+watch normally at that point, even on a kind where nothing changes, before the
+client could call it silent: so a `stalled` restart always means a stream that
+stopped delivering (a dead connection, a hung proxy), never a quiet kind, and
+`inactivity_timeout` may be short (a few seconds) without false alarms. A
+normal close is counted as `closed`, never as `stalled` or `error`.
 While it is not watching, `healthy` is False and `health_message` says why;
 the manager's /readyz reports it.
 
@@ -38,6 +47,7 @@ Handlers are plain callbacks run inline on the event loop; they must be cheap
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Callable
@@ -105,11 +115,28 @@ class InformerOptions:
     resync_period: float | None = None
     page_size: int = 500
     watch_timeout: tuple[int, int] = (300, 600)  # random in range, so watches rotate
-    inactivity_timeout: float = 100.0
+    inactivity_timeout: float = 100.0  # >= 2 s; caps the watch timeout (see module doc)
     backoff_base: float = 0.2
     backoff_max: float = 30.0
     backoff_max_unreachable: float = 1.0  # server down, restarting or overloaded
     transform: Transform | None = drop_managed_fields  # before storing; None keeps all
+
+
+WATCH_TIMEOUT_SHARE = (0.5, 0.8)
+"""The server-side watch timeout is drawn within these fractions of the
+inactivity timeout (when that is below `watch_timeout`)."""
+
+
+def watch_timeout_seconds(options: InformerOptions, rng: random.Random | None = None) -> int:
+    """The `timeoutSeconds` to ask of the API server for one watch: random in
+    `options.watch_timeout`, capped to 50-80 % of `options.inactivity_timeout`,
+    and always below it (for any inactivity timeout of at least 2 s), so that the
+    server ends a healthy watch before the client would declare it stalled."""
+    lo, hi = options.watch_timeout
+    low_share, high_share = WATCH_TIMEOUT_SHARE
+    hi = max(1, min(hi, math.floor(options.inactivity_timeout * high_share)))
+    lo = max(1, min(lo, math.ceil(options.inactivity_timeout * low_share), hi))
+    return (rng or random).randint(lo, hi)
 
 
 def backoff_delay(options: InformerOptions, failures: int, unreachable_server: bool) -> float:
@@ -166,6 +193,8 @@ class Informer:
     async def run(self) -> None:
         """List and watch until cancelled. Never raises on API trouble."""
         labels = (self.gvk.group, self.gvk.version, self.gvk.kind)
+        for reason in ("closed", "error", "stalled", "expired"):  # series exist from 0, so
+            m.WATCH_RESTARTS.labels(*labels, reason)  # increase() counts the first restart
         need_list, failures = True, 0
         last_kind: bool | None = None
         last_reason = ""
@@ -263,7 +292,7 @@ class Informer:
             resource_version=self._rv,
             label_selector=o.label_selector,
             field_selector=o.field_selector,
-            timeout_seconds=random.randint(*o.watch_timeout),
+            timeout_seconds=watch_timeout_seconds(o),
             inactivity_timeout=o.inactivity_timeout,
             on_open=self._opened,
         )

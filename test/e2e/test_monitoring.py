@@ -4,7 +4,8 @@ is tested, not the waiting). A canary whose analysis fails: every dashboard quer
 series, OkraCellDegraded and OkraAnalysisFailing fire. A canary whose analysis never ends
 while AWS throttles okra's DescribeRules calls, then fails one with 500s (through a fault
 proxy): OkraRolloutStuck (the Cell's progress deadline), OkraAWSThrottling,
-OkraReconcileErrors and OkraAWSErrors fire. OkraWatchStalled is not driven here."""
+OkraReconcileErrors and OkraAWSErrors fire. OkraWatchStalled: in
+test/reliability/test_watch_stalled_alert.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,7 +71,7 @@ async def monitored(
     kit's alerting rules loaded."""
     faults = FaultProxy(env.proxy.endpoint_url)
     await faults.start()
-    metrics_port, prom_port = free_port(), free_port()
+    metrics_port = free_port()
     argv = [
         *local_command(
             control_plane.kubeconfig(), env.namespace, aws_endpoint_url=faults.endpoint_url
@@ -80,18 +82,33 @@ async def monitored(
     manager = Process(
         "okra-manager", argv, tmp_path / "manager.log", env={**os.environ, **EMULATOR_ENV}
     )
+    manager.start()
+    try:
+        with prometheus_scraping(tmp_path, metrics_port, interval="2s") as prom:
+            yield Monitored(prom, faults)
+    finally:
+        manager.stop()
+        await faults.stop()
+
+
+@contextmanager
+def prometheus_scraping(tmp_path: Path, metrics_port: int, *, interval: str) -> Iterator[str]:
+    """The real Prometheus scraping okra-manager's /metrics on `metrics_port` every
+    `interval` and evaluating the kit's alerting rules (config/prometheus/, `for:` dropped)
+    as often; yields its URL once it is ready."""
+    prom_port = free_port()
     groups = yaml.safe_load(RULES.read_text())["spec"]["groups"]
     for group in groups:
         for rule in group["rules"]:
             rule.pop("for", None)
     (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": groups}))
     (tmp_path / "prometheus.yml").write_text(
-        "global: {scrape_interval: 2s, evaluation_interval: 2s}\n"
+        f"global: {{scrape_interval: {interval}, evaluation_interval: {interval}}}\n"
         f"rule_files: ['{tmp_path / 'rules.yml'}']\n"
         "scrape_configs:\n"
         "- job_name: okra-manager\n"
-        "  scrape_interval: 2s\n"
-        "  scrape_timeout: 2s\n"
+        f"  scrape_interval: {interval}\n"
+        f"  scrape_timeout: {interval}\n"
         f"  static_configs: [{{targets: ['127.0.0.1:{metrics_port}']}}]\n"
     )
     prom = Process(
@@ -105,7 +122,6 @@ async def monitored(
         ],
         tmp_path / "prometheus.log",
     )
-    manager.start()
     prom.start()
     try:
         wait_until(
@@ -114,11 +130,9 @@ async def monitored(
             "prometheus",
             alive=prom,
         )
-        yield Monitored(f"http://127.0.0.1:{prom_port}", faults)
+        yield f"http://127.0.0.1:{prom_port}"
     finally:
         prom.stop()
-        manager.stop()
-        await faults.stop()
 
 
 def _get(url: str) -> str:
@@ -246,9 +260,9 @@ async def test_stuck_rollout_throttling_and_reconcile_errors_fire_their_alerts(
     quiet = ("OkraRolloutStuck", "OkraAWSThrottling", "OkraReconcileErrors", "OkraAWSErrors")
     for alert in quiet:
         assert not await query(prom, exprs[alert]), alert  # quiet before
-    # AWS throttles every DescribeRules attempt for a while: two calls fail after their
-    # five attempts each, then a third fails with five 500s; the ALB config's reconcile
-    # fails with each, then AWS answers.
+    # AWS throttles the next 10 DescribeRules attempts (each counted as throttled), then
+    # answers 5 with a 500; a call makes up to 6 attempts (botocore's max_attempts counts
+    # retries), so the ALB config's reconcile fails on some calls, then AWS answers.
     monitored.faults.script["DescribeRules"] = ["throttle"] * 10 + ["500"] * 5
     await env.target_group("web-a-v2", "v2")
 

@@ -326,7 +326,8 @@ async def test_a_rule_changed_by_hand_is_restored_and_reported(env: Env) -> None
 
 async def test_a_repaired_drift_is_notified_to_the_cell_that_owns_the_config(env: Env) -> None:
     """The Cell's subscription to `on-drift-repaired` gets the DriftRepaired message,
-    through the Cell's outbox (emptied once delivered)."""
+    through the Cell's outbox (emptied once delivered). A second subscription names a
+    service the namespace does not define: a Warning Event on the Cell says what to add."""
     r = Receiver()
     runner = await serve(r)
     try:
@@ -348,6 +349,7 @@ async def test_a_repaired_drift_is_notified_to_the_cell_that_owns_the_config(env
                     "annotations": {
                         "notifications.okra.mumo.co/subscribe.on-drift-repaired.ops": "#ops",
                         "notifications.okra.mumo.co/subscribe.on-rollout-failed.ops": "",
+                        "notifications.okra.mumo.co/subscribe.on-drift-repaired.pager": "",
                     },
                 },
                 "spec": {
@@ -399,7 +401,20 @@ async def test_a_repaired_drift_is_notified_to_the_cell_that_owns_the_config(env
             c = await env.client.get(CELL, "web", env.namespace)
             return not (c.get("status") or {}).get("notifications")
 
-        assert await eventually(outbox_empty, within=30)
+        assert await eventually(outbox_empty, within=30)  # both entries: sent, or dropped
+
+        async def reported() -> bool:  # the Event is written in the background
+            return bool(await env.events("web", "NotificationServiceMissing"))
+
+        assert await eventually(reported, within=10)
+        missing = await env.events("web", "NotificationServiceMissing")
+        print(f"\nundefined service reported: {[e['note'] for e in missing]}")
+        [event] = missing
+        assert event["type"] == "Warning"
+        assert event["regarding"]["kind"] == "Cell"
+        assert "on-drift-repaired not sent" in event["note"]
+        assert "service.webhook.pager or service.slack.pager" in event["note"]
+        assert [b["trigger"] for b in r.bodies()] == ["on-drift-repaired"]  # ops only
     finally:
         await runner.cleanup()
 

@@ -195,3 +195,43 @@ async def test_an_operation_has_every_outcome_from_zero_once_called(moto: MotoSe
     assert sample("success") == before + 1
     assert sample("throttled") == 0.0
     assert sample("error") == 0.0
+
+
+async def test_every_throttled_attempt_is_counted_retries_included(moto: MotoServer) -> None:
+    """AWS throttles the first two attempts of a call (through the fault proxy): the call
+    succeeds on its third, counted as 2 throttled attempts and 1 success. A call throttled
+    on all of its 3 attempts: 3 throttled, neither success nor error."""
+    from dataclasses import replace
+
+    from faultproxy import FaultProxy
+    from okra_controllers.aws.config import API_CALLS
+
+    def count(outcome: str) -> float:
+        return float(API_CALLS.labels("elbv2", "DescribeSSLPolicies", outcome)._value.get())
+
+    def counts() -> tuple[float, float, float]:
+        return count("throttled"), count("success"), count("error")
+
+    async with FaultProxy(moto.config.endpoint_url or "") as proxy:
+        # botocore's retries.max_attempts counts retries: 2 retries, 3 attempts
+        config = replace(moto.config, endpoint_url=proxy.endpoint_url, max_attempts=2)
+        proxy.script["DescribeSSLPolicies"] = ["throttle", "throttle"]
+        before = counts()
+        async with config.client("elbv2") as elb:
+            await elb.describe_ssl_policies()
+        after = counts()
+        proxy.script["DescribeSSLPolicies"] = ["throttle"] * 3
+        async with config.client("elbv2") as elb:
+            with pytest.raises(elb.exceptions.ClientError, match="Throttling"):
+                await elb.describe_ssl_policies()
+        end = counts()
+    seen = proxy.counts(["DescribeSSLPolicies"])
+    print(
+        f"\nthrottled twice then answered: +{after[0] - before[0]:.0f} throttled, "
+        f"+{after[1] - before[1]:.0f} success; throttled on every attempt: "
+        f"+{end[0] - after[0]:.0f} throttled, +{end[1] - after[1]:.0f} success, "
+        f"+{end[2] - after[2]:.0f} error; the proxy saw {seen}"
+    )
+    assert seen == {"throttle": 5, "": 1}
+    assert (after[0] - before[0], after[1] - before[1], after[2] - before[2]) == (2, 1, 0)
+    assert (end[0] - after[0], end[1] - after[1], end[2] - after[2]) == (3, 0, 0)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -67,7 +67,7 @@ from okra_controllers.notifications.notifier import Notifier, notifier_for
 from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
 from okra_runtime.cache import json_copy
 from okra_runtime.client import Client
-from okra_runtime.errors import ApiError, ConflictError, NotFoundError
+from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
@@ -402,22 +402,27 @@ class AlbConfigReconciler:
                 return Result(requeue=True)
             except NotFoundError:
                 return None
+
+        async def record_drift(found: str) -> None:
+            # Into the owning Cell's outbox before the repair is written: a manager killed
+            # between the repair and a later report would restore the rule and never tell
+            # (once restored, its successor finds no drift). An API error here fails the
+            # reconcile before the repair; it is retried as any.
+            fired = Fired(DRIFT_REPAIRED, drift_message(found))
+            await self.notifier.notify_owner(raw, fired, self.clock())
+
         try:
             async with self._elb() as elb:
-                outcome = await self._sync(elb, config, status)
+                outcome = await self._sync(elb, config, status, record_drift)
         except (ClientError, BotoCoreError) as e:
             message = aws_message(e)
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message, rule_arn=status.rule_arn))
             raise
         if outcome.drift:
-            message = f"the listener rule was changed outside okra ({outcome.drift}); restored"
+            message = drift_message(outcome.drift)
             self.events.event(raw, "Warning", "DriftRepaired", message)
             log.warning("listener rule drift repaired", drift=outcome.drift, notes=outcome.notes)
-            try:
-                await self.notifier.notify_owner(raw, Fired(DRIFT_REPAIRED, message), self.clock())
-            except ApiError as e:  # the rule is repaired either way; say what was not sent
-                log.warning("drift repair not recorded for notification", error=str(e))
         if outcome.wrote:
             self.events.event(raw, "Normal", outcome.wrote, "; ".join(outcome.notes))
             log.info("wrote listener rule", action=outcome.wrote, notes=outcome.notes)
@@ -435,7 +440,10 @@ class AlbConfigReconciler:
         elb: Any,
         config: AWSApplicationLoadBalancerConfig,
         status: AWSApplicationLoadBalancerConfigStatus,
+        record_drift: Callable[[str], Awaitable[None]],
     ) -> Outcome:
+        """Observe the listener, write what the plan says, read it back. A drift found is
+        handed to `record_drift` before the repairing write."""
         spec = config.spec
         owner = f"{config.metadata.namespace}/{config.metadata.name}"
         previous = status.rule_arn
@@ -450,6 +458,7 @@ class AlbConfigReconciler:
             # A rule okra had in sync now differs (or is gone): changed outside okra.
             found = next((r for r in rules if r["RuleArn"] == previous), None)
             out.drift = drift(spec, found)
+            await record_drift(out.drift)
         if isinstance(action, Create):
             try:
                 arn = await self._act(elb, spec.listener_arn, action, owner, out)
@@ -652,6 +661,11 @@ def _was_synced(
         and status.applied is not None
         and same_spec(status.applied, spec)
     )
+
+
+def drift_message(found: str) -> str:
+    """The DriftRepaired Event's and notification's message for `drift`'s finding."""
+    return f"the listener rule was changed outside okra ({found}); restored"
 
 
 def drift(spec: AWSApplicationLoadBalancerConfigSpec, rule: Mapping[str, Any] | None) -> str:

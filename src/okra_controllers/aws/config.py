@@ -4,9 +4,12 @@ All AWS calls go through aiobotocore (asyncio, no boto3 on the event loop). An
 endpoint URL points every service at LocalStack or a moto server; without one
 the standard AWS credential chain and endpoints apply.
 
-Every call is counted in `okra_aws_api_calls_total{service,operation,outcome}`
-(outcome `success`, `throttled` or `error`) and timed in
-`okra_aws_api_call_duration_seconds{service,operation}`, retries included.
+Every call is counted in `okra_aws_api_calls_total{service,operation,outcome}` and
+timed in `okra_aws_api_call_duration_seconds{service,operation}`, retries included.
+Outcome `throttled` counts every throttled attempt, retried or not (botocore's
+`needs-retry` event, emitted after each attempt): the rate AWS throttles at, even
+when the retries hide it. `success` and `error` count calls by their final answer; a
+call still throttled after its last attempt is counted only by its throttled attempts.
 
 `reuse_clients=True` (okra-manager sets it) keeps one client per service and event
 loop for up to `CLIENT_MAX_AGE` seconds instead of one per `client()` call: making a
@@ -77,6 +80,7 @@ class AwsConfig:
         c.meta.events.register("before-call", _Started(service))
         c.meta.events.register("after-call", _Finished(service))
         c.meta.events.register("after-call-error", _Failed(service))
+        c.meta.events.register("needs-retry", _Attempted(service))
         if self.on_call is not None:
             c.meta.events.register("before-call", _Counter(service, self.on_call))
 
@@ -156,7 +160,8 @@ THROTTLING = frozenset(
 )
 API_CALLS = Counter(
     "okra_aws_api_calls_total",
-    "AWS API calls by service, operation and outcome (success, throttled, error)",
+    "AWS API calls by service, operation and final outcome (success, error), and "
+    "throttled attempts (retries included)",
     ["service", "operation", "outcome"],
     registry=REGISTRY,
 )
@@ -188,10 +193,19 @@ class _Started:
 
 
 def _observe(service: str, operation: str, context: dict[str, Any], outcome: str) -> None:
-    API_CALLS.labels(service, operation, outcome).inc()
+    if outcome != "throttled":  # throttled attempts are counted one by one (_Attempted)
+        API_CALLS.labels(service, operation, outcome).inc()
     started = context.get(_STARTED)
     if started is not None:
         API_DURATION.labels(service, operation).observe(time.monotonic() - started)
+
+
+def _outcome(http_response: Any, parsed: dict[str, Any] | None) -> str:
+    code = ((parsed or {}).get("Error") or {}).get("Code")
+    status = getattr(http_response, "status_code", 200)
+    if code in THROTTLING or status == 429:
+        return "throttled"
+    return "error" if code or status >= 400 else "success"
 
 
 @dataclass(frozen=True)
@@ -203,16 +217,23 @@ class _Finished:
     def __call__(
         self, http_response: Any, parsed: dict[str, Any], model: Any, context: Any, **_: Any
     ) -> None:
-        code = ((parsed or {}).get("Error") or {}).get("Code")
-        status = getattr(http_response, "status_code", 200)
-        outcome = (
-            "throttled"
-            if code in THROTTLING or status == 429
-            else "error"
-            if code or status >= 400
-            else "success"
-        )
-        _observe(self.service, model.name, context, outcome)
+        _observe(self.service, model.name, context, _outcome(http_response, parsed))
+
+
+@dataclass(frozen=True)
+class _Attempted:
+    """`needs-retry`: emitted after every attempt (the first and each retry), before the
+    retry handler decides; counts the throttled ones. Returns None: it never asks for a
+    retry itself."""
+
+    service: str
+
+    def __call__(self, response: Any, operation: Any, **_: Any) -> None:
+        if response is None:  # no answer (a connection error): not throttling
+            return
+        http_response, parsed = response
+        if _outcome(http_response, parsed) == "throttled":
+            API_CALLS.labels(self.service, operation.name, "throttled").inc()
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ and no status write when nothing changed.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,6 @@ from okra_controllers.lbconfig import (
 from okra_controllers.notifications.notifier import Notifier, notifier_for
 from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
 from okra_runtime.client import Client
-from okra_runtime.errors import ApiError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
@@ -255,26 +254,34 @@ class NlbConfigReconciler:
             self.events.event(raw, "Warning", "InvalidSpec", message)
             await self._report(raw, status, Outcome("InvalidSpec", message))
             return None
+        spec = config.spec
+
+        def drift_message(found: str | None) -> str:
+            return (
+                "the listener's default action was changed outside okra (forwarding "
+                f"{found or 'nothing'} instead of {weights_of(spec)}); restored"
+            )
+
+        async def record_drift(found: str | None) -> None:
+            # Into the owning Cell's outbox before the repair is written (a manager killed
+            # in between would otherwise restore the listener and never tell).
+            fired = Fired(DRIFT_REPAIRED, drift_message(found))
+            await self.notifier.notify_owner(raw, fired, self.clock())
+
+        # okra had this very spec applied and read back: a write now repairs a drift.
+        was_synced = _was_synced(status, spec, raw["metadata"].get("generation"))
         try:
             async with self.aws.client("elbv2") as elb:
-                outcome = await self._sync(elb, config.spec)
+                outcome = await self._sync(elb, spec, record_drift if was_synced else None)
         except (ClientError, BotoCoreError) as e:
             message = aws_message(e)
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message))
             raise
-        if outcome.wrote and _was_synced(status, config.spec, raw["metadata"].get("generation")):
-            # okra had this very spec applied and read back: the listener changed in AWS.
-            message = (
-                "the listener's default action was changed outside okra (forwarding "
-                f"{outcome.found or 'nothing'} instead of {weights_of(config.spec)}); restored"
-            )
+        if outcome.wrote and was_synced:  # the listener changed in AWS
+            message = drift_message(outcome.found)
             self.events.event(raw, "Warning", "DriftRepaired", message)
             log.warning("listener default action drift repaired", found=outcome.found)
-            try:
-                await self.notifier.notify_owner(raw, Fired(DRIFT_REPAIRED, message), self.clock())
-            except ApiError as e:  # the listener is repaired either way
-                log.warning("drift repair not recorded for notification", error=str(e))
         if outcome.wrote:
             self.events.event(raw, "Normal", "ListenerModified", "; ".join(outcome.notes))
             log.info("wrote listener default action", notes=outcome.notes)
@@ -285,7 +292,14 @@ class NlbConfigReconciler:
             return Result(requeue_after=self.resync)
         return Result(requeue=True)  # written but not (yet) shown by AWS: look again soon
 
-    async def _sync(self, elb: Any, spec: AWSNetworkLoadBalancerConfigSpec) -> Outcome:
+    async def _sync(
+        self,
+        elb: Any,
+        spec: AWSNetworkLoadBalancerConfigSpec,
+        record_drift: Callable[[str | None], Awaitable[None]] | None,
+    ) -> Outcome:
+        """Observe the listener, write what the plan says, read it back; `record_drift`,
+        when given, is told what was found before the repairing write."""
         listener = await elbv2.describe_listener(elb, spec.listener_arn)
         action = plan(spec, listener)
         if isinstance(action, Refuse):
@@ -293,6 +307,8 @@ class NlbConfigReconciler:
         out = Outcome("", "")
         if isinstance(action, ModifyDefault):
             out.found = weights_note((listener or {}).get("DefaultActions")).removeprefix(": ")
+            if record_drift is not None:
+                await record_drift(out.found)
             await elbv2.modify_default_actions(elb, spec.listener_arn, action.actions)
             out.wrote = True
             out.notes.append(

@@ -36,6 +36,7 @@ from okra_controllers.notifications.triggers import Fired, subscriptions
 from okra_controllers.templating import Syntax, render
 from okra_runtime.client import Client
 from okra_runtime.errors import NotFoundError
+from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.timeutil import utcnow
 
@@ -105,8 +106,9 @@ class Notifier:
     (`notifier_for`), so two controllers adding to one object's outbox never send an
     entry twice from one process."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, events: EventRecorder | None = None) -> None:
         self.client = client
+        self.events = events  # where a subscription to an undefined service is reported
         self._queues: dict[Lane, asyncio.Queue[PendingNotification]] = {}
         self._tasks: dict[Lane, asyncio.Task[None]] = {}
         self._known: set[str] = set()  # keys queued or being sent
@@ -214,7 +216,8 @@ class Notifier:
         self, session: aiohttp.ClientSession, lane: Lane, n: PendingNotification
     ) -> None:
         """Post `n` until its receiver accepts it, or it is too old, or its service is
-        not configured (said in a warning: the entry is dropped, not retried for a day)."""
+        not defined (a Warning Event on the object says so: the entry is dropped, not
+        retried for a day)."""
         _, ns, name, service = lane
         delay = 0.5
         where = f"{ns}/{name} {n.trigger} -> {service}"
@@ -225,11 +228,7 @@ class Notifier:
             try:
                 found = await self._settings(ns, service)
                 if found is None:
-                    log.warning(
-                        "no such notification service: define service.webhook.<name> or "
-                        f"service.slack.<name> in ConfigMap {NAME}",
-                        notification=where,
-                    )
+                    await self._undefined(lane, n)
                     return
                 kind, settings = found
                 secrets = await self._secret(ns)
@@ -265,6 +264,27 @@ class Notifier:
             await asyncio.sleep(delay)
             delay = min(MAX_DELAY, delay * 2)
 
+    async def _undefined(self, lane: Lane, n: PendingNotification) -> None:
+        """Report a subscription naming a service that the namespace does not define: a
+        Warning Event on the subscribed object saying what to add (the notification itself
+        is dropped: there is nowhere to send it)."""
+        gvk, ns, name, service = lane
+        message = (
+            f"notification {n.trigger} not sent: subscription to service {service!r}, which "
+            f"is not defined; add service.webhook.{service} or service.slack.{service} to "
+            f"ConfigMap {NAME} in namespace {ns}, or remove the annotation "
+            f"notifications.okra.mumo.co/subscribe.<trigger>.{service}"
+        )
+        log.warning("no such notification service", notification=f"{ns}/{name}", error=message)
+        if self.events is None:
+            return
+        try:
+            obj = await self.client.get(gvk, name, ns)
+        except Exception as e:  # gone, or the API unreachable: the log line stays
+            log.debug("undefined service not reported as an Event", error=str(e))
+            return
+        self.events.event(obj, "Warning", "NotificationServiceMissing", message)
+
     async def run(self) -> None:
         """Live as long as the manager: sending stops with it."""
         try:
@@ -286,6 +306,6 @@ def notifier_for(mgr: Manager) -> Notifier:
     """The manager's one Notifier (made on first use; its lanes end with the manager)."""
     n = _NOTIFIERS.get(mgr)
     if n is None:
-        n = _NOTIFIERS[mgr] = Notifier(mgr.client)
+        n = _NOTIFIERS[mgr] = Notifier(mgr.client, mgr.event_recorder("okra-notifications"))
         mgr.add_runnable("notifier", n.run, needs_leader=False)
     return n
