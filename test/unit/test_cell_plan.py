@@ -70,6 +70,7 @@ class World:
     unhealthy: set[str] = field(default_factory=set)  # target group names without a healthy target
     jobs: dict[str, tuple[str, str]] = field(default_factory=dict)  # check Jobs: (phase, why)
     job_outcome: Callable[[str], tuple[str, str]] = lambda name: ("Succeeded", "")
+    refusal: str = ""  # the config's Synced problem while AWS refuses it ("" = AWS applies)
 
     def add_tg(self, name: str, version: str) -> None:
         self.tgs.append(
@@ -81,7 +82,7 @@ class World:
         )
 
     def tick(self) -> Plan:
-        if not self.synced:
+        if not self.synced and not self.refusal:
             self.synced = True  # AWS shows last tick's write now
         for name, phase in list(self.runs.items()):
             if phase == "Running":
@@ -111,6 +112,7 @@ class World:
                 paused=self.paused,
                 jobs=dict(self.jobs),
                 clusters=self.clusters(),
+                config_problem=self.refusal,
             )
         )
         self.acted_more(p)
@@ -528,6 +530,32 @@ def test_a_cell_waiting_for_replicas_says_so() -> None:
     cond = next(c for c in w.status.conditions or [] if c.type == "ReplicasReady")
     assert cond.status == "True"
     assert w.status.canary_version == "v2"
+
+
+def test_a_config_aws_refuses_is_reported_on_the_cell_until_fixed() -> None:
+    w = World(spec(DEMO_STEPS))
+    w.refusal = (
+        "AWSError: DescribeRules: ListenerNotFound: One or more listeners not found; "
+        "check the listener ARN (it must name an existing listener)"
+    )
+    w.add_tg("a-v1", "v1")
+    w.run(4)
+    cond = next(c for c in w.status.conditions or [] if c.type == "LoadBalancerSynced")
+    assert (cond.status, cond.reason) == ("False", "AWSError")
+    assert "ListenerNotFound" in cond.message
+    assert "check the listener ARN" in cond.message
+    assert cond.message in (w.status.message or "")
+    health_while_refused = w.history[-1].status.health
+    assert health_while_refused == "Progressing"
+    warned = [e for p in w.history for e in p.events if e.reason == "LoadBalancerNotSynced"]
+    assert [e.type for e in warned] == ["Warning"]  # once, not on every pass
+    w.refusal = ""
+    w.run(2)
+    cond = next(c for c in w.status.conditions or [] if c.type == "LoadBalancerSynced")
+    assert cond.status == "True"
+    health_when_fixed = w.history[-1].status.health
+    assert health_when_fixed == "Healthy"
+    assert "ListenerNotFound" not in (w.status.message or "")
 
 
 def test_six_target_groups_in_one_version_degrade_with_what_to_fix() -> None:

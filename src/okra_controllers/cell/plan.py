@@ -107,6 +107,9 @@ class Observed:
     # the Cell's Argo CD clusters and their Applications (None: the Cell has no spec.argocd);
     # for a Cell with no load balancer `grouped` holds the clusters, one "target group" each.
     clusters: ClusterView | None = None
+    # why the load balancer config cannot apply its spec ("AWSError: ...", from its
+    # `Synced` condition for its current generation); "" when it can or has not said
+    config_problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -337,6 +340,7 @@ def plan(o: Observed) -> Plan:
     else:
         p = _deadline(_gated(o), o)
         _relabel_serving(p, o)
+    _report_load_balancer(p, o)
     if (
         o.spec.ingress is not None
         and o.spec.ingress.misspelled()
@@ -352,6 +356,30 @@ def plan(o: Observed) -> Plan:
             )
         )
     return p
+
+
+def _report_load_balancer(p: Plan, o: Observed) -> None:
+    """Condition `LoadBalancerSynced` (and a Warning Event when it turns False or its
+    message changes): the load balancer config this Cell writes cannot apply its spec
+    (AWS refuses it: a listener or target group that does not exist, a permission
+    missing), so no weight moves until the cause is fixed; the message says it."""
+    old = next((c for c in p.status.conditions or [] if c.type == "LoadBalancerSynced"), None)
+    if not o.config_problem or p.forward is None or _applied(o, p.forward):
+        if old is not None and old.status == "False":
+            message = "the load balancer config applies its spec"
+            _condition(p.status, "LoadBalancerSynced", True, "Synced", message, o.now, o.generation)
+        return
+    reason, _, said = o.config_problem.partition(": ")
+    message = f"the load balancer config cannot be applied ({reason}): {said}"
+    _condition(
+        p.status, "LoadBalancerSynced", False, reason or "NotSynced", message, o.now, o.generation
+    )
+    if old is None or old.status != "False" or old.message != message:
+        p.events.append(Event("Warning", "LoadBalancerNotSynced", message))
+    if p.status.message and message not in p.status.message:
+        p.status.message = f"{p.status.message}; {message}"
+    elif not p.status.message:
+        p.status.message = message
 
 
 def _deadline(p: Plan, o: Observed) -> Plan:
