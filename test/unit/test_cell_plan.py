@@ -71,6 +71,8 @@ class World:
     jobs: dict[str, tuple[str, str]] = field(default_factory=dict)  # check Jobs: (phase, why)
     job_outcome: Callable[[str], tuple[str, str]] = lambda name: ("Succeeded", "")
     refusal: str = ""  # the config's Synced problem while AWS refuses it ("" = AWS applies)
+    # target group name -> what AWS said refusing to describe it (then it is unhealthy)
+    health_problems: dict[str, str] = field(default_factory=dict)
 
     def add_tg(self, name: str, version: str) -> None:
         self.tgs.append(
@@ -108,7 +110,15 @@ class World:
                 promote=self.promote,
                 abort=self.abort,
                 now=self.now,
-                health={arn: name not in self.unhealthy for name, arn, _ in self.tgs},
+                health={
+                    arn: name not in self.unhealthy and name not in self.health_problems
+                    for name, arn, _ in self.tgs
+                },
+                health_problems={
+                    arn: self.health_problems[name]
+                    for name, arn, _ in self.tgs
+                    if name in self.health_problems
+                },
                 paused=self.paused,
                 jobs=dict(self.jobs),
                 clusters=self.clusters(),
@@ -635,6 +645,30 @@ def test_health_is_asked_for_then_gates_new_target_groups() -> None:
     w.run(40)
     w.unhealthy.add("a-v2")
     assert not w.tick().held
+
+
+def test_a_target_group_aws_refuses_to_describe_holds_with_what_to_fix() -> None:
+    w = World(spec(DEMO_STEPS))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.health_problems["a-v2"] = (
+        "DescribeTargetHealth: TargetGroupNotFound: One or more target groups not found; "
+        "check the target group ARNs (each must name an existing group)"
+    )
+    p = w.tick()
+    assert p.held
+    assert p.forward is None
+    assert (p.status.message or "").startswith(
+        "waiting for a healthy target in a-v2 before sending it traffic; AWS refuses to "
+        "describe it: AWSTargetGroup a-v2: DescribeTargetHealth: TargetGroupNotFound"
+    )
+    cond = next(c for c in p.status.conditions or [] if c.type == "TargetGroupsHealthy")
+    assert (cond.status, cond.reason) == ("False", "TargetGroupRefused")
+    assert [(e.type, e.reason) for e in p.events] == [("Warning", "TargetGroupUnhealthy")]
+    assert not w.tick().events  # said once
+    w.health_problems.clear()
+    assert w.tick().forward is not None
 
 
 def test_pinned_rollback_mid_rollout_ends_its_pauses_and_runs() -> None:

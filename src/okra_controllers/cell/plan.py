@@ -101,6 +101,9 @@ class Observed:
     # target group ARN -> it has a healthy target; only ARNs about to get weight
     # for the first time are looked at (the caller fills it when asked).
     health: Mapping[str, bool] = field(default_factory=dict)
+    # target group ARN -> what AWS said refusing to describe it (it does not exist, a
+    # permission is missing): such a group has no healthy target, and the status says why
+    health_problems: Mapping[str, str] = field(default_factory=dict)
     paused: bool = False  # okra.mumo.co/pause annotation: hold before the next step
     # the Cell's check Jobs: name -> (Running | Succeeded | Failed, why it ended)
     jobs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
@@ -479,14 +482,27 @@ def _analysis_health_gate(p: Plan, o: Observed) -> Plan | None:
     if not unhealthy:
         return None
     message = f"waiting for a healthy target in {', '.join(unhealthy)} before analysing {canary}"
+    problems = _refused(o, [(tg.name, tg.arn) for tg in tgs if not o.health[tg.arn]])
+    if problems:
+        message = f"{message}; {problems}"
     return _hold(
         p,
         o,
         "Progressing",
         message,
         Event("Warning", "TargetGroupUnhealthy", message),
-        ("TargetGroupsHealthy", "NoHealthyTargets"),
+        ("TargetGroupsHealthy", "TargetGroupRefused" if problems else "NoHealthyTargets"),
     )
+
+
+def _refused(o: Observed, tgs: list[tuple[str, str]]) -> str:
+    """What AWS said refusing to describe these (name, ARN) target groups; "" if none."""
+    said = [
+        f"AWSTargetGroup {name}: {o.health_problems[arn]}"
+        for name, arn in tgs
+        if arn in o.health_problems
+    ]
+    return f"AWS refuses to describe it: {'; '.join(said)}" if said else ""
 
 
 def _plan(o: Observed) -> Plan:
@@ -665,13 +681,16 @@ def _health_gate(p: Plan, o: Observed) -> Plan:
     if unhealthy:
         names = ", ".join(f.name for f in p.forward if f.arn in unhealthy)
         message = f"waiting for a healthy target in {names} before sending it traffic"
+        problems = _refused(o, [(f.name, f.arn) for f in p.forward if f.arn in unhealthy])
+        if problems:
+            message = f"{message}; {problems}"
         return _hold(
             p,
             o,
             "Progressing",
             message,
             Event("Warning", "TargetGroupUnhealthy", message),
-            ("TargetGroupsHealthy", "NoHealthyTargets"),
+            ("TargetGroupsHealthy", "TargetGroupRefused" if problems else "NoHealthyTargets"),
         )
     if any(c.type == "TargetGroupsHealthy" for c in p.status.conditions or []):
         _condition(
