@@ -130,6 +130,40 @@ async def test_a_reported_error_warns_once_without_traceback_and_is_retried(
     assert errors >= calls.count("bad") + 1  # every failed reconcile counted (and the bug)
 
 
+async def test_a_success_resets_the_reported_backoff(logs: LogCapture) -> None:
+    """Fails twice, succeeds, fails again: the new failure is a first one again (a
+    warning, retries=0), not the next step of the old backoff."""
+    script = ["fail", "fail", "ok", "fail", "ok"]
+    seen: list[str] = []
+
+    async def reconcile(req: Request) -> None:
+        seen.append(script[len(seen)])
+        if seen[-1] == "fail":
+            raise ReportedError("said in status")
+        if len(seen) == 3:
+            ctrl.enqueue(req)  # changed again, as by a watch event
+
+    ctrl = Controller("reset", reconcile, reported_base_delay=0.01, reported_max_delay=0.05)
+    task = asyncio.create_task(ctrl.run())
+    try:
+        ctrl.enqueue(Request("flaky", "ns"))
+
+        async def all_ran() -> bool:
+            return len(seen) == len(script)
+
+        assert await eventually(all_ran, within=10)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    failures = [
+        (r["level"], r["retries"])
+        for r in logs.records()
+        if str(r.get("event", "")).startswith("reconcile failed; reported")
+    ]
+    print(f"reported failures (level, retries): {failures}")
+    assert failures == [("warning", 0), ("debug", 1), ("warning", 0)]
+
+
 async def test_reported_retries_do_not_draw_on_the_shared_retry_bucket(logs: LogCapture) -> None:
     """A thousand failing objects put the queue's shared bucket (10 qps, burst 100) in
     debt for ~90 s: a healthy object's rate-limited retry must not wait for that."""
