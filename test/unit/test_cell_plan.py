@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus, ListenerRule
 from okra_controllers.cell.argocd import ClusterView
+from okra_controllers.cell.observe import config_problem
 from okra_controllers.cell.plan import Forward, Observed, Plan, plan
 from okra_controllers.cell.versions import Grouped, group_target_groups
 
@@ -726,3 +727,28 @@ def test_okra_pause_does_not_stop_a_failing_background_analysis() -> None:
     assert w.status.health == "Degraded"
     assert "a-v2" not in w.weights()
     assert "v2" in w.blocked
+
+
+def test_the_config_problem_the_cell_reports_is_its_synced_condition_now() -> None:
+    def config(reason: str, status: str = "False", observed: int = 3) -> dict[str, Any]:
+        return {
+            "metadata": {"generation": 3},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Synced",
+                        "status": status,
+                        "reason": reason,
+                        "message": "said",
+                        "observedGeneration": observed,
+                    }
+                ]
+            },
+        }
+
+    assert config_problem(config("AWSError")) == "AWSError: said"
+    assert config_problem(config("ListenerNotFound")) == "ListenerNotFound: said"  # an NLB's
+    assert config_problem(config("NotApplied")) == ""  # AWS not (yet) showing it: no problem
+    assert config_problem(config("Synced", "True")) == ""
+    assert config_problem(config("AWSError", observed=2)) == ""  # about an older spec
+    assert config_problem({"metadata": {"generation": 1}}) == ""

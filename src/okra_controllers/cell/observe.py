@@ -128,8 +128,9 @@ def observe(
     )
 
 
-CONFIG_PROBLEMS = ("AWSError", "InvalidSpec", "Conflict")
-"""`Synced` reasons of a load balancer config that wait on someone fixing something."""
+CONFIG_PROBLEMS = ("AWSError", "InvalidSpec", "Conflict", "ListenerNotFound", "NotNetworkListener")
+"""`Synced` reasons of a load balancer config (ALB or NLB) that wait on someone fixing
+something."""
 
 
 def config_problem(config: Obj) -> str:
