@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from okra_controllers.api.v1alpha1.cell import LoadBalancerConfigStatus
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.aws import elbv2
+from okra_controllers.aws.errors import hint
 from okra_runtime.client import Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
@@ -154,8 +155,10 @@ def error_code(e: ClientError) -> str:
 
 
 def aws_message(e: ClientError | BotoCoreError) -> str:
-    """`Operation: Code: Message`, the one line a status condition and an Event carry."""
+    """`Operation: Code: Message; what to fix`, the one line a status condition and an
+    Event carry."""
     if isinstance(e, ClientError):
         err = e.response.get("Error", {})
-        return f"{e.operation_name}: {err.get('Code', 'Error')}: {err.get('Message', str(e))}"
+        said = f"{e.operation_name}: {err.get('Code', 'Error')}: {err.get('Message', str(e))}"
+        return f"{said}; {hint(e)}" if hint(e) else said
     return str(e)

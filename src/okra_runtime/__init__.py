@@ -36,7 +36,7 @@ from okra_runtime.leaderelection import LeadershipLostError
 from okra_runtime.logging import configure_logging
 from okra_runtime.manager import Manager, ManagerOptions
 from okra_runtime.predicates import GenerationChanged, LabelSelectorPredicate, Predicate
-from okra_runtime.reconcile import Reconciler, Request, Result, TerminalError
+from okra_runtime.reconcile import Reconciler, ReportedError, Request, Result, TerminalError
 
 __all__ = [
     "GVK",
@@ -59,6 +59,7 @@ __all__ = [
     "NotFoundError",
     "Predicate",
     "Reconciler",
+    "ReportedError",
     "Request",
     "Result",
     "TerminalError",

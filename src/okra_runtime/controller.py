@@ -9,6 +9,14 @@ logged then as a warning without traceback, so that work resumes within about
 a second of an outage ending; a `TerminalError` is counted and
 not retried; `Result(requeue_after=s)` forgets the backoff and comes back in
 s seconds. Metric names are controller-runtime's.
+
+A `ReportedError` (a failure the reconciler has already explained in the object's
+status and an Event, such as bad input) is counted like any error but logged as
+one warning without a traceback on the first failure and at debug level on the
+retries, and retried on a per-item backoff of its own (`reported_base_delay`
+doubling to `reported_max_delay`) that never draws on the queue's shared retry
+bucket: a thousand objects that keep failing cannot push back the retries of the
+healthy ones, which is what a shared 10 qps bucket in debt does.
 """
 
 from __future__ import annotations
@@ -22,8 +30,21 @@ import structlog
 
 from okra_runtime import metrics as m
 from okra_runtime.errors import unreachable
-from okra_runtime.reconcile import ReconcileFunc, Reconciler, Request, Result, TerminalError
-from okra_runtime.workqueue import RateLimiter, ShutDown, WorkQueue, default_controller_rate_limiter
+from okra_runtime.reconcile import (
+    ReconcileFunc,
+    Reconciler,
+    ReportedError,
+    Request,
+    Result,
+    TerminalError,
+)
+from okra_runtime.workqueue import (
+    ItemExponentialFailureRateLimiter,
+    RateLimiter,
+    ShutDown,
+    WorkQueue,
+    default_controller_rate_limiter,
+)
 
 log = structlog.get_logger("okra_runtime.controller")
 
@@ -37,6 +58,8 @@ class Controller:
         max_concurrent_reconciles: int = 1,
         rate_limiter: RateLimiter[Hashable] | None = None,
         unreachable_max_delay: float = 1.0,
+        reported_base_delay: float = 1.0,
+        reported_max_delay: float = 300.0,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -50,6 +73,10 @@ class Controller:
             name, rate_limiter or default_controller_rate_limiter()
         )
         self._stopping = False
+        # the backoff of `ReportedError`s, per item, apart from the queue's shared bucket
+        self._reported: ItemExponentialFailureRateLimiter[Request] = (
+            ItemExponentialFailureRateLimiter(reported_base_delay, reported_max_delay)
+        )
         # label-bound metric children, once: `.labels()` per reconcile is a dict lookup
         # under a lock, for every event
         self._m_time = m.RECONCILE_TIME.labels(name)
@@ -127,6 +154,9 @@ class Controller:
                 log.error("reconcile failed terminally; not retrying", error=str(e))
                 self.queue.forget(req)
                 return
+            except ReportedError as e:
+                self._reported_failure(req, e)
+                return
             except Exception as e:
                 m.RECONCILE_TOTAL.labels(self.name, "error").inc()
                 m.RECONCILE_ERRORS.labels(self.name).inc()
@@ -159,3 +189,17 @@ class Controller:
             else:
                 self.queue.forget(req)
                 self._m_success.inc()
+            if self._reported.num_requeues(req):
+                self._reported.forget(req)
+
+    def _reported_failure(self, req: Request, e: ReportedError) -> None:
+        """Count it, say it once (the object's status already does), retry it later."""
+        m.RECONCILE_TOTAL.labels(self.name, "error").inc()
+        m.RECONCILE_ERRORS.labels(self.name).inc()
+        retries = self._reported.num_requeues(req)
+        (log.warning if retries == 0 else log.debug)(
+            "reconcile failed; reported in the object's status; will retry",
+            error=f"{type(e).__name__}: {e}",
+            retries=retries,
+        )
+        self.queue.add_after(req, self._reported.when(req) * (0.5 + random.random() / 2))

@@ -5,6 +5,9 @@ drives the world towards that object's spec. It returns a `Result` (or None)
 or raises: an ordinary exception is logged, counted and retried with backoff;
 a `TerminalError` is logged and counted but not retried, because retrying
 cannot help (the input is wrong until someone changes it, which enqueues anew).
+A `ReportedError` is an expected failure the reconciler has already explained to
+the object's owner (a status condition, an Event): counted and retried with a
+backoff of its own, logged as one warning without a traceback, not as a bug.
 """
 
 from __future__ import annotations
@@ -38,6 +41,18 @@ class Result:
 
 class TerminalError(Exception):
     """Reconciling this object cannot succeed until its input changes."""
+
+
+class ReportedError(Exception):
+    """Reconciling failed for a reason already told to the object's owner in its
+    status and an Event, typically a refusal caused by the user's input (a named
+    resource that does not exist, a value the remote API rejects, a permission
+    missing). It is not a bug: the controller logs one warning, without a traceback,
+    on the first failure and debug on the retries, counts it as a reconcile error,
+    and retries it on a backoff of its own (see `Controller`), so that objects
+    that keep failing never delay the retries of healthy ones. Raise it (or an
+    exception that also subclasses it) only after reporting the cause.
+    """
 
 
 @runtime_checkable

@@ -4,6 +4,7 @@ stops the manager."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -179,3 +180,49 @@ async def test_health_gate_holds_weight_until_a_target_is_healthy(
         rt_client, ns, lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy"
     )
     assert await env.rule_weights() == {"web-a-v2": 100}
+
+
+async def test_a_cell_on_a_listener_that_does_not_exist_says_so_without_an_error_log(
+    env: Env, okra: OkraManager, rt_client: Client, namespace: str
+) -> None:
+    """AWS refuses the Cell's config (ListenerNotFound): the Cell's status and a Warning
+    Event say what to fix, the config's reconcile is retried, and the manager logs it as
+    one warning without a traceback, never at error level."""
+    ns = namespace
+    await env.target_group("web-a-v1", "v1")
+    missing = env.alb.listener_arn[:-16] + "0000000000000000"
+    await rt_client.create(cell_obj(ns, missing, []))
+
+    def refused(s: dict[str, Any]) -> bool:
+        return any(
+            c["type"] == "LoadBalancerSynced"
+            and c["status"] == "False"
+            and "ListenerNotFound" in c["message"]
+            for c in s.get("conditions") or []
+        )
+
+    st = await until(rt_client, ns, refused)
+    assert "check the listener ARN" in st["message"]
+
+    async def warned() -> bool:
+        events = (await rt_client.list(GVK("", "v1", "Event"), namespace=ns)).items
+        return any(
+            e.get("type") == "Warning"
+            and e.get("reason") == "LoadBalancerNotSynced"
+            and e["involvedObject"].get("kind") == "Cell"
+            for e in events
+        )
+
+    assert await eventually(warned, within=30)
+    await asyncio.sleep(3)  # a few retries of the config's reconcile (1 s, 2 s, ...)
+    lines = [json.loads(x) for x in okra.log.read_text().splitlines() if x.startswith("{")]
+    errors = [r for r in lines if r.get("level") in ("error", "critical")]
+    refusals = [
+        r
+        for r in lines
+        if r.get("controller") == "albconfig" and "reported" in str(r.get("event", ""))
+    ]
+    print(f"\nCell status: {st['message']}\nwarnings: {[r['event'] for r in refusals]}")
+    assert not errors, errors
+    assert not any("Traceback" in x for x in okra.log.read_text().splitlines())
+    assert [r["level"] for r in refusals] == ["warning"]

@@ -1,10 +1,14 @@
 """The albconfig controller's shared listing of a listener's rules, against moto:
-one DescribeRules per listener within the TTL, however many configs ask at once."""
+one DescribeRules per listener within the TTL, however many configs ask at once; AWS
+refusing the listing (a listener that does not exist) is shared for a shorter TTL."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+
+import pytest
+from botocore.exceptions import ClientError
 
 from okra_controllers.albconfig.controller import ListenerRules
 from okra_testkit.emulator import MotoServer
@@ -42,3 +46,35 @@ async def test_listener_rules_are_listed_once_per_listener_within_the_ttl(moto: 
         cache.forget(first.listener_arn)
         await cache.get(elb, first.listener_arn)
         assert listed() == 4  # forgotten after a write
+
+
+async def test_a_refused_listing_is_shared_for_the_refusal_ttl(moto: MotoServer) -> None:
+    seed = Seeder(moto.config)
+    net = await seed.network()
+    alb = await seed.alb("lr-missing", net)
+    missing = alb.listener_arn[:-16] + "0000000000000000"
+    calls: list[str] = []
+    aws = dataclasses.replace(moto.config, on_call=calls.append)
+    now = [0.0]
+    cache = ListenerRules(ttl=10, clock=lambda: now[0], refusal_ttl=5)
+
+    def listed() -> int:
+        return calls.count("elbv2:DescribeRules")
+
+    async with aws.client("elbv2") as elb:
+        out = await asyncio.gather(
+            *(cache.get(elb, missing) for _ in range(20)), return_exceptions=True
+        )
+        codes = {e.response["Error"]["Code"] for e in out if isinstance(e, ClientError)}
+        print(f"20 configs on a missing listener: {listed()} DescribeRules, codes {codes}")
+        assert codes == {"ListenerNotFound"}
+        assert len([e for e in out if isinstance(e, ClientError)]) == 20
+        assert listed() == 1  # one refusal, shared
+        now[0] = 6
+        with pytest.raises(ClientError):
+            await cache.get(elb, missing)
+        assert listed() == 2  # asked again after the refusal TTL
+        cache.forget(missing)
+        with pytest.raises(ClientError):
+            await cache.get(elb, missing)
+        assert listed() == 3  # and after a write to the listener

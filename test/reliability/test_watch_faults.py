@@ -14,8 +14,14 @@ with `--watch-inactivity-timeout 5`. A Cell serves v1 from two target groups.
    resumed watch of AWSTargetGroups ended with `410 Gone` (the event kube-apiserver sends
    for an expired resourceVersion). The manager relists, sees the deletion it never got an
    event for, and drops the target group from the rule.
+3. The Cell deleted while blind: watches stalled, the Cell deleted; the garbage collector
+   deletes its AWSApplicationLoadBalancerConfig, which okra's finalizer holds, and no event
+   of either reaches the manager (okra's rule is still on the listener); the resumed
+   watches of Cells and configs end with `410 Gone`. After the relist the config's
+   finalizer runs: okra's rule is deleted, the listener and its default action are left
+   as they were (what a deleted Cell leaves), and the config is gone.
 
-Printed: both recovery times and the restart/relist counters.
+Printed: the recovery times and the restart/relist counters.
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import TG, Env, cell_obj, cell_status
+from e2e.conftest import CELL, TG, Env, cell_obj, cell_status
 from faultproxy import ApiServerProxy
-from okra_runtime import Client
+from okra_runtime import GVK, Client
+from okra_runtime.errors import NotFoundError
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.process import free_port
 from support import eventually
@@ -39,6 +46,7 @@ from support import eventually
 from .test_kube_faults import BehindProxy
 
 INACTIVITY = 5.0
+ALB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSApplicationLoadBalancerConfig")
 
 
 def counters(port: int) -> dict[tuple[str, str], float]:
@@ -144,3 +152,68 @@ async def _scenario(env: Env, c: Client, ns: str, api: ApiServerProxy, port: int
     assert stall_recovery < INACTIVITY * 4
     assert gone_recovery < INACTIVITY * 4
     assert await eventually(healthy, within=60)
+    await _cell_deleted_while_blind(env, c, ns, api, port)
+
+
+async def _listener(env: Env) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The listener's default actions and its rules other than the default one."""
+    async with env.aws.config.client("elbv2") as elb:
+        listener = (await elb.describe_listeners(ListenerArns=[env.alb.listener_arn]))["Listeners"][
+            0
+        ]
+        rules = (await elb.describe_rules(ListenerArn=env.alb.listener_arn))["Rules"]
+    return listener["DefaultActions"], [r for r in rules if not r.get("IsDefault")]
+
+
+async def _cell_deleted_while_blind(
+    env: Env, c: Client, ns: str, api: ApiServerProxy, port: int
+) -> None:
+    default_before, rules_before = await _listener(env)
+    assert len(rules_before) == 1, rules_before  # okra's rule
+    before = await asyncio.to_thread(counters, port)
+    api.stall_watches()
+    await c.delete(CELL, "web", ns)
+
+    async def config_deleting() -> bool:
+        try:
+            config = await c.get(ALB_CONFIG, "web", ns)
+        except NotFoundError:
+            return True
+        return bool(config["metadata"].get("deletionTimestamp"))
+
+    # The garbage collector (not behind the proxy) deletes the owned config; okra's
+    # finalizer holds it, and okra, blind, has not seen it.
+    assert await eventually(config_deleting, within=30)
+    await asyncio.sleep(1.0)
+    assert len((await _listener(env))[1]) == 1, "the rule went while okra was blind?"
+    api.expire_watches({"cells", "awsapplicationloadbalancerconfigs"})
+    api.resume_watches()
+    resumed = time.monotonic()
+
+    async def rule_gone() -> bool:
+        return not (await _listener(env))[1]
+
+    assert await eventually(rule_gone, within=INACTIVITY * 6, interval=0.05)
+    cleanup = time.monotonic() - resumed
+
+    async def config_gone() -> bool:
+        try:
+            await c.get(ALB_CONFIG, "web", ns)
+        except NotFoundError:
+            return True
+        return False
+
+    assert await eventually(config_gone, within=30)
+    default_after, _ = await _listener(env)
+    end = await asyncio.to_thread(counters, port)
+    expired = end.get(("okra_runtime_watch_restarts_total", "expired"), 0.0) - before.get(
+        ("okra_runtime_watch_restarts_total", "expired"), 0.0
+    )
+    print(
+        f"a Cell deleted while blind, the resumed watches answered 410 Gone ({expired:.0f} "
+        f"expired): its config's finalizer deleted okra's rule {cleanup:.2f}s after watches "
+        f"were let through; the listener's default action unchanged, the config gone"
+    )
+    assert default_after == default_before
+    assert expired >= 1
+    assert cleanup < INACTIVITY * 4

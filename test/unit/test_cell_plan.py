@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus, ListenerRule
 from okra_controllers.cell.argocd import ClusterView
+from okra_controllers.cell.observe import config_problem
 from okra_controllers.cell.plan import Forward, Observed, Plan, plan
 from okra_controllers.cell.versions import Grouped, group_target_groups
 
@@ -70,6 +71,9 @@ class World:
     unhealthy: set[str] = field(default_factory=set)  # target group names without a healthy target
     jobs: dict[str, tuple[str, str]] = field(default_factory=dict)  # check Jobs: (phase, why)
     job_outcome: Callable[[str], tuple[str, str]] = lambda name: ("Succeeded", "")
+    refusal: str = ""  # the config's Synced problem while AWS refuses it ("" = AWS applies)
+    # target group name -> what AWS said refusing to describe it (then it is unhealthy)
+    health_problems: dict[str, str] = field(default_factory=dict)
 
     def add_tg(self, name: str, version: str) -> None:
         self.tgs.append(
@@ -81,7 +85,7 @@ class World:
         )
 
     def tick(self) -> Plan:
-        if not self.synced:
+        if not self.synced and not self.refusal:
             self.synced = True  # AWS shows last tick's write now
         for name, phase in list(self.runs.items()):
             if phase == "Running":
@@ -107,10 +111,19 @@ class World:
                 promote=self.promote,
                 abort=self.abort,
                 now=self.now,
-                health={arn: name not in self.unhealthy for name, arn, _ in self.tgs},
+                health={
+                    arn: name not in self.unhealthy and name not in self.health_problems
+                    for name, arn, _ in self.tgs
+                },
+                health_problems={
+                    arn: self.health_problems[name]
+                    for name, arn, _ in self.tgs
+                    if name in self.health_problems
+                },
                 paused=self.paused,
                 jobs=dict(self.jobs),
                 clusters=self.clusters(),
+                config_problem=self.refusal,
             )
         )
         self.acted_more(p)
@@ -530,6 +543,32 @@ def test_a_cell_waiting_for_replicas_says_so() -> None:
     assert w.status.canary_version == "v2"
 
 
+def test_a_config_aws_refuses_is_reported_on_the_cell_until_fixed() -> None:
+    w = World(spec(DEMO_STEPS))
+    w.refusal = (
+        "AWSError: DescribeRules: ListenerNotFound: One or more listeners not found; "
+        "check the listener ARN (it must name an existing listener)"
+    )
+    w.add_tg("a-v1", "v1")
+    w.run(4)
+    cond = next(c for c in w.status.conditions or [] if c.type == "LoadBalancerSynced")
+    assert (cond.status, cond.reason) == ("False", "AWSError")
+    assert "ListenerNotFound" in cond.message
+    assert "check the listener ARN" in cond.message
+    assert cond.message in (w.status.message or "")
+    health_while_refused = w.history[-1].status.health
+    assert health_while_refused == "Progressing"
+    warned = [e for p in w.history for e in p.events if e.reason == "LoadBalancerNotSynced"]
+    assert [e.type for e in warned] == ["Warning"]  # once, not on every pass
+    w.refusal = ""
+    w.run(2)
+    cond = next(c for c in w.status.conditions or [] if c.type == "LoadBalancerSynced")
+    assert cond.status == "True"
+    health_when_fixed = w.history[-1].status.health
+    assert health_when_fixed == "Healthy"
+    assert "ListenerNotFound" not in (w.status.message or "")
+
+
 def test_six_target_groups_in_one_version_degrade_with_what_to_fix() -> None:
     w = World(spec([]))
     for n in range(6):
@@ -609,6 +648,30 @@ def test_health_is_asked_for_then_gates_new_target_groups() -> None:
     assert not w.tick().held
 
 
+def test_a_target_group_aws_refuses_to_describe_holds_with_what_to_fix() -> None:
+    w = World(spec(DEMO_STEPS))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.health_problems["a-v2"] = (
+        "DescribeTargetHealth: TargetGroupNotFound: One or more target groups not found; "
+        "check the target group ARNs (each must name an existing group)"
+    )
+    p = w.tick()
+    assert p.held
+    assert p.forward is None
+    assert (p.status.message or "").startswith(
+        "waiting for a healthy target in a-v2 before sending it traffic; AWS refuses to "
+        "describe it: AWSTargetGroup a-v2: DescribeTargetHealth: TargetGroupNotFound"
+    )
+    cond = next(c for c in p.status.conditions or [] if c.type == "TargetGroupsHealthy")
+    assert (cond.status, cond.reason) == ("False", "TargetGroupRefused")
+    assert [(e.type, e.reason) for e in p.events] == [("Warning", "TargetGroupUnhealthy")]
+    assert not w.tick().events  # said once
+    w.health_problems.clear()
+    assert w.tick().forward is not None
+
+
 def test_pinned_rollback_mid_rollout_ends_its_pauses_and_runs() -> None:
     bg = {"templates": [{"templateName": "error-rate"}]}
     w = World(spec([{"stepWeight": 20}, {"pause": {}}], background=bg), outcome=lambda n: "Running")
@@ -664,3 +727,28 @@ def test_okra_pause_does_not_stop_a_failing_background_analysis() -> None:
     assert w.status.health == "Degraded"
     assert "a-v2" not in w.weights()
     assert "v2" in w.blocked
+
+
+def test_the_config_problem_the_cell_reports_is_its_synced_condition_now() -> None:
+    def config(reason: str, status: str = "False", observed: int = 3) -> dict[str, Any]:
+        return {
+            "metadata": {"generation": 3},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Synced",
+                        "status": status,
+                        "reason": reason,
+                        "message": "said",
+                        "observedGeneration": observed,
+                    }
+                ]
+            },
+        }
+
+    assert config_problem(config("AWSError")) == "AWSError: said"
+    assert config_problem(config("ListenerNotFound")) == "ListenerNotFound: said"  # an NLB's
+    assert config_problem(config("NotApplied")) == ""  # AWS not (yet) showing it: no problem
+    assert config_problem(config("Synced", "True")) == ""
+    assert config_problem(config("AWSError", observed=2)) == ""  # about an older spec
+    assert config_problem({"metadata": {"generation": 1}}) == ""

@@ -1,6 +1,7 @@
 """An AWSTargetGroup event enqueues exactly the Cells of its namespace whose target group
-selector it matches (ALB or NLB ingress, empty selector = every target group), found
-through the Cells' selector index, and keeps doing so as Cells change or go."""
+selector it matches (ALB or NLB ingress, empty selector = every target group) and for
+which it carries a version label, found through the Cells' selector index, and keeps
+doing so as Cells change or go."""
 
 from __future__ import annotations
 
@@ -10,18 +11,24 @@ from okra_controllers.cell.controller import cells_for_target_group
 from okra_runtime import Request
 from okra_runtime.cache import Store
 
+VERSION = "okra.mumo.co/version"
 
-def cell(name: str, ns: str, match: dict[str, str], network: bool = False) -> dict[str, Any]:
+
+def cell(
+    name: str, ns: str, match: dict[str, str], network: bool = False, **spec: Any
+) -> dict[str, Any]:
     kind = "AWSNetworkLoadBalancer" if network else "AWSApplicationLoadBalancer"
     key = "awsNetworkLoadBalancer" if network else "awsApplicationLoadBalancer"
     lb = {"listenerARN": "arn", "targetGroupSelector": {"matchLabels": match}}
     return {
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"ingress": {"type": kind, key: lb}},
+        "spec": {"ingress": {"type": kind, key: lb}, **spec},
     }
 
 
-def tg(ns: str, **labels: str) -> dict[str, Any]:
+def tg(ns: str, versioned: bool = True, **labels: str) -> dict[str, Any]:
+    if versioned:
+        labels = {VERSION: "v1", **labels}
     return {"metadata": {"name": "tg", "namespace": ns, "labels": labels}, "spec": {}}
 
 
@@ -51,6 +58,25 @@ def test_matching_cells_only() -> None:
     cells.delete("n1/a")
     assert names(mapper(tg("n1", app="web"))) == ["c", "e", "f"]
     assert cells_for_target_group(cells)(tg("n1", app="api")) == [Request("e", "n1")]
+
+
+def test_a_target_group_with_no_version_label_of_the_cell_wakes_no_cell() -> None:
+    """The plan never looks at a target group without one of the Cell's version labels:
+    thousands of them under a selector matching everything must not keep Cells queued."""
+    cells = Store()
+    for c in (
+        cell("default", "n1", {}),
+        cell("by-app", "n1", {}, versionLabels=["app.example/version"]),
+        cell("versioned-by", "n1", {}, versionedBy={"label": "release"}),
+    ):
+        cells.upsert(c)
+    mapper = cells_for_target_group(cells)
+    assert names(mapper(tg("n1", versioned=False, fuzz="yes"))) == []
+    assert names(mapper(tg("n1", fuzz="yes"))) == ["default"]
+    assert names(mapper(tg("n1", versioned=False, **{"app.example/version": "2"}))) == ["by-app"]
+    assert names(mapper(tg("n1", versioned=False, release="x"))) == ["versioned-by"]
+    # an unparsable version still wakes the Cell (it says so in status)
+    assert names(mapper(tg("n1", versioned=False, **{VERSION: "not-semver"}))) == ["default"]
 
 
 def test_peek_is_the_cached_object_and_index_keys_a_copy() -> None:

@@ -51,6 +51,7 @@ from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import OWNER_TAG, Json
+from okra_controllers.aws.errors import refused
 from okra_controllers.lbconfig import (
     aws_message,
     dump_status,
@@ -330,12 +331,21 @@ class ListenerRules:
     A listener holds up to 100 rules and every config on it would otherwise list them all
     on its own resync; sharing the listing divides the reads (and botocore's parsing of
     them) by the number of configs per listener. A change made outside okra is seen within
-    `ttl` of the next resync, which is well inside the resync period itself."""
+    `ttl` of the next resync, which is well inside the resync period itself.
 
-    def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic) -> None:
+    AWS refusing the listing (`ListenerNotFound`: a listener ARN that names nothing) is
+    shared too, for `refusal_ttl` seconds: a hundred configs naming the same missing
+    listener fail at once on one DescribeRules instead of queueing on the listener's lock
+    one AWS call after another, holding workers the other configs need."""
+
+    def __init__(
+        self, ttl: float, clock: Callable[[], float] = time.monotonic, refusal_ttl: float = 5.0
+    ) -> None:
         self.ttl = ttl
+        self.refusal_ttl = min(refusal_ttl, ttl)
         self._clock = clock
         self._cache: dict[str, tuple[float, list[Json]]] = {}
+        self._refused: dict[str, tuple[float, ClientError]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def get(self, elb: Any, listener: str) -> list[Json]:
@@ -343,13 +353,23 @@ class ListenerRules:
             hit = self._cache.get(listener)
             if hit is not None and self._clock() - hit[0] < self.ttl:
                 return list(json_copy(hit[1]))
+            refusal = self._refused.get(listener)
+            if refusal is not None and self._clock() - refusal[0] < self.refusal_ttl:
+                raise ClientError(refusal[1].response, refusal[1].operation_name)
             started = self._clock()
-            rules = await elbv2.describe_rules(elb, listener)
+            try:
+                rules = await elbv2.describe_rules(elb, listener)
+            except ClientError as e:
+                if refused(e):
+                    self._refused[listener] = (started, e)
+                raise
+            self._refused.pop(listener, None)
             self._cache[listener] = (started, rules)
             return list(json_copy(rules))
 
     def forget(self, listener: str) -> None:
         self._cache.pop(listener, None)
+        self._refused.pop(listener, None)
 
 
 class AlbConfigReconciler:

@@ -37,8 +37,10 @@ from typing import Any
 
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession, get_session
+from botocore.exceptions import ClientError
 from prometheus_client import Counter, Histogram
 
+from okra_controllers.aws.errors import AwsRefusalError, refused
 from okra_runtime.metrics import REGISTRY
 
 
@@ -67,14 +69,20 @@ class AwsConfig:
     @asynccontextmanager
     async def client(self, service: str, session: AioSession | None = None) -> AsyncIterator[Any]:
         """An aiobotocore client for `service` (`elbv2`, `ec2`, `eks`, ...), from one
-        process-wide session unless `session` is given."""
-        if self.reuse_clients and session is None:
-            yield await self._pooled(service)
-            return
-        sess: Any = session or shared_session()  # typed per-service overloads need a Literal
-        async with sess.create_client(service, **self._client_kwargs()) as c:
-            self._instrument(c, service)
-            yield c
+        process-wide session unless `session` is given. A `ClientError` that leaves the
+        block as AWS refusing the request (`errors.refused`) leaves it as `AwsRefusalError`."""
+        try:
+            if self.reuse_clients and session is None:
+                yield await self._pooled(service)
+                return
+            sess: Any = session or shared_session()  # typed per-service overloads need a Literal
+            async with sess.create_client(service, **self._client_kwargs()) as c:
+                self._instrument(c, service)
+                yield c
+        except ClientError as e:
+            if refused(e) and not isinstance(e, AwsRefusalError):
+                raise AwsRefusalError.of(e) from e
+            raise
 
     def _instrument(self, c: Any, service: str) -> None:
         c.meta.events.register("before-call", _Started(service))

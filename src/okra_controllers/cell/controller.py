@@ -30,6 +30,7 @@ from prometheus_client import Gauge
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
 from okra_controllers.api.v1alpha1.cell import (
+    DEFAULT_VERSION_LABEL,
     Cell,
     CellStatus,
     ListenerRule,
@@ -38,10 +39,12 @@ from okra_controllers.api.v1alpha1.cell import (
 from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
+from okra_controllers.aws.errors import AwsRefusalError
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunRequest, plan
+from okra_controllers.lbconfig import aws_message
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import fields_for, notifier_for
@@ -56,7 +59,7 @@ from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.metrics import REGISTRY
 from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
-from okra_runtime.reconcile import Request, Result
+from okra_runtime.reconcile import ReportedError, Request, Result
 from okra_runtime.timeutil import utcnow
 
 CELL = GVK(GROUP, VERSION, "Cell")
@@ -69,6 +72,13 @@ APPLICATION = GVK("argoproj.io", "v1alpha1", "Application")
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0
+
+
+class TargetGroupRefusedError(ReportedError):
+    """The Cell is held because AWS refuses to describe a target group it selects
+    (the status and a Warning Event say which and why)."""
+
+
 CLUSTER_SECRET = {SECRET_TYPE_LABEL: "cluster"}
 HEALTH_RECHECK = 5.0  # seconds between health checks of a target group waiting for traffic
 log = structlog.get_logger("okra.cell")
@@ -228,25 +238,40 @@ class CellReconciler:
             blocklist = None
         observed, config = self._observe(raw, cell, blocklist)
         p = plan(observed)
+        refused: dict[str, str] = {}
         if p.needs_health:
             # Target health is observed only for target groups about to get weight for
             # the first time (one DescribeTargetHealth each), then planned with.
-            health = {arn: await self._healthy(arn) for arn in p.needs_health}
-            p = plan(dataclasses.replace(observed, health=health))
+            health: dict[str, bool] = {}
+            for arn in p.needs_health:
+                health[arn], why = await self._healthy(arn)
+                if why:
+                    refused[arn] = why
+            p = plan(dataclasses.replace(observed, health=health, health_problems=refused))
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
+        if p.held and refused:
+            # AWS refuses to show a target group the Cell selects (one that does not
+            # exist): said in status and an Event; looked at again on a backoff that
+            # grows, not every HEALTH_RECHECK, so that many such Cells cannot crowd out
+            # the ones rolling out.
+            raise TargetGroupRefusedError("; ".join(sorted(refused.values())))
         after = HEALTH_RECHECK if p.held else RESYNC
         if p.requeue_after is not None:
             after = min(after, p.requeue_after + 0.5)  # just past the progress deadline
         return Result(requeue_after=after)
 
-    async def _healthy(self, arn: str) -> bool:
+    async def _healthy(self, arn: str) -> tuple[bool, str]:
+        """Whether the target group has a healthy target; and, when AWS refuses to say
+        (the group does not exist, a permission is missing), what AWS said."""
         try:
             states = await target_health(self.aws, arn)
+        except AwsRefusalError as e:
+            return False, aws_message(e)
         except Exception as e:
             log.warning("target health unavailable", target_group=arn, error=str(e))
-            return False
-        return "healthy" in states.values()
+            return False, ""
+        return "healthy" in states.values(), ""
 
     # -- act -------------------------------------------------------------------
 
@@ -540,6 +565,21 @@ def _target_group_selector(cell: dict[str, Any]) -> dict[str, Any] | None:
     return sel
 
 
+def _version_labels(cell: dict[str, Any]) -> list[str]:
+    """The labels the Cell reads a target group's version from (`labels_for_version`,
+    from the raw object). A target group with none of them is no version of the Cell's:
+    the plan never looks at it, so its events do not wake the Cell (thousands of such
+    groups under a selector that matches them all would otherwise keep every Cell
+    queued, and a Cell rolling out would wait behind them)."""
+    spec = cell.get("spec") or {}
+    labels = [v for v in spec.get("versionLabels") or [] if isinstance(v, str)]
+    versioned_by = spec.get("versionedBy")
+    by = versioned_by.get("label") if isinstance(versioned_by, dict) else None
+    if isinstance(by, str) and by not in labels:
+        labels.append(by)
+    return labels or [DEFAULT_VERSION_LABEL]
+
+
 def _selector_terms(cell: dict[str, Any]) -> list[str]:
     sel = _target_group_selector(cell)
     if sel is None:
@@ -569,7 +609,11 @@ def cells_for_target_group(cells: Store) -> Callable[[dict[str, Any]], list[Requ
             if c is None or (c["metadata"].get("namespace") or "") != ns:
                 continue
             sel = _target_group_selector(c)
-            if sel is not None and all(labels.get(k) == v for k, v in sel.items()):
+            if (
+                sel is not None
+                and all(labels.get(k) == v for k, v in sel.items())
+                and any(k in labels for k in _version_labels(c))
+            ):
                 out.append(Request(c["metadata"]["name"], ns))
         return out
 

@@ -87,6 +87,7 @@ def observe(
     grouped = group_target_groups(items, cell.spec.labels_for_version())
     forward: tuple[Forward, ...] | None = None
     synced = False
+    problem = ""
     if config is not None:
         version_of = {
             tg.arn: tg.version.text for group in grouped.by_version.values() for tg in group
@@ -100,6 +101,7 @@ def observe(
             c.get("type") == "Synced" and c.get("status") == "True"
             for c in cst.get("conditions") or []
         )
+        problem = config_problem(config)
     blocked = {
         i["version"]: i.get("cause", "")
         for i in ((blocklist or {}).get("spec") or {}).get("items") or []
@@ -122,7 +124,28 @@ def observe(
         paused=annotations.get(PAUSED) == "true",
         jobs={j["metadata"]["name"]: job_outcome(j) for j in jobs},
         clusters=clusters,
+        config_problem=problem,
     )
+
+
+CONFIG_PROBLEMS = ("AWSError", "InvalidSpec", "Conflict", "ListenerNotFound", "NotNetworkListener")
+"""`Synced` reasons of a load balancer config (ALB or NLB) that wait on someone fixing
+something."""
+
+
+def config_problem(config: Obj) -> str:
+    """`Reason: message` of the config's `Synced` condition when it is False for one of
+    `CONFIG_PROBLEMS` at the config's current generation; "" otherwise."""
+    generation = config["metadata"].get("generation")
+    for c in (config.get("status") or {}).get("conditions") or []:
+        if (
+            c.get("type") == "Synced"
+            and c.get("status") == "False"
+            and c.get("reason") in CONFIG_PROBLEMS
+            and c.get("observedGeneration") == generation
+        ):
+            return f"{c['reason']}: {c.get('message', '')}"
+    return ""
 
 
 def job_outcome(job: Obj) -> tuple[str, str]:

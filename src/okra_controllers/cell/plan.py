@@ -101,12 +101,18 @@ class Observed:
     # target group ARN -> it has a healthy target; only ARNs about to get weight
     # for the first time are looked at (the caller fills it when asked).
     health: Mapping[str, bool] = field(default_factory=dict)
+    # target group ARN -> what AWS said refusing to describe it (it does not exist, a
+    # permission is missing): such a group has no healthy target, and the status says why
+    health_problems: Mapping[str, str] = field(default_factory=dict)
     paused: bool = False  # okra.mumo.co/pause annotation: hold before the next step
     # the Cell's check Jobs: name -> (Running | Succeeded | Failed, why it ended)
     jobs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     # the Cell's Argo CD clusters and their Applications (None: the Cell has no spec.argocd);
     # for a Cell with no load balancer `grouped` holds the clusters, one "target group" each.
     clusters: ClusterView | None = None
+    # why the load balancer config cannot apply its spec ("AWSError: ...", from its
+    # `Synced` condition for its current generation); "" when it can or has not said
+    config_problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -337,6 +343,7 @@ def plan(o: Observed) -> Plan:
     else:
         p = _deadline(_gated(o), o)
         _relabel_serving(p, o)
+    _report_load_balancer(p, o)
     if (
         o.spec.ingress is not None
         and o.spec.ingress.misspelled()
@@ -352,6 +359,30 @@ def plan(o: Observed) -> Plan:
             )
         )
     return p
+
+
+def _report_load_balancer(p: Plan, o: Observed) -> None:
+    """Condition `LoadBalancerSynced` (and a Warning Event when it turns False or its
+    message changes): the load balancer config this Cell writes cannot apply its spec
+    (AWS refuses it: a listener or target group that does not exist, a permission
+    missing), so no weight moves until the cause is fixed; the message says it."""
+    old = next((c for c in p.status.conditions or [] if c.type == "LoadBalancerSynced"), None)
+    if not o.config_problem or p.forward is None or _applied(o, p.forward):
+        if old is not None and old.status == "False":
+            message = "the load balancer config applies its spec"
+            _condition(p.status, "LoadBalancerSynced", True, "Synced", message, o.now, o.generation)
+        return
+    reason, _, said = o.config_problem.partition(": ")
+    message = f"the load balancer config cannot be applied ({reason}): {said}"
+    _condition(
+        p.status, "LoadBalancerSynced", False, reason or "NotSynced", message, o.now, o.generation
+    )
+    if old is None or old.status != "False" or old.message != message:
+        p.events.append(Event("Warning", "LoadBalancerNotSynced", message))
+    if p.status.message and message not in p.status.message:
+        p.status.message = f"{p.status.message}; {message}"
+    elif not p.status.message:
+        p.status.message = message
 
 
 def _deadline(p: Plan, o: Observed) -> Plan:
@@ -451,14 +482,27 @@ def _analysis_health_gate(p: Plan, o: Observed) -> Plan | None:
     if not unhealthy:
         return None
     message = f"waiting for a healthy target in {', '.join(unhealthy)} before analysing {canary}"
+    problems = _refused(o, [(tg.name, tg.arn) for tg in tgs if not o.health[tg.arn]])
+    if problems:
+        message = f"{message}; {problems}"
     return _hold(
         p,
         o,
         "Progressing",
         message,
         Event("Warning", "TargetGroupUnhealthy", message),
-        ("TargetGroupsHealthy", "NoHealthyTargets"),
+        ("TargetGroupsHealthy", "TargetGroupRefused" if problems else "NoHealthyTargets"),
     )
+
+
+def _refused(o: Observed, tgs: list[tuple[str, str]]) -> str:
+    """What AWS said refusing to describe these (name, ARN) target groups; "" if none."""
+    said = [
+        f"AWSTargetGroup {name}: {o.health_problems[arn]}"
+        for name, arn in tgs
+        if arn in o.health_problems
+    ]
+    return f"AWS refuses to describe it: {'; '.join(said)}" if said else ""
 
 
 def _plan(o: Observed) -> Plan:
@@ -637,13 +681,16 @@ def _health_gate(p: Plan, o: Observed) -> Plan:
     if unhealthy:
         names = ", ".join(f.name for f in p.forward if f.arn in unhealthy)
         message = f"waiting for a healthy target in {names} before sending it traffic"
+        problems = _refused(o, [(f.name, f.arn) for f in p.forward if f.arn in unhealthy])
+        if problems:
+            message = f"{message}; {problems}"
         return _hold(
             p,
             o,
             "Progressing",
             message,
             Event("Warning", "TargetGroupUnhealthy", message),
-            ("TargetGroupsHealthy", "NoHealthyTargets"),
+            ("TargetGroupsHealthy", "TargetGroupRefused" if problems else "NoHealthyTargets"),
         )
     if any(c.type == "TargetGroupsHealthy" for c in p.status.conditions or []):
         _condition(

@@ -39,6 +39,7 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import (
     node_selector_warnings,
 )
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.errors import hint, refused
 from okra_controllers.clusters.connect import (
     SECRET_TYPE_LABEL,
     ClusterConnections,
@@ -52,7 +53,7 @@ from okra_runtime.gvk import GVK
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
-from okra_runtime.reconcile import Request, Result
+from okra_runtime.reconcile import ReportedError, Request, Result
 from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -82,10 +83,19 @@ class AwsError(RuntimeError):
     """An AWS call failed; the message names the call and AWS's error code."""
 
 
+class AwsRefusedError(AwsError, ReportedError):
+    """AWS refused the call for what the binding asks (a target group that does not
+    exist, a target it rejects, a permission missing): reported in the binding's
+    status and an Event, retried on the runtime's long backoff."""
+
+
 def _aws_error(call: str, e: Exception) -> AwsError:
     if isinstance(e, ClientError):
         err = e.response.get("Error", {})
-        return AwsError(f"{call}: {err.get('Code', 'error')}: {err.get('Message', '')}".strip())
+        said = f"{call}: {err.get('Code', 'error')}: {err.get('Message', '')}".strip()
+        if refused(e):
+            return AwsRefusedError(f"{said}; {hint(e)}" if hint(e) else said)
+        return AwsError(said)
     return AwsError(f"{call}: {e}")
 
 
@@ -269,6 +279,7 @@ class TargetGroupBindingReconciler:
         created = False
         p: Plan | None = None
         error = ""
+        refusal = False
         try:
             async with self.aws.client("elbv2") as elb:
                 if not arn and tgb.spec.target_group is not None:
@@ -283,7 +294,9 @@ class TargetGroupBindingReconciler:
                 else:
                     registered = await self._registered(elb, arn)
                 if registered is None:
-                    raise AwsError(f"target group {arn} does not exist")
+                    raise AwsRefusedError(
+                        f"target group {arn} does not exist; check spec.targetGroupARN"
+                    )
                 p = plan(tgb.spec.targets, clusters_of, observed, registered, old.targets or [])
                 if p.register:
                     try:
@@ -298,13 +311,11 @@ class TargetGroupBindingReconciler:
                     except (ClientError, BotoCoreError) as e:
                         raise _aws_error("DeregisterTargets", e) from None
         except AwsError as e:
-            error = str(e)
+            error, refusal = str(e), isinstance(e, ReportedError)
         except BotoCoreError as e:  # endpoint unreachable, credentials missing
             error = f"AWS: {e}"
 
-        if error:
-            log.warning("target group not synced", target_group=arn, error=error)
-        elif p is not None and not p.in_sync:
+        if p is not None and not error and not p.in_sync:
             log.info(
                 "targets synced",
                 target_group=arn,
@@ -321,8 +332,8 @@ class TargetGroupBindingReconciler:
                 ids = [f"{i}:{port}" for i, port in p.deregister]
                 self.events.event(raw, "Normal", "TargetsDeregistered", _show(ids))
         await self._report(raw, tgb, arn, p, error)
-        if error:
-            raise AwsError(error)  # retried with backoff; the status says why meanwhile
+        if error:  # retried with backoff; the status says why meanwhile
+            raise AwsRefusedError(error) if refusal else AwsError(error)
         return Result(requeue_after=self.resync)
 
     async def _finalize(self, raw: dict[str, Any]) -> Result | None:
