@@ -22,10 +22,12 @@ import structlog
 
 from okra_runtime import metrics as m
 from okra_runtime.errors import unreachable
+from okra_runtime.logging import ContextBinder
 from okra_runtime.reconcile import ReconcileFunc, Reconciler, Request, Result, TerminalError
 from okra_runtime.workqueue import RateLimiter, ShutDown, WorkQueue, default_controller_rate_limiter
 
 log = structlog.get_logger("okra_runtime.controller")
+_LOG_CONTEXT = ContextBinder("controller", "namespace", "name", "reconcile_id")
 
 
 class Controller:
@@ -108,12 +110,7 @@ class Controller:
 
     async def _process(self, req: Request) -> None:
         reconcile_id = f"{random.getrandbits(48):012x}"  # as uuid4().hex[:12], no syscall
-        with structlog.contextvars.bound_contextvars(
-            controller=self.name,
-            namespace=req.namespace,
-            name=req.name,
-            reconcile_id=reconcile_id,
-        ):
+        with _LOG_CONTEXT(self.name, req.namespace, req.name, reconcile_id):
             start = time.perf_counter()
             try:
                 result = await self._reconcile(req) or Result()
