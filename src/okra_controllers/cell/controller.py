@@ -18,6 +18,7 @@ step.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import datetime
@@ -238,8 +239,10 @@ class CellReconciler:
         p = plan(observed)
         if p.needs_health:
             # Target health is observed only for target groups about to get weight for
-            # the first time (one DescribeTargetHealth each), then planned with.
-            health = {arn: await self._healthy(arn) for arn in p.needs_health}
+            # the first time (one DescribeTargetHealth each, all at once), then planned with.
+            arns = list(p.needs_health)
+            found = await asyncio.gather(*(self._healthy(arn) for arn in arns))
+            health = dict(zip(arns, found, strict=True))
             p = plan(dataclasses.replace(observed, health=health))
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
