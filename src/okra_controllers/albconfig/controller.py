@@ -18,8 +18,9 @@ already has exactly the wanted conditions (adoption). Any other rule there is a
 Conflict: okra reports it and writes nothing. The listener's default rule is never
 read as a candidate, modified or deleted.
 
-Idle cost: every `resync` seconds one DescribeRules and nothing else; no AWS write and
-no status write when nothing changed. Deletion: the finalizer `okra.mumo.co/listener-rule`
+Idle cost: one DescribeRules per listener per drift check period, shared by the configs
+on it (`ListenerRules`), and nothing else; no AWS write and no status write when nothing
+changed. Deletion: the finalizer `okra.mumo.co/listener-rule`
 holds the config until okra's rule (and only okra's) is deleted.
 """
 
