@@ -2,7 +2,11 @@
 
 Objects are kept as the raw dicts decoded from the API server. Reads hand out
 deep copies, so a caller that edits what it got can never corrupt the cache
-(controller-runtime's contract). Built-in indexes: namespace, owner UID and
+(controller-runtime's contract). A reader that never mutates what it reads (it
+parses it, compares it, picks fields out of it) may pass `copy=False` and get the
+cached objects themselves, as controller-runtime's `UnsafeDisableDeepCopy` does:
+the copy is most of the cost of a read. Its tests must show that it leaves them as
+they were. Built-in indexes: namespace, owner UID and
 label (`key=value`); add your own with `add_index(name, fn)` where `fn` maps
 an object to the index values it should be found under.
 """
@@ -131,25 +135,33 @@ class Store:
         makes a handler cost grow with the cache). Never mutate what it returns."""
         return self._items.get(key)
 
-    def get(self, name: str, namespace: str | None = None) -> Obj | None:
+    def get(self, name: str, namespace: str | None = None, *, copy: bool = True) -> Obj | None:
+        """The object, a deep copy unless `copy=False` (read-only: never mutate it)."""
         obj = self._items.get(f"{namespace}/{name}" if namespace else name)
-        return json_copy(obj) if obj is not None else None
+        return json_copy(obj) if obj is not None and copy else obj
 
-    def get_by_key(self, key: str) -> Obj | None:
+    def get_by_key(self, key: str, *, copy: bool = True) -> Obj | None:
         obj = self._items.get(key)
-        return json_copy(obj) if obj is not None else None
+        return json_copy(obj) if obj is not None and copy else obj
 
-    def by_index(self, index: str, value: str) -> list[Obj]:
+    def by_index(self, index: str, value: str, *, copy: bool = True) -> list[Obj]:
         if index not in self._indexes:
             raise KeyError(f"no index {index!r}; known: {sorted(self._indexes)}")
         keys = sorted(self._indexes[index].get(value, ()))
+        if not copy:
+            return [self._items[k] for k in keys]
         return [json_copy(self._items[k]) for k in keys]
 
     def list(
-        self, namespace: str | None = None, selector: Selector | str | dict[str, Any] | None = None
+        self,
+        namespace: str | None = None,
+        selector: Selector | str | dict[str, Any] | None = None,
+        *,
+        copy: bool = True,
     ) -> list[Obj]:
         """Objects in `namespace` (all if None) matching the label selector,
-        sorted by key. Equality terms are answered from the label index."""
+        sorted by key, deep copies unless `copy=False` (read-only: never mutate them).
+        Equality terms are answered from the label index."""
         sel = as_selector(selector)
         candidates: set[str] | None = None
         if namespace is not None:
@@ -161,5 +173,5 @@ class Store:
         for key in sorted(self._items if candidates is None else candidates):
             obj = self._items[key]
             if sel.empty or sel.matches(obj["metadata"].get("labels")):
-                out.append(json_copy(obj))
+                out.append(json_copy(obj) if copy else obj)
         return out

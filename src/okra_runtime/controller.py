@@ -30,6 +30,7 @@ import structlog
 
 from okra_runtime import metrics as m
 from okra_runtime.errors import unreachable
+from okra_runtime.logging import ContextBinder
 from okra_runtime.reconcile import (
     ReconcileFunc,
     Reconciler,
@@ -47,6 +48,7 @@ from okra_runtime.workqueue import (
 )
 
 log = structlog.get_logger("okra_runtime.controller")
+_LOG_CONTEXT = ContextBinder("controller", "namespace", "name", "reconcile_id")
 
 
 class Controller:
@@ -135,12 +137,7 @@ class Controller:
 
     async def _process(self, req: Request) -> None:
         reconcile_id = f"{random.getrandbits(48):012x}"  # as uuid4().hex[:12], no syscall
-        with structlog.contextvars.bound_contextvars(
-            controller=self.name,
-            namespace=req.namespace,
-            name=req.name,
-            reconcile_id=reconcile_id,
-        ):
+        with _LOG_CONTEXT(self.name, req.namespace, req.name, reconcile_id):
             start = time.perf_counter()
             try:
                 result = await self._reconcile(req) or Result()

@@ -18,9 +18,11 @@ then whatever the caller bound (`controller`, `namespace`, `name`,
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
 from collections.abc import MutableMapping
+from types import TracebackType
 from typing import Any, Literal
 
 import structlog
@@ -67,6 +69,55 @@ def redact(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Mutab
         elif isinstance(event[key], (dict, list)):
             event[key] = _redact_value(event[key])
     return event
+
+
+class ContextBinder:
+    """`structlog.contextvars.bound_contextvars` for a fixed set of keys, bound again and
+    again (the controller binds controller, namespace, name and reconcile_id around every
+    reconcile): the same context-local keys, seen by `merge_contextvars` exactly as
+    structlog's own binding, at a third of the price.
+
+    structlog's `bound_contextvars` copies the whole context to save what it will restore
+    and looks every key up by name; here the keys' ContextVars (structlog's own, reached
+    through the tokens of one binding) are looked up once, and leaving the block resets
+    each to what it was before (`ContextVar.reset`), which is what `bound_contextvars`
+    restores too. Use as `with binder(v1, v2, ...):`, values in the order of the keys;
+    enter and leave in the same task (as a `with` block does)."""
+
+    __slots__ = ("_vars", "keys")
+
+    def __init__(self, *keys: str) -> None:
+        self.keys = keys
+        tokens = list(structlog.contextvars.bind_contextvars(**dict.fromkeys(keys, ...)).values())
+        self._vars: tuple[contextvars.ContextVar[Any], ...] = tuple(t.var for t in tokens)
+        for var, token in zip(reversed(self._vars), reversed(tokens), strict=True):
+            var.reset(token)
+
+    def __call__(self, *values: Any) -> _Bound:
+        if len(values) != len(self._vars):
+            raise TypeError(f"expected values for {self.keys}, got {len(values)}")
+        return _Bound(self._vars, values)
+
+
+class _Bound:
+    __slots__ = ("_tokens", "_values", "_vars")
+
+    def __init__(self, cvars: tuple[contextvars.ContextVar[Any], ...], values: tuple[Any, ...]):
+        self._vars = cvars
+        self._values = values
+        self._tokens: list[contextvars.Token[Any]] = []
+
+    def __enter__(self) -> None:
+        self._tokens = [var.set(v) for var, v in zip(self._vars, self._values, strict=True)]
+
+    def __exit__(
+        self,
+        _type: type[BaseException] | None,
+        _value: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None:
+        for var, token in zip(reversed(self._vars), reversed(self._tokens), strict=True):
+            var.reset(token)
 
 
 def configure_logging(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -19,11 +20,12 @@ import pytest
 
 from faultproxy import FaultProxy
 from okra_controllers.albconfig import ALB_CONFIG, FINALIZER, register, setup
+from okra_controllers.albconfig.controller import AlbConfigReconciler
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
 from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions, NotFoundError
-from okra_testkit.emulator import MotoServer
+from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer, Network, Seeder
 from receiver import Receiver, serve
@@ -64,7 +66,7 @@ class Env:
     calls: Calls
     alb: LoadBalancer
     tgs: list[str]
-    start: Callable[..., Awaitable[None]]
+    start: Callable[..., Awaitable[AlbConfigReconciler | None]]
 
     @property
     def aws(self) -> AwsConfig:
@@ -166,7 +168,7 @@ async def env(
         resync: float | None = None,
         endpoint_url: str | None = None,
         drift_check: float | None = None,
-    ) -> None:
+    ) -> AlbConfigReconciler | None:
         """Run the controller in-process: through `setup` (as okra-manager does), or
         `register` when a test needs a short resync or drift check; `endpoint_url` sends
         its AWS calls elsewhere (a fault proxy in front of moto)."""
@@ -174,11 +176,13 @@ async def env(
             rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
         )
         aws = dataclasses.replace(counted, endpoint_url=endpoint_url or counted.endpoint_url)
+        rec = None
         if resync is None and drift_check is None:
             setup(mgr, Settings(namespace, namespace, aws, concurrency=2))
         else:
-            register(mgr, aws, resync=resync or 300.0, drift_check=drift_check or 60.0)
+            rec = register(mgr, aws, resync=resync or 300.0, drift_check=drift_check or 60.0)
         running.append((mgr, asyncio.create_task(mgr.start())))
+        return rec
 
     yield Env(rt_client, namespace, moto, calls, alb, tgs, start)
     for mgr, task in running:
@@ -276,6 +280,38 @@ async def test_idle_resync_reads_once_and_writes_nothing(env: Env) -> None:
     assert await eventually(resynced_three_times, within=30)
     assert set(env.calls.since(mark)) == {"DescribeRules"}
     assert (await env.get("web"))["metadata"]["resourceVersion"] == version  # no status write
+
+
+async def test_idle_configs_of_a_listener_share_one_describe_rules_per_period(
+    env: Env,
+) -> None:
+    """Three synced configs on one listener, drift check every second: counted at the AWS
+    endpoint (the emulator's CountingProxy), at most one DescribeRules per listener per
+    period and no write; the shared listing they all read is still what AWS answers (no
+    reader mutated it)."""
+    period = 1.0
+    proxy = CountingProxy(env.moto.endpoint_url)
+    await proxy.start()
+    try:
+        rec = await env.start(drift_check=period, endpoint_url=proxy.endpoint_url)
+        for i, name in enumerate(("a", "b", "c")):
+            rule = {"priority": 10 + i, "hosts": [f"{name}.example.com"]}
+            await env.client.create(config(env, name, [50, 50], rule=rule))
+        for name in ("a", "b", "c"):
+            await env.wait_synced(name)
+        await asyncio.sleep(2 * period)  # the configs fall in step with the shared listing
+        since = time.monotonic()
+        await asyncio.sleep(5 * period)  # a window of five periods, counted
+        window = proxy.actions(since)
+        assert rec is not None
+        async with env.aws.client("elbv2") as elb:  # the shared listing (if still fresh)
+            cached = await rec.listener_rules.get(elb, env.alb.listener_arn)
+    finally:
+        await proxy.stop()
+    assert window, "the idle configs did not look at AWS"
+    assert set(window) == {"DescribeRules"}  # no write
+    assert window.count("DescribeRules") <= 5 + 1  # one per period (+1 at the window's edge)
+    assert list(cached) == await env.rules()
 
 
 async def test_a_rule_changed_by_hand_is_restored_and_reported(env: Env) -> None:

@@ -1,16 +1,28 @@
 """The albconfig controller's shared listing of a listener's rules, against moto:
-one DescribeRules per listener within the TTL, however many configs ask at once; AWS
-refusing the listing (a listener that does not exist) is shared for a shorter TTL."""
+one DescribeRules per listener within the TTL, however many configs ask at once, handed
+out without a copy to readers that leave it unchanged; AWS refusing the listing (a listener
+that does not exist) is shared for a shorter TTL."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 
 import pytest
 from botocore.exceptions import ClientError
 
-from okra_controllers.albconfig.controller import ListenerRules
+from okra_controllers.albconfig.controller import (
+    Create,
+    ListenerRules,
+    Nothing,
+    applied_from_rule,
+    drift,
+    in_sync,
+    plan,
+)
+from okra_controllers.api.v1alpha1.cell import AWSApplicationLoadBalancerConfigSpec
+from okra_controllers.aws import elbv2
 from okra_testkit.emulator import MotoServer
 from okra_testkit.seed import Seeder
 
@@ -35,15 +47,17 @@ async def test_listener_rules_are_listed_once_per_listener_within_the_ttl(moto: 
         assert a == b
         assert [r["IsDefault"] for r in a] == [True]
         assert listed() == 1  # concurrent readers share one listing
-        a[0]["Priority"] = "mutated"
-        assert (await cache.get(elb, first.listener_arn))[0]["Priority"] == "default"
-        assert listed() == 1  # and get copies
+        assert a is b  # the listing itself, read-only, not a copy each
+        assert cache.fresh_for(first.listener_arn) == 10
+        now[0] = 4
+        assert cache.fresh_for(first.listener_arn) == 6
         await cache.get(elb, second.listener_arn)
         assert listed() == 2  # one listing per listener
         now[0] = 11
         await cache.get(elb, first.listener_arn)
         assert listed() == 3  # expired after the TTL
         cache.forget(first.listener_arn)
+        assert cache.fresh_for(first.listener_arn) is None
         await cache.get(elb, first.listener_arn)
         assert listed() == 4  # forgotten after a write
 
@@ -78,3 +92,44 @@ async def test_a_refused_listing_is_shared_for_the_refusal_ttl(moto: MotoServer)
         with pytest.raises(ClientError):
             await cache.get(elb, missing)
         assert listed() == 3  # and after a write to the listener
+
+
+async def test_the_controllers_readers_of_the_shared_listing_leave_it_unchanged(
+    moto: MotoServer,
+) -> None:
+    """The listing is handed out without a copy: every function the controller reads it
+    with (plan, in_sync, drift, applied_from_rule) must leave it exactly as AWS answered."""
+    seed = Seeder(moto.config)
+    net = await seed.network()
+    alb = await seed.alb("lr-readers", net)
+    tgs = [await seed.target_group(f"lr-readers-{i}", net) for i in range(2)]
+    spec = AWSApplicationLoadBalancerConfigSpec.model_validate(
+        {
+            "listenerARN": alb.listener_arn,
+            "listenerRule": {"priority": 7, "hosts": ["r.example.com"], "pathPatterns": ["/a"]},
+            "forwardTargetGroups": [
+                {"name": "a", "arn": tgs[0], "weight": 30},
+                {"name": "b", "arn": tgs[1], "weight": 70},
+            ],
+        }
+    )
+    async with moto.config.client("elbv2") as elb:
+        action = plan(spec, [], owner="ns/r")
+        assert isinstance(action, Create)
+        await elbv2.create_rule(
+            elb,
+            alb.listener_arn,
+            action.priority,
+            action.conditions,
+            action.actions,
+            {elbv2.OWNER_TAG: "ns/r"},
+        )
+        rules = await ListenerRules(ttl=10).get(elb, alb.listener_arn)
+    before = copy.deepcopy(rules)
+    ours = next(r for r in rules if r["Priority"] == "7")
+    assert isinstance(plan(spec, rules, owner="ns/r"), Nothing)
+    assert in_sync(spec, ours)
+    assert drift(spec, ours) == "rule differs"
+    assert applied_from_rule(spec, ours) is not None
+    assert plan(spec.model_copy(update={"forward_target_groups": []}), rules) is not None
+    assert rules == before

@@ -23,7 +23,7 @@ from okra_runtime.errors import (
 from okra_runtime.gvk import GVK, Resource
 from okra_runtime.handler import EnqueueForOwner
 from okra_runtime.labels import parse_selector, selector_from_dict
-from okra_runtime.logging import configure_logging
+from okra_runtime.logging import ContextBinder, configure_logging
 from okra_runtime.predicates import GenerationChanged, LabelSelectorPredicate
 from okra_runtime.reconcile import Request
 
@@ -231,6 +231,53 @@ def test_logs_redact_secrets_wherever_they_are() -> None:
     assert "s3cr3t" not in out.getvalue()
     assert "abc123" not in out.getvalue()
     configure_logging("console", "info")
+
+
+def test_context_binder_binds_structlog_keys_and_restores_them() -> None:
+    """The controller's per-reconcile binding: the keys appear on every line inside the
+    block (structlog's own lines and standard-library ones), an outer value of the same
+    key comes back after it, a key that was not bound before is gone again, and a task
+    started inside keeps the values it was started with."""
+    import asyncio
+    import logging
+
+    import structlog
+
+    binder = ContextBinder("controller", "namespace", "name", "reconcile_id")
+    out = io.StringIO()
+    configure_logging("json", "info", stream=out)
+
+    async def scenario() -> list[str]:
+        seen: list[str] = []
+        structlog.contextvars.bind_contextvars(controller="outer")
+        with binder("cell", "ns1", "web", "abc"):
+            structlog.get_logger("t").info("inside")
+            logging.getLogger("botocore").warning("stdlib inside")
+            assert structlog.contextvars.get_contextvars()["reconcile_id"] == "abc"
+
+            async def child() -> None:
+                await asyncio.sleep(0)
+                seen.append(structlog.contextvars.get_contextvars()["name"])
+
+            task = asyncio.create_task(child())
+        await task
+        structlog.get_logger("t").info("after")
+        structlog.contextvars.unbind_contextvars("controller")
+        return seen
+
+    try:
+        seen = asyncio.run(scenario())
+        lines = [json.loads(line) for line in out.getvalue().strip().splitlines()]
+    finally:
+        configure_logging("console", "info")
+    assert seen == ["web"]
+    bound = {"controller": "cell", "namespace": "ns1", "name": "web", "reconcile_id": "abc"}
+    for line in lines[:2]:
+        assert {k: line.get(k) for k in bound} == bound
+    assert lines[2]["controller"] == "outer"
+    assert not {"namespace", "name", "reconcile_id"} & set(lines[2])
+    with pytest.raises(TypeError):
+        binder("too", "few")
 
 
 def test_standard_library_logs_are_json_lines_with_the_logger_name() -> None:

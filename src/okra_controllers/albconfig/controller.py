@@ -18,8 +18,9 @@ already has exactly the wanted conditions (adoption). Any other rule there is a
 Conflict: okra reports it and writes nothing. The listener's default rule is never
 read as a candidate, modified or deleted.
 
-Idle cost: every `resync` seconds one DescribeRules and nothing else; no AWS write and
-no status write when nothing changed. Deletion: the finalizer `okra.mumo.co/listener-rule`
+Idle cost: one DescribeRules per listener per drift check period, shared by the configs
+on it (`ListenerRules`), and nothing else; no AWS write and no status write when nothing
+changed. Deletion: the finalizer `okra.mumo.co/listener-rule`
 holds the config until okra's rule (and only okra's) is deleted.
 """
 
@@ -66,7 +67,6 @@ from okra_controllers.lbconfig import (
 )
 from okra_controllers.notifications.notifier import Notifier, notifier_for
 from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
-from okra_runtime.cache import json_copy
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
@@ -87,8 +87,11 @@ DEFAULT_RESYNC = 300.0
 DEFAULT_DRIFT_CHECK = 60.0
 """Seconds between idle looks at the rule in AWS: a rule changed by hand (weights,
 conditions, priority, deleted) is restored, with a `DriftRepaired` Event, within this
-period plus the shared listing's age (at most half of it): at most two DescribeRules per
-listener per period, however many configs it has."""
+period (plus `LOOK_MARGIN`): at most one DescribeRules per listener per period, however
+many configs it has (see `ListenerRules`)."""
+LOOK_MARGIN = 0.25
+"""Seconds past the expiry of a listener's shared listing at which its synced configs
+look again, so that the first of them lists the rules anew and the others share it."""
 
 log = structlog.get_logger("okra.albconfig")
 
@@ -330,8 +333,15 @@ class ListenerRules:
 
     A listener holds up to 100 rules and every config on it would otherwise list them all
     on its own resync; sharing the listing divides the reads (and botocore's parsing of
-    them) by the number of configs per listener. A change made outside okra is seen within
-    `ttl` of the next resync, which is well inside the resync period itself.
+    them) by the number of configs per listener. The controller sets `ttl` to its drift
+    check period and brings each synced config back just after its listener's listing
+    expires (`fresh_for`), so the configs of a listener look together: one DescribeRules
+    per listener per period, and a listing never older than a moment when it is read.
+
+    Readers get the shared listing itself, not a copy (it is read once per config per
+    period and copying it was most of the cost of an idle look): they must never mutate
+    it. Every reader in this module is a pure function of it; tests check that a whole
+    reconcile leaves it as AWS answered.
 
     AWS refusing the listing (`ListenerNotFound`: a listener ARN that names nothing) is
     shared too, for `refusal_ttl` seconds: a hundred configs naming the same missing
@@ -344,28 +354,34 @@ class ListenerRules:
         self.ttl = ttl
         self.refusal_ttl = min(refusal_ttl, ttl)
         self._clock = clock
-        self._cache: dict[str, tuple[float, list[Json]]] = {}
+        self._cache: dict[str, tuple[float, tuple[Json, ...]]] = {}
         self._refused: dict[str, tuple[float, ClientError]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def get(self, elb: Any, listener: str) -> list[Json]:
+    async def get(self, elb: Any, listener: str) -> tuple[Json, ...]:
         async with self._locks.setdefault(listener, asyncio.Lock()):
             hit = self._cache.get(listener)
             if hit is not None and self._clock() - hit[0] < self.ttl:
-                return list(json_copy(hit[1]))
+                return hit[1]
             refusal = self._refused.get(listener)
             if refusal is not None and self._clock() - refusal[0] < self.refusal_ttl:
                 raise ClientError(refusal[1].response, refusal[1].operation_name)
             started = self._clock()
             try:
-                rules = await elbv2.describe_rules(elb, listener)
+                rules = tuple(await elbv2.describe_rules(elb, listener))
             except ClientError as e:
                 if refused(e):
                     self._refused[listener] = (started, e)
                 raise
             self._refused.pop(listener, None)
             self._cache[listener] = (started, rules)
-            return list(json_copy(rules))
+            return rules
+
+    def fresh_for(self, listener: str) -> float | None:
+        """Seconds until the listener's shared listing expires (None: none held, as
+        after a write)."""
+        hit = self._cache.get(listener)
+        return None if hit is None else hit[0] + self.ttl - self._clock()
 
     def forget(self, listener: str) -> None:
         self._cache.pop(listener, None)
@@ -392,7 +408,16 @@ class AlbConfigReconciler:
         self.aws = aws
         self.resync = min(resync, drift_check)
         self.clock = clock
-        self.listener_rules = ListenerRules(ttl=min(60.0, resync / 5, drift_check / 2))
+        self.listener_rules = ListenerRules(ttl=self.resync)
+
+    def _next_look(self, listener: str) -> float:
+        """When a synced config looks at AWS again: just after its listener's shared
+        listing expires, so every config on the listener reads one fresh listing together
+        (one DescribeRules per listener per period); a full period when none is held."""
+        fresh = self.listener_rules.fresh_for(listener)
+        if fresh is None or fresh <= 0:
+            return self.resync
+        return min(self.resync, fresh + LOOK_MARGIN)
 
     @asynccontextmanager
     async def _elb(self) -> AsyncIterator[Any]:
@@ -452,7 +477,7 @@ class AlbConfigReconciler:
             self.events.event(raw, "Warning", "Conflict", outcome.message)
         await self._report(raw, status, outcome, config.spec)
         if outcome.synced or outcome.reason == "Conflict":
-            return Result(requeue_after=self.resync)
+            return Result(requeue_after=self._next_look(config.spec.listener_arn))
         return Result(requeue=True)  # written but not (yet) shown by AWS: look again soon
 
     async def _sync(
@@ -532,7 +557,7 @@ class AlbConfigReconciler:
         spec: AWSApplicationLoadBalancerConfigSpec,
         owner: str,
         on_listener: str | None,
-    ) -> tuple[list[Json], Action]:
+    ) -> tuple[Sequence[Json], Action]:
         """The listener's rules (shared listing) and the plan for them; the tags of a
         rule in the way are read only when the first plan finds a Conflict."""
         rules = await self.listener_rules.get(elb, spec.listener_arn)

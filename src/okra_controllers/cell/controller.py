@@ -18,6 +18,7 @@ step.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import datetime
@@ -181,6 +182,8 @@ class CellReconciler:
     def _observe(
         self, raw: dict[str, Any], cell: Cell, blocklist: dict[str, Any] | None
     ) -> tuple[Observed, dict[str, Any] | None]:
+        """Cache reads without copies (`copy=False`): `observe` and `_apply_config` only
+        read what they get (test_cell_observe_leaves_cache.py checks it)."""
         ns, name = cell.metadata.namespace or "", cell.metadata.name
         ingress = cell.spec.ingress
         tgs: list[dict[str, Any]] = []
@@ -188,23 +191,29 @@ class CellReconciler:
         if ingress is not None:
             lb = ingress.listener()
             selector = lb.target_group_selector.match_labels if lb else {}
-            tgs = self.target_groups.list(ns, selector_from_dict({"matchLabels": selector}))
-            config = (self.nlb_configs if ingress.network else self.configs).get(name, ns)
+            tgs = self.target_groups.list(
+                ns, selector_from_dict({"matchLabels": selector}), copy=False
+            )
+            config = (self.nlb_configs if ingress.network else self.configs).get(
+                name, ns, copy=False
+            )
         secrets: list[dict[str, Any]] = []
         apps: list[dict[str, Any]] | None = []
         if cell.spec.argocd is not None:
-            secrets = self.secrets.list(ns, selector_from_dict({"matchLabels": CLUSTER_SECRET}))
-            apps = self.apps.list(ns) if self.apps is not None else None
+            secrets = self.secrets.list(
+                ns, selector_from_dict({"matchLabels": CLUSTER_SECRET}), copy=False
+            )
+            apps = self.apps.list(ns, copy=False) if self.apps is not None else None
         uid = cell.metadata.uid or ""
         observed = observe(
             cell,
             tgs,
             config,
             blocklist,
-            self.runs.by_index(OWNER_INDEX, uid),
-            self.pauses.by_index(OWNER_INDEX, uid),
+            self.runs.by_index(OWNER_INDEX, uid, copy=False),
+            self.pauses.by_index(OWNER_INDEX, uid, copy=False),
             self.clock(),
-            self.jobs.by_index(OWNER_INDEX, uid),
+            self.jobs.by_index(OWNER_INDEX, uid, copy=False),
             secrets,
             apps,
         )
@@ -241,10 +250,12 @@ class CellReconciler:
         refused: dict[str, str] = {}
         if p.needs_health:
             # Target health is observed only for target groups about to get weight for
-            # the first time (one DescribeTargetHealth each), then planned with.
+            # the first time (one DescribeTargetHealth each, all at once), then planned with.
+            arns = list(p.needs_health)
+            found = await asyncio.gather(*(self._healthy(arn) for arn in arns))
             health: dict[str, bool] = {}
-            for arn in p.needs_health:
-                health[arn], why = await self._healthy(arn)
+            for arn, (ok, why) in zip(arns, found, strict=True):
+                health[arn] = ok
                 if why:
                     refused[arn] = why
             p = plan(dataclasses.replace(observed, health=health, health_problems=refused))
