@@ -28,6 +28,26 @@ EVENT = GVK("events.k8s.io", "v1", "Event")
 EventType = Literal["Normal", "Warning"]
 log = structlog.get_logger("okra_runtime.events")
 _NOTE_MAX = 1024
+"""The API server's limit on an Event's note, in bytes (UTF-8), not characters."""
+_NAME_MAX = 253
+_SUFFIX = 17
+"""A dot and 16 hex digits after the regarding object's name."""
+
+
+def _note(note: str) -> str:
+    """The note cut to what the API server takes (1024 bytes of UTF-8), never in the
+    middle of a character: a longer one makes the Event a 422, and the event is lost."""
+    raw = note.encode()
+    if len(raw) <= _NOTE_MAX:
+        return note
+    return raw[: _NOTE_MAX - 3].decode(errors="ignore") + "..."
+
+
+def _event_name(regarding_name: str) -> str:
+    """A unique Event name from the regarding object's: a name near the 253-character
+    limit is cut (at a character a DNS label may end with), or the Event is a 422."""
+    prefix = regarding_name[: _NAME_MAX - _SUFFIX].rstrip("-.") or "object"
+    return f"{prefix}.{uuid.uuid4().hex[:16]}"
 
 
 @dataclass
@@ -68,7 +88,7 @@ class EventRecorder:
     ) -> None:
         """Record an event about `regarding` (an object dict). Fire and forget."""
         meta = regarding.get("metadata") or {}
-        note = note if len(note) <= _NOTE_MAX else note[: _NOTE_MAX - 3] + "..."
+        note = _note(note)
         key = (
             meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}",
             type_,
@@ -144,7 +164,7 @@ class EventRecorder:
             }.items()
             if v
         }
-        name = f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}"
+        name = _event_name(str(meta.get("name") or "object"))
         await self.client.create(
             {
                 "apiVersion": "events.k8s.io/v1",

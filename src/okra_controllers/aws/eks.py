@@ -3,11 +3,17 @@
 Shared by the ClusterSet controller (clusters become Argo CD cluster Secrets) and the
 AWSTargetGroupSet controller (clusters found by tag are read for TargetGroupBindings); it
 lives under `aws/` so that neither controller imports the other.
+
+Callers that ask while a walk of the same account and region is under way share that walk
+(single flight) instead of starting their own: the answer is the same list EKS gives at
+that moment, and a thousand sets reconciled together cost one ListClusters walk, not a
+thousand. Nothing is kept once a walk ends; the next caller starts a fresh one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,8 +56,35 @@ def _aws_message(e: Exception) -> str:
     return str(e)
 
 
+_walks: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[AwsConfig, int], asyncio.Task[EksClusters]]
+] = weakref.WeakKeyDictionary()
+"""Walks under way, per event loop, by account/region (the AwsConfig) and page size."""
+
+
 async def observe_eks(aws: AwsConfig, page_size: int = 100) -> EksClusters:
-    """Every EKS cluster of the account and region, described; one ListClusters walk."""
+    """Every EKS cluster of the account and region, described; one ListClusters walk,
+    shared with every caller that asks while it is under way. The result is shared:
+    callers read it, never change it."""
+    loop = asyncio.get_running_loop()
+    walks = _walks.setdefault(loop, {})
+    key = (aws, page_size)
+    walk = walks.get(key)
+    if walk is None:
+        walk = walks[key] = loop.create_task(_walk(aws, page_size))
+
+        def ended(t: asyncio.Task[EksClusters]) -> None:
+            if walks.get(key) is t:
+                del walks[key]
+            if not t.cancelled():
+                t.exception()  # retrieved, even when every caller was cancelled
+
+        walk.add_done_callback(ended)
+    # One caller cancelled (its reconcile ended) does not cancel the walk the others wait on.
+    return await asyncio.shield(walk)
+
+
+async def _walk(aws: AwsConfig, page_size: int) -> EksClusters:
     out = EksClusters()
     try:
         async with aws.client("eks") as eks:

@@ -148,5 +148,29 @@ async def test_event_flood_is_throttled(
     assert len(events) == 1  # 200 repeats, one Event (the series is written at most every 10s)
 
 
+async def test_an_event_about_a_long_name_with_a_long_unicode_note_is_recorded(
+    manager: Manager, rt_client: Client, namespace: str
+) -> None:
+    """The API server counts an Event's note in bytes (at most 1024) and its name is
+    at most 253 characters: a 253-character object name and a note of 600 three-byte
+    characters are still recorded, cut to fit."""
+    name = ("a" * 235 + "-" + "b" * 17)[:253]
+    obj = await rt_client.create(cm(name, namespace))
+    rec = manager.event_recorder("long-controller")
+    rec.event(obj, "Warning", "Broken", "日" * 600)
+    await rec.flush()
+    events = [
+        e
+        for e in (await rt_client.list(EVENT, namespace)).items
+        if e["regarding"].get("name") == name
+    ]
+    assert len(events) == 1, events
+    note = events[0]["note"]
+    assert note.startswith("日" * 300), note
+    assert note.endswith("..."), note
+    assert len(note.encode()) <= 1024
+    assert len(events[0]["metadata"]["name"]) <= 253
+
+
 async def _true(value: bool) -> bool:
     return value
