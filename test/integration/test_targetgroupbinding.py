@@ -379,3 +379,45 @@ async def test_a_spec_the_schema_cannot_reject_is_reported_in_status(env: Env) -
     assert await eventually(reported, within=30), await env.status("twice")
     assert "a repeated" in (await env.synced("twice"))["message"]
     assert not any(op.startswith("elbv2:") for op in env.calls)
+
+
+async def test_a_target_group_aws_does_not_know_is_reported_once_and_holds_nothing(
+    env: Env,
+) -> None:
+    """The ARN names no group: the binding says so in its status and one Warning Event, is
+    retried on a backoff without writing anything again, and, having registered nothing, is
+    not held by the finalizer."""
+    arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/none/0123456789abcdef"
+    await env.mgmt.create(
+        binding(
+            "nowhere",
+            env.namespace,
+            {"targetGroupARN": arn, "targets": [{"name": "a", "ids": ["i-0"], "port": 80}]},
+        )
+    )
+
+    async def reported() -> bool:
+        return (await env.synced("nowhere")).get("reason") == "AWSError"
+
+    assert await eventually(reported, within=30), await env.status("nowhere")
+    assert "does not exist" in (await env.synced("nowhere"))["message"]
+    version = (await env.mgmt.get(TARGET_GROUP_BINDING, "nowhere", env.namespace))["metadata"][
+        "resourceVersion"
+    ]
+    reads = env.calls["elbv2:DescribeTargetHealth"]
+
+    async def retried() -> bool:
+        return env.calls["elbv2:DescribeTargetHealth"] >= reads + 2
+
+    assert await eventually(retried, within=30)
+    live = await env.mgmt.get(TARGET_GROUP_BINDING, "nowhere", env.namespace)
+    assert live["metadata"]["resourceVersion"] == version  # no write that changes nothing
+    assert FINALIZER not in (live["metadata"].get("finalizers") or [])
+    events = (await env.mgmt.list(GVK("", "v1", "Event"), env.namespace)).items
+    warnings = [
+        e
+        for e in events
+        if e["involvedObject"].get("name") == "nowhere" and e.get("type") == "Warning"
+    ]
+    assert [(e["reason"], e.get("count", 1)) for e in warnings] == [("AWSError", 1)], warnings
+    assert not any(op.startswith("elbv2:") and "Register" in op for op in env.calls)

@@ -9,10 +9,11 @@ the group holds. plan: `plan.plan` (pure). act: CreateTargetGroup when the bindi
 DeregisterTargets, none when the group already holds exactly what is wanted. report: the ARN
 and per-entry targets in status, a `Synced` condition, Events.
 
-Deletion: the finalizer `okra.mumo.co/targetgroupbinding` holds the binding until the targets
-its status lists are deregistered (one DeregisterTargets). The target group itself is kept, even
-one okra created: a group may be in a listener's forward action, and deleting it is not okra's
-call.
+Deletion: the finalizer `okra.mumo.co/targetgroupbinding`, added just before the binding's first
+RegisterTargets (one that never registered a target is not held), holds the binding until the
+targets its status lists are deregistered (one DeregisterTargets). The target group itself is
+kept, even one okra created: a group may be in a listener's forward action, and deleting it is
+not okra's call.
 
 Nothing is kept in memory but connections. The binding is reconciled every 30 s (Nodes live in
 other clusters, which okra does not watch) and at once when it or a cluster Secret of its
@@ -258,15 +259,6 @@ class TargetGroupBindingReconciler:
         if raw["metadata"].get("generation") != (raw.get("status") or {}).get("observedGeneration"):
             for warning in node_selector_warnings((raw.get("spec") or {}).get("targets") or []):
                 self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
-        finalizers = raw["metadata"].get("finalizers") or []
-        if FINALIZER not in finalizers:
-            raw["metadata"]["finalizers"] = [*finalizers, FINALIZER]
-            try:
-                raw = await self.client.update(raw)
-            except ConflictError:
-                return Result(requeue=True)
-            except NotFoundError:
-                return None
         ns = req.namespace
         old = tgb.status or AWSTargetGroupBindingStatus()
 
@@ -298,6 +290,12 @@ class TargetGroupBindingReconciler:
                         f"target group {arn} does not exist; check spec.targetGroupARN"
                     )
                 p = plan(tgb.spec.targets, clusters_of, observed, registered, old.targets or [])
+                ours = p.register or any(e.ids for e in p.entries)
+                if ours and FINALIZER not in (raw["metadata"].get("finalizers") or []):
+                    held = await self._hold(raw)
+                    if held is None:  # changed or gone meanwhile: the next reconcile sees it
+                        return Result(requeue=True)
+                    raw = held
                 if p.register:
                     try:
                         await elb.register_targets(TargetGroupArn=arn, Targets=_targets(p.register))
@@ -335,6 +333,17 @@ class TargetGroupBindingReconciler:
         if error:  # retried with backoff; the status says why meanwhile
             raise AwsRefusedError(error) if refusal else AwsError(error)
         return Result(requeue_after=self.resync)
+
+    async def _hold(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        """Add the finalizer, before the first target is registered: a binding that never
+        registered anything has nothing to deregister, so it is not held (a binding AWS
+        refuses costs no write for it, and its deletion waits for nobody). None if the
+        binding changed or went away meanwhile."""
+        raw["metadata"]["finalizers"] = [*(raw["metadata"].get("finalizers") or []), FINALIZER]
+        try:
+            return await self.client.update(raw)
+        except (ConflictError, NotFoundError):
+            return None
 
     async def _finalize(self, raw: dict[str, Any]) -> Result | None:
         """Deregister what status says this binding registered, then let it go."""
