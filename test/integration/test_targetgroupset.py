@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -29,6 +30,7 @@ from okra_controllers.targetgroupset.controller import (
 from okra_controllers.targetgroupset.plan import SET_LABEL
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.crdgen import write_crds
+from okra_runtime.metrics import REGISTRY
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import Seeder
@@ -117,6 +119,7 @@ async def running(
     logs: LogCapture,
     aws: AwsConfig,
     also: Callable[[Manager], None] = lambda _: None,
+    resync: float = 1.0,
 ) -> AsyncIterator[Env]:
     """The controller (and `also` others) in one in-process Manager, logs captured."""
     crds = write_crds([AWSTargetGroupSet], tmp_path / "crds")
@@ -128,7 +131,7 @@ async def running(
     mgr = Manager(
         rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
     )
-    register(mgr, aws, resync=1.0)
+    register(mgr, aws, resync=resync)
     also(mgr)
     task = asyncio.create_task(mgr.start())
     try:
@@ -565,3 +568,49 @@ async def test_a_stopped_workload_apiserver_is_reported_and_recovers(
 
     assert await eventually(recovered, within=60), await env.status()
     await env.mgmt.delete(NAMESPACE, env.apps, missing_ok=True)
+
+
+async def test_a_status_write_does_not_wake_the_set_again(
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    workload_plane: ControlPlane,
+    tmp_path: Path,
+    logs: LogCapture,
+) -> None:
+    """One reconcile per spec change: the status it writes comes back through the set's own
+    watch and must not start another (for a thousand sets, a second round of cluster reads
+    and EKS listings for nothing)."""
+
+    def reconciles() -> float:
+        labels = {"controller": "targetgroupset", "result": "requeue_after"}
+        return REGISTRY.get_sample_value("controller_runtime_reconcile_total", labels) or 0.0
+
+    start = reconciles()
+    async with running(
+        rt_client,
+        namespace,
+        control_plane,
+        workload_plane,
+        tmp_path,
+        logs,
+        AwsConfig(),
+        resync=3600.0,
+    ) as e:
+        await e.mgmt.create(target_group_set(namespace, e.apps))
+
+        async def observed(gen: int) -> bool:
+            st = await e.status()
+            return st.get("observedGeneration") == gen and bool(st.get("conditions"))
+
+        assert await eventually(functools.partial(observed, 1)), await e.status()
+        tgs = await e.mgmt.get(TARGET_GROUP_SET, "web", namespace)
+        tgs["spec"]["bindingSelector"]["matchLabels"]["role"] = "api"
+        await e.mgmt.update(tgs)
+        assert await eventually(functools.partial(observed, 2)), await e.status()
+
+        async def counted() -> bool:
+            return reconciles() - start >= 2
+
+        assert await eventually(counted)
+        assert reconciles() - start == 2

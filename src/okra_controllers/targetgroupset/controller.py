@@ -12,7 +12,8 @@ pruned.
 
 Nothing is kept in memory but connections: a restarted manager re-reads every cluster. The set
 is reconciled every 30 s (TargetGroupBindings live in other clusters, which okra does not watch)
-and at once when one of its Secrets or generated objects changes.
+and at once when its spec, one of its Secrets or one of its generated objects changes (not when
+its own status is written).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
+from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
@@ -466,7 +468,8 @@ def register(
     sets = mgr.informer_for(TARGET_GROUP_SET).store
     (
         mgr.builder("targetgroupset")
-        .for_(TARGET_GROUP_SET)
+        # spec changes only: the set's own status write must not wake it again
+        .for_(TARGET_GROUP_SET, predicates=(GenerationChanged(),))
         .owns(TARGET_GROUP)
         .owns(AWS_TARGET_GROUP_BINDING)
         .watches(SECRET, sets_for_secret(sets))
