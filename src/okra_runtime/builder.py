@@ -52,6 +52,7 @@ class Builder:
         self._max_concurrent = 1
         self._rate_limiter: RateLimiter[Hashable] | None = None
         self._needs_leader = True
+        self._reported_base_delay = 1.0
 
     def for_(
         self, kind: GVK | str, name: str | None = None, *, predicates: tuple[Predicate, ...] = ()
@@ -88,13 +89,19 @@ class Builder:
         max_concurrent_reconciles: int | None = None,
         rate_limiter: RateLimiter[Hashable] | None = None,
         needs_leader_election: bool | None = None,
+        reported_base_delay: float | None = None,
     ) -> Builder:
+        """`reported_base_delay`: the first retry of a `ReportedError` (doubling to the
+        controller's cap), for a controller whose reported failures only a change outside
+        the cluster can cure, so that retrying them sooner than its resync is waste."""
         if max_concurrent_reconciles is not None:
             self._max_concurrent = max_concurrent_reconciles
         if rate_limiter is not None:
             self._rate_limiter = rate_limiter
         if needs_leader_election is not None:
             self._needs_leader = needs_leader_election
+        if reported_base_delay is not None:
+            self._reported_base_delay = reported_base_delay
         return self
 
     def complete(self, reconciler: Reconciler | ReconcileFunc) -> Controller:
@@ -105,6 +112,8 @@ class Builder:
             reconciler,
             max_concurrent_reconciles=self._max_concurrent,
             rate_limiter=self._rate_limiter,
+            reported_base_delay=self._reported_base_delay,
+            reported_max_delay=max(300.0, self._reported_base_delay),
         )
         primary, preds = self._for
         mgr, filters = self._manager, tuple(self._filters)

@@ -71,6 +71,7 @@ class Controller:
         )
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.unreachable_max_delay = unreachable_max_delay
+        self.reported_base_delay = reported_base_delay
         self.queue: WorkQueue[Request] = WorkQueue(
             name, rate_limiter or default_controller_rate_limiter()
         )

@@ -26,6 +26,7 @@ from okra_controllers.targetgroupbinding.controller import (
     register,
 )
 from okra_runtime import GVK, Client, Manager, ManagerOptions
+from okra_runtime.controller import Controller
 from okra_runtime.crdgen import write_crds
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
@@ -421,3 +422,22 @@ async def test_a_target_group_aws_does_not_know_is_reported_once_and_holds_nothi
     ]
     assert [(e["reason"], e.get("count", 1)) for e in warnings] == [("AWSError", 1)], warnings
     assert not any(op.startswith("elbv2:") and "Register" in op for op in env.calls)
+
+
+async def test_a_refused_binding_is_retried_no_sooner_than_the_resync(
+    rt_client: Client, namespace: str, moto: MotoServer
+) -> None:
+    """AWS refusing a binding is cured by a spec change (which wakes it at once) or by a
+    change in AWS, which only a read sees: its first retry waits a resync, not a second (a
+    thousand refused bindings would otherwise read AWS a thousand times a second)."""
+    mgr = Manager(
+        rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
+    )
+    register(mgr, moto.config, resync=45.0)
+    [ctrl] = [
+        getattr(r.start, "__self__", None)
+        for r in mgr._runnables
+        if r.name == "controller targetgroupbinding"
+    ]
+    assert isinstance(ctrl, Controller)
+    assert ctrl.reported_base_delay == 45.0

@@ -87,7 +87,8 @@ class AwsError(RuntimeError):
 class AwsRefusedError(AwsError, ReportedError):
     """AWS refused the call for what the binding asks (a target group that does not
     exist, a target it rejects, a permission missing): reported in the binding's
-    status and an Event, retried on the runtime's long backoff."""
+    status and an Event, retried on the runtime's long backoff, starting at the resync
+    interval (a retry sooner cannot see anything a resync would not)."""
 
 
 def _aws_error(call: str, e: Exception) -> AwsError:
@@ -515,7 +516,10 @@ def register(
             ),
         )
         .watches(SECRET, bindings_for_secret(bindings))
-        .with_options(max_concurrent_reconciles=concurrency)
+        # AWS refusing a binding (a group that does not exist, a target it rejects) is cured by
+        # a spec change, which wakes the binding at once, or by a change in AWS, which is only
+        # seen by reading: no sooner than a healthy binding is read again
+        .with_options(max_concurrent_reconciles=concurrency, reported_base_delay=resync)
         .complete(rec)
     )
 
