@@ -351,9 +351,10 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
 
         async def under_noise(
             version: str, make: Callable[[int], dict[str, Any]], outcome: Counter[str]
-        ) -> tuple[float, float]:
+        ) -> tuple[float, float, Counter[str]]:
             """Creates COUNT objects made by `make`, 16 at a time; once a tenth are in,
-            rolls the valid Cell out to `version`. Returns (rollout time, apply time)."""
+            rolls the valid Cell out to `version`. Returns (rollout time, apply time, the
+            AWS calls okra-manager made from the start until the rollout was done)."""
             started = asyncio.Event()
 
             async def apply(i: int) -> None:
@@ -379,8 +380,10 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
             noise = asyncio.gather(*(apply(i) for i in range(COUNT)))
             await started.wait()
             took = await rollout_to(version, 600)
+            done = time.monotonic()
+            calls = Counter(a for t, a in env.proxy.calls if start <= t <= done)
             await noise
-            return took, time.monotonic() - start
+            return took, time.monotonic() - start, calls
 
         # The control: the very same objects in a namespace okra-manager does not watch.
         # The API server validates, rejects and stores exactly what it does for the fuzzed
@@ -400,9 +403,9 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
             generated[o["kind"]] += 1
             return o
 
-        benign, benign_time = await under_noise("v3", unwatched_object, control)
+        benign, benign_time, benign_calls = await under_noise("v3", unwatched_object, control)
         rss_before = rss_kib(pid)
-        noisy, fuzz_time = await under_noise("v4", fuzzed_object, fuzz)
+        noisy, fuzz_time, fuzz_calls = await under_noise("v4", fuzzed_object, fuzz)
         assert not odd, odd[:10]
         assert fuzz["rejected"] + fuzz["accepted"] == COUNT
         assert control == fuzz, (control, fuzz)  # the API server treated both runs alike
@@ -456,7 +459,11 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
             f"samples, totals {sorted(set(totals))}; error-level/traceback log lines: "
             f"{len(bad)}; warnings of reconciles failed for a reported cause (AWS "
             f"refusing made-up ARNs): "
-            f"{reported_failures}"
+            f"{reported_failures}\nAWS calls while the Cell rolled out: "
+            f"{sum(benign_calls.values())} under the unwatched objects, "
+            f"{sum(fuzz_calls.values())} under the fuzzed ones ("
+            + ", ".join(f"{a} {n}" for a, n in fuzz_calls.most_common(8))
+            + ")"
         )
         assert not bad, bad[:10]
         assert set(totals) == {100}, sorted(set(totals))
