@@ -3,10 +3,12 @@
 Guarantees: one Request is never reconciled by two workers at once (the
 queue's processing set); an exception never escapes a worker, it is logged
 with the object's key and the reconcile id, counted, and the Request is
-requeued with per-item exponential backoff — capped at `unreachable_max_delay`
-(1 s) when the failure is a server that cannot be reached or answers 5xx/429,
-logged then as a warning without traceback, so that work resumes within about
-a second of an outage ending; a `TerminalError` is counted and
+requeued with per-item exponential backoff. A server that cannot be reached or
+answers 5xx/429 is retried on a backoff of its own capped at `unreachable_max_delay`
+(1 s), logged as a warning without traceback, so that work resumes within about a
+second of an outage ending, and an ordinary error right after the outage starts
+its backoff afresh instead of where the outage's retries left the count (5 ms *
+2^retries: minutes); a `TerminalError` is counted and
 not retried; `Result(requeue_after=s)` forgets the backoff and comes back in
 s seconds. Metric names are controller-runtime's.
 
@@ -76,6 +78,12 @@ class Controller:
             name, rate_limiter or default_controller_rate_limiter()
         )
         self._stopping = False
+        # the backoff of failures to reach a server, per item and apart from the queue's
+        # own: an outage's many quick retries must not leave an ordinary error that follows
+        # it (a conflict on a stale object, say) with a backoff grown to minutes
+        self._unreachable: ItemExponentialFailureRateLimiter[Request] = (
+            ItemExponentialFailureRateLimiter(0.005, unreachable_max_delay)
+        )
         # the backoff of `ReportedError`s, per item, apart from the queue's shared bucket
         self._reported: ItemExponentialFailureRateLimiter[Request] = (
             ItemExponentialFailureRateLimiter(reported_base_delay, reported_max_delay)
@@ -159,14 +167,16 @@ class Controller:
                 m.RECONCILE_TOTAL.labels(self.name, "error").inc()
                 m.RECONCILE_ERRORS.labels(self.name).inc()
                 if unreachable(e):
-                    retries = self.queue.num_requeues(req)
+                    retries = self._unreachable.num_requeues(req)
                     (log.warning if retries == 0 else log.debug)(
                         "reconcile interrupted: a server is unreachable; will retry",
                         error=f"{type(e).__name__}: {e}",
                         retries=retries,
                     )
-                    self.queue.add_rate_limited(req, max_delay=self.unreachable_max_delay)
+                    delay = self._unreachable.when(req)
+                    self.queue.add_after(req, delay * (0.5 + random.random() / 2))
                     return
+                self._unreachable.forget(req)  # reached: a new kind of failure
                 log.error(
                     "reconcile failed; will retry",
                     error=f"{type(e).__name__}: {e}",
@@ -189,6 +199,7 @@ class Controller:
                 self._m_success.inc()
             if self._reported.num_requeues(req):
                 self._reported.forget(req)
+            self._unreachable.forget(req)
 
     def _reported_failure(self, req: Request, e: ReportedError) -> None:
         """Count it, say it once (the object's status already does), retry it later."""
