@@ -40,7 +40,7 @@ from aiobotocore.session import AioSession, get_session
 from botocore.exceptions import ClientError
 from prometheus_client import Counter, Histogram
 
-from okra_controllers.aws.errors import AwsRefusalError, refused
+from okra_controllers.aws.errors import THROTTLING_CODES, AwsRefusalError, refused
 from okra_runtime.metrics import REGISTRY
 
 
@@ -155,17 +155,6 @@ def shared_session() -> AioSession:
     return _SESSION
 
 
-THROTTLING = frozenset(
-    {
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "SlowDown",
-    }
-)
 API_CALLS = Counter(
     "okra_aws_api_calls_total",
     "AWS API calls by service, operation and final outcome (success, error), and "
@@ -211,7 +200,7 @@ def _observe(service: str, operation: str, context: dict[str, Any], outcome: str
 def _outcome(http_response: Any, parsed: dict[str, Any] | None) -> str:
     code = ((parsed or {}).get("Error") or {}).get("Code")
     status = getattr(http_response, "status_code", 200)
-    if code in THROTTLING or status == 429:
+    if code in THROTTLING_CODES or status == 429:
         return "throttled"
     return "error" if code or status >= 400 else "success"
 
