@@ -287,6 +287,15 @@ def _set_phase(
     _condition(st, "Degraded", phase == "Degraded", phase, message, now, g)
 
 
+def _add_to_message(status: CellStatus, message: str) -> None:
+    """Add `message` to what the status message already says (once): a condition that
+    holds the rollout back is said beside the phase's own message, not instead of it."""
+    if not status.message:
+        status.message = message
+    elif message not in status.message:
+        status.message = f"{status.message}; {message}"
+
+
 def _serving_version(o: Observed) -> str | None:
     """The stable version: recorded in status if it still has target groups, else the
     version holding most weight in the config."""
@@ -379,10 +388,7 @@ def _report_load_balancer(p: Plan, o: Observed) -> None:
     )
     if old is None or old.status != "False" or old.message != message:
         p.events.append(Event("Warning", "LoadBalancerNotSynced", message))
-    if p.status.message and message not in p.status.message:
-        p.status.message = f"{p.status.message}; {message}"
-    elif not p.status.message:
-        p.status.message = message
+    _add_to_message(p.status, message)
 
 
 def _deadline(p: Plan, o: Observed) -> Plan:
@@ -588,10 +594,7 @@ def _report_waiting(p: Plan, o: Observed) -> None:
     _condition(p.status, "ReplicasReady", False, "WaitingForReplicas", message, o.now, o.generation)
     if old is None or old.status != "False" or old.message != message:
         p.events.append(Event("Normal", "WaitingForReplicas", message))
-    if p.status.message and message not in p.status.message:
-        p.status.message = f"{p.status.message}; {message}"
-    elif not p.status.message:
-        p.status.message = message
+    _add_to_message(p.status, message)
 
 
 def _limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[str, str] | None:
