@@ -266,7 +266,7 @@ def py_spy() -> str | None:
 async def scenario(
     cp: ControlPlane, aws: MotoServer, cells: int, a: argparse.Namespace, log: IO[bytes]
 ) -> dict[str, Any]:
-    async with dataclasses.replace(aws.config, max_attempts=1).client("elbv2") as elb:
+    async with dataclasses.replace(aws.config, total_max_attempts=1).client("elbv2") as elb:
         return await scenario_with(cp, aws, elb, cells, a, log)
 
 

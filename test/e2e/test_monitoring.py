@@ -261,8 +261,8 @@ async def test_stuck_rollout_throttling_and_reconcile_errors_fire_their_alerts(
     for alert in quiet:
         assert not await query(prom, exprs[alert]), alert  # quiet before
     # AWS throttles the next 10 DescribeRules attempts (each counted as throttled), then
-    # answers 5 with a 500; a call makes up to 6 attempts (botocore's max_attempts counts
-    # retries), so the ALB config's reconcile fails on some calls, then AWS answers.
+    # answers 5 with a 500; a call makes up to 6 attempts (AwsConfig.total_max_attempts),
+    # so the ALB config's reconcile fails on some calls, then AWS answers.
     monitored.faults.script["DescribeRules"] = ["throttle"] * 10 + ["500"] * 5
     await env.target_group("web-a-v2", "v2")
 

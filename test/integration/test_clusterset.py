@@ -279,7 +279,7 @@ async def test_unreachable_aws_changes_no_secret_and_is_reported(
         endpoint_url=f"http://127.0.0.1:{free_port()}",
         access_key_id="testing",
         secret_access_key="testing",
-        max_attempts=1,
+        total_max_attempts=1,
     )
     async with running(rt_client, namespace, control_plane, dead):
 

@@ -172,7 +172,7 @@ async def test_every_call_is_counted_by_outcome_and_timed(moto: MotoServer) -> N
     assert timed("DescribeLoadBalancers") == before[2] + 1
     assert API_DURATION is not None
 
-    dead = replace(moto.config, endpoint_url="http://127.0.0.1:1", max_attempts=1)
+    dead = replace(moto.config, endpoint_url="http://127.0.0.1:1", total_max_attempts=1)
     unreachable = count("DescribeTargetGroups", "error")
     async with dead.client("elbv2") as elb:
         with pytest.raises(Exception, match=r"127\.0\.0\.1:1"):
@@ -213,8 +213,7 @@ async def test_every_throttled_attempt_is_counted_retries_included(moto: MotoSer
         return count("throttled"), count("success"), count("error")
 
     async with FaultProxy(moto.config.endpoint_url or "") as proxy:
-        # botocore's retries.max_attempts counts retries: 2 retries, 3 attempts
-        config = replace(moto.config, endpoint_url=proxy.endpoint_url, max_attempts=2)
+        config = replace(moto.config, endpoint_url=proxy.endpoint_url, total_max_attempts=3)
         proxy.script["DescribeSSLPolicies"] = ["throttle", "throttle"]
         before = counts()
         async with config.client("elbv2") as elb:

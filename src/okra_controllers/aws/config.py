@@ -4,6 +4,9 @@ All AWS calls go through aiobotocore (asyncio, no boto3 on the event loop). An
 endpoint URL points every service at LocalStack or a moto server; without one
 the standard AWS credential chain and endpoints apply.
 
+A call is retried by botocore (`standard` mode) up to `total_max_attempts` attempts
+in all: 6 by default, so 5 retries of a throttled, failed or unreachable call.
+
 Every call is counted in `okra_aws_api_calls_total{service,operation,outcome}` and
 timed in `okra_aws_api_call_duration_seconds{service,operation}`, retries included.
 Outcome `throttled` counts every throttled attempt, retried or not (botocore's
@@ -50,14 +53,20 @@ class AwsConfig:
     endpoint_url: str | None = None
     access_key_id: str | None = field(default=None, repr=False)
     secret_access_key: str | None = field(default=None, repr=False)
-    max_attempts: int = 5
+    total_max_attempts: int = 6
+    """Attempts per API call, the first included (botocore's `total_max_attempts`; its
+    older `max_attempts` counts retries only): throttling, 5xx answers and connection
+    errors are retried up to 5 times, in botocore's `standard` mode (jittered
+    exponential backoff, a client-side retry quota). 1: no retries."""
     on_call: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     reuse_clients: bool = field(default=False, compare=False)
 
     def _client_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "region_name": self.region,
-            "config": AioConfig(retries={"max_attempts": self.max_attempts, "mode": "standard"}),
+            "config": AioConfig(
+                retries={"total_max_attempts": self.total_max_attempts, "mode": "standard"}
+            ),
         }
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
