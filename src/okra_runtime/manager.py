@@ -129,6 +129,18 @@ class Manager:
         """Run `start()` (a long-running coroutine) with the controllers."""
         self._runnables.append(_Runnable(name, start, needs_leader))
 
+    def add_closer(self, name: str, close: Callable[[], Awaitable[None]]) -> None:
+        """Await `close()` when the manager stops, on every replica (leader or not): for
+        what controllers hold open across reconciles, such as a connection cache."""
+
+        async def held() -> None:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await close()
+
+        self.add_runnable(name, held, needs_leader=False)
+
     def add_readyz_check(self, name: str, check: Check) -> None:
         self._ready_checks[name] = check
 

@@ -285,13 +285,6 @@ class Notifier:
             return
         self.events.event(obj, "Warning", "NotificationServiceMissing", message)
 
-    async def run(self) -> None:
-        """Live as long as the manager: sending stops with it."""
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await self.close()
-
     async def close(self) -> None:
         tasks = list(self._tasks.values())
         for t in tasks:
@@ -307,5 +300,5 @@ def notifier_for(mgr: Manager) -> Notifier:
     n = _NOTIFIERS.get(mgr)
     if n is None:
         n = _NOTIFIERS[mgr] = Notifier(mgr.client, mgr.event_recorder("okra-notifications"))
-        mgr.add_runnable("notifier", n.run, needs_leader=False)
+        mgr.add_closer("notifier", n.close)  # sending stops with the manager
     return n

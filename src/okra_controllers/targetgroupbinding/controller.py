@@ -523,13 +523,7 @@ def register(
         .complete(rec)
     )
 
-    async def close_connections() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await connections.close()
-
-    mgr.add_runnable("targetgroupbinding-connections", close_connections, needs_leader=False)
+    mgr.add_closer("targetgroupbinding-connections", connections.close)
     return rec, connections
 
 

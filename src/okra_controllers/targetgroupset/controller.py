@@ -477,13 +477,7 @@ def register(
         .complete(rec)
     )
 
-    async def close_connections() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await connections.close()
-
-    mgr.add_runnable("targetgroupset-connections", close_connections, needs_leader=False)
+    mgr.add_closer("targetgroupset-connections", connections.close)
     return rec, connections
 
 

@@ -174,3 +174,19 @@ async def test_an_event_about_a_long_name_with_a_long_unicode_note_is_recorded(
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_a_closer_is_awaited_when_the_manager_stops(manager: Manager) -> None:
+    closed: list[str] = []
+
+    async def close() -> None:
+        await asyncio.sleep(0)  # a real close awaits something
+        closed.append("cache")
+
+    manager.add_closer("cache", close)
+    run = asyncio.create_task(manager.start())
+    await asyncio.wait_for(manager.leader.wait(), 30)
+    assert closed == []  # held open while the manager runs
+    manager.stop()
+    await asyncio.wait_for(run, 30)
+    assert closed == ["cache"]
