@@ -35,7 +35,7 @@ import yaml
 
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.api.v1alpha1.common import GROUP
-from okra_runtime.crdgen import crd_info
+from okra_runtime.crdgen import check_generated, crd_info
 
 __all__ = [
     "CONTROLLER_RULES",
@@ -427,22 +427,12 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text, encoding="utf-8")
             print(path)
         return 0
-    stale = []
-    for file_name, text in rendered.items():
-        path = out_dir / file_name
-        if not path.is_file():
-            stale.append(f"  missing: {path}")
-        elif path.read_text(encoding="utf-8") != text:
-            stale.append(f"  differs: {path}")
-    if stale:
-        print(
-            "rbac: roles are out of date with okra_controllers.rbac:\n"
-            + "\n".join(stale)
-            + "\nrun `make rbac` to regenerate them.",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    return check_generated(
+        rendered,
+        out_dir,
+        "rbac: roles are out of date with okra_controllers.rbac",
+        "run `make rbac` to regenerate them.",
+    )
 
 
 if __name__ == "__main__":

@@ -291,20 +291,27 @@ def main(argv: list[str] | None = None) -> int:
     except CRDGenerationError as err:
         print(f"crdgen: {err}", file=sys.stderr)
         return 1
-    stale = []
+    return check_generated(
+        rendered,
+        out_dir,
+        "crdgen: CRDs are out of date with their models",
+        "run `make manifests` to regenerate them.",
+    )
+
+
+def check_generated(rendered: Mapping[str, str], out_dir: Path, stale: str, fix: str) -> int:
+    """A generator's `--check`: 0 when each file of `rendered` (name -> text) stands in
+    `out_dir` as rendered; else 1, with `stale`, each missing or differing file and `fix`
+    on stderr."""
+    problems = []
     for file_name, text in rendered.items():
         path = out_dir / file_name
         if not path.is_file():
-            stale.append(f"  missing: {path}")
+            problems.append(f"  missing: {path}")
         elif path.read_text(encoding="utf-8") != text:
-            stale.append(f"  differs: {path}")
-    if stale:
-        print(
-            "crdgen: CRDs are out of date with their models:\n"
-            + "\n".join(stale)
-            + "\nrun `make manifests` to regenerate them.",
-            file=sys.stderr,
-        )
+            problems.append(f"  differs: {path}")
+    if problems:
+        print(f"{stale}:\n" + "\n".join(problems) + f"\n{fix}", file=sys.stderr)
         return 1
     return 0
 
