@@ -16,13 +16,12 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from xml.etree import ElementTree
 
 from okra_controllers.aws.config import AwsConfig
 from okra_testkit.eksauth import AwsPrincipal
-from okra_testkit.envtest.process import Process, free_port, wait_until
+from okra_testkit.envtest.process import Lifecycle, Process, free_port, wait_until
 
 _ATTEMPTS = 3
 
@@ -38,7 +37,7 @@ def _moto_server_argv() -> list[str]:
 
 
 @dataclass
-class MotoServer:
+class MotoServer(Lifecycle):
     """Start with `with MotoServer() as aws:`; `aws.config` is an AwsConfig for it."""
 
     region: str = "us-east-1"
@@ -46,18 +45,6 @@ class MotoServer:
     port: int = field(init=False, default=0)
     dir: Path = field(init=False, default=Path())
     _proc: Process | None = field(init=False, default=None)
-
-    def __enter__(self) -> MotoServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def endpoint_url(self) -> str:

@@ -11,13 +11,8 @@ demo's event loop starts, never inside a controller.
 """
 
 from okra_testkit.envtest.binaries import Binaries, find_binaries
-from okra_testkit.envtest.controlplane import (
-    ADMIN,
-    UNPRIVILEGED,
-    ControlPlane,
-    ControlPlaneError,
-    User,
-)
+from okra_testkit.envtest.controlplane import ADMIN, UNPRIVILEGED, ControlPlane, User
+from okra_testkit.envtest.process import ControlPlaneError
 
 __all__ = [
     "ADMIN",

@@ -38,13 +38,12 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
 
-from okra_testkit.envtest.controlplane import ADMIN, ControlPlane, ControlPlaneError
-from okra_testkit.envtest.process import Process, free_port, wait_until
+from okra_testkit.envtest.controlplane import ADMIN, ControlPlane
+from okra_testkit.envtest.process import Process, Processes
 
 ARGOCD_ENV = "OKRA_ARGOCD"
 REDIS_ENV = "OKRA_REDIS"
@@ -55,7 +54,6 @@ COMPONENTS = (
 )
 """The Argo CD processes the harness runs, by the name each runs as."""
 SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
-_START_ATTEMPTS = 3
 
 
 def _cache_root() -> Path:
@@ -177,7 +175,7 @@ class GitRepo:
 
 
 @dataclass
-class ArgoCD:
+class ArgoCD(Processes):
     """Argo CD installed into `plane` and running as processes; a context manager.
 
     `resync` is Argo CD's reconciliation timeout (how often Applications are compared with
@@ -202,18 +200,6 @@ class ArgoCD:
     _procs: list[Process] = field(init=False, default_factory=list)
     _env: dict[str, str] = field(init=False, default_factory=dict)
 
-    def __enter__(self) -> ArgoCD:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     # -- lifecycle ---------------------------------------------------------
 
     def start(self) -> None:
@@ -231,24 +217,6 @@ class ArgoCD:
         except BaseException:
             self.stop()
             raise
-
-    def stop(self) -> None:
-        """Stop the processes in reverse order and remove the directory. Idempotent."""
-        for proc in reversed(self._procs):
-            proc.stop()
-        self._procs.clear()
-        if self.dir != Path() and self.dir.exists() and not self.keep_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    @property
-    def pids(self) -> list[int]:
-        return [p.pid for p in self._procs if p.pid is not None]
-
-    def process(self, name: str) -> Process:
-        for p in self._procs:
-            if p.name == name:
-                return p
-        raise KeyError(name)
 
     # -- installation ------------------------------------------------------
 
@@ -348,29 +316,6 @@ class ArgoCD:
             **self.env,
         }
 
-    def _start(
-        self,
-        name: str,
-        argv_for: Any,
-        ready_for: Any,
-        timeout: float,
-        ports: int = 2,
-    ) -> None:
-        last: Exception | None = None
-        for _ in range(_START_ATTEMPTS):
-            chosen = [free_port() for _ in range(ports)]
-            proc = Process(name, argv_for(*chosen), self.dir / f"{name}.log", env=self._env)
-            proc.start()
-            self._procs.append(proc)
-            try:
-                wait_until(ready_for(*chosen), timeout, f"{name} to become ready", alive=proc)
-                return
-            except (RuntimeError, TimeoutError) as e:  # port race or slow start: retry
-                last = e
-                proc.stop()
-                self._procs.remove(proc)
-        raise ControlPlaneError(f"{name} did not start after {_START_ATTEMPTS} attempts: {last}")
-
     def _start_redis(self) -> None:
         assert self.bins is not None
         redis = self.bins.redis_server
@@ -393,7 +338,9 @@ class ArgoCD:
                 "no",
             ]
 
-        self._start("redis-server", argv, lambda port: lambda: _redis_ping(port), 30, ports=1)
+        self._start_on_free_ports(
+            "redis-server", argv, lambda port: lambda: _redis_ping(port), 30, 1, self._env
+        )
 
     def _component(self, name: str) -> str:
         return str(self.dir / "bin" / name)
@@ -421,11 +368,12 @@ class ArgoCD:
                 "text",
             ]
 
-        self._start(
+        self._start_on_free_ports(
             "argocd-repo-server",
             argv,
             lambda _p, metrics: lambda: _http_ok(f"http://127.0.0.1:{metrics}/metrics"),
             60,
+            env=self._env,
         )
 
     def _start_application_controller(self) -> None:
@@ -457,11 +405,12 @@ class ArgoCD:
                 "text",
             ]
 
-        self._start(
+        self._start_on_free_ports(
             "argocd-application-controller",
             argv,
             lambda metrics, _u: lambda: _http_ok(f"http://127.0.0.1:{metrics}/healthz"),
             60,
+            env=self._env,
         )
 
     def _start_applicationset_controller(self) -> None:
@@ -493,13 +442,14 @@ class ArgoCD:
                 "text",
             ]
 
-        self._start(
+        self._start_on_free_ports(
             "argocd-applicationset-controller",
             argv,
             # It registers no health checks; its metrics endpoint answers once it runs.
             lambda metrics, _p, _w: lambda: _http_ok(f"http://127.0.0.1:{metrics}/metrics"),
             60,
             ports=3,
+            env=self._env,
         )
 
     def _meta(self, name: str) -> dict[str, Any]:

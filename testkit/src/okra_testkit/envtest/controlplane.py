@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import shutil
 import ssl
 import subprocess
 import tempfile
@@ -16,25 +15,17 @@ import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 import yaml
 
 from okra_testkit.envtest.binaries import Binaries, find_binaries
 from okra_testkit.envtest.certs import make_pki
-from okra_testkit.envtest.process import Process, free_port, wait_until
+from okra_testkit.envtest.process import ControlPlaneError, Process, Processes, wait_until
 
 _Check = Callable[[], bool]
-_ArgvFactory = Callable[[int, int], list[str]]
-_ReadyFactory = Callable[[int, int], _Check]
 
 ADMIN = "admin"
 UNPRIVILEGED = "alice"
-_START_ATTEMPTS = 3
-
-
-class ControlPlaneError(RuntimeError):
-    """The control plane could not start; the message carries the component's log."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +38,7 @@ class User:
 
 
 @dataclass
-class ControlPlane:
+class ControlPlane(Processes):
     """A real kube-apiserver + etcd (+ kube-controller-manager) on loopback.
 
     Use as a context manager, or call `start()` and `stop()`. Everything lives in
@@ -81,18 +72,6 @@ class ControlPlane:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def __enter__(self) -> ControlPlane:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def start(self) -> None:
         self._bins = find_binaries(self.assets)
         self.dir = Path(tempfile.mkdtemp(prefix=f"okra-{self.name}-", dir=self.base_dir))
@@ -107,32 +86,20 @@ class ControlPlane:
             self.stop()
             raise
 
-    def stop(self) -> None:
-        """Stop children in reverse order and remove the directory. Idempotent."""
-        for proc in reversed(self._procs):
-            proc.stop()
-        self._procs.clear()
-        if self.dir != Path() and self.dir.exists() and not self.keep_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-
     def restart_apiserver(self) -> None:
         """Stop and start kube-apiserver on the same port and etcd (for watch tests)."""
-        api = self._proc("kube-apiserver")
+        api = self.process("kube-apiserver")
         api.stop()
         api.start()
         wait_until(self._ready, 60, "kube-apiserver /readyz", alive=api)
 
     def stop_apiserver(self) -> None:
-        self._proc("kube-apiserver").stop()
+        self.process("kube-apiserver").stop()
 
     def start_apiserver(self) -> None:
-        api = self._proc("kube-apiserver")
+        api = self.process("kube-apiserver")
         api.start()
         wait_until(self._ready, 60, "kube-apiserver /readyz", alive=api)
-
-    @property
-    def pids(self) -> list[int]:
-        return [p.pid for p in self._procs if p.pid is not None]
 
     # -- access --------------------------------------------------------------
 
@@ -203,12 +170,6 @@ class ControlPlane:
 
     # -- internals -------------------------------------------------------------
 
-    def _proc(self, name: str) -> Process:
-        for p in self._procs:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
     def _write_pki_and_users(self) -> None:
         pki = make_pki()
         self.ca_pem = pki.ca_cert_pem
@@ -257,24 +218,6 @@ class ControlPlane:
             self.token_webhook_cache_ttl,
         ]
 
-    def _start_with_retry(
-        self, name: str, argv_for_ports: _ArgvFactory, ready: _ReadyFactory, timeout: float
-    ) -> Process:
-        last: Exception | None = None
-        for _ in range(_START_ATTEMPTS):
-            ports = (free_port(), free_port())
-            proc = Process(name, argv_for_ports(*ports), self.dir / f"{name}.log")
-            proc.start()
-            self._procs.append(proc)
-            try:
-                wait_until(ready(*ports), timeout, f"{name} to become ready", alive=proc)
-                return proc
-            except (RuntimeError, TimeoutError) as e:  # port race or slow start: retry
-                last = e
-                proc.stop()
-                self._procs.remove(proc)
-        raise ControlPlaneError(f"{name} did not start after {_START_ATTEMPTS} attempts: {last}")
-
     def _start_etcd(self) -> None:
         assert self._bins is not None
         bins = self._bins
@@ -305,7 +248,7 @@ class ControlPlane:
             self.etcd_url = f"http://127.0.0.1:{client}"
             return lambda: _http_ok(f"{self.etcd_url}/health")
 
-        self._start_with_retry("etcd", argv, ready, 30)
+        self._start_on_free_ports("etcd", argv, ready, 30)
 
     def _start_apiserver(self) -> None:
         assert self._bins is not None
@@ -355,7 +298,7 @@ class ControlPlane:
             self.server = f"https://127.0.0.1:{port}"
             return self._ready
 
-        self._start_with_retry("kube-apiserver", argv, ready, 90)
+        self._start_on_free_ports("kube-apiserver", argv, ready, 90)
 
     def _start_controller_manager(self) -> None:
         assert self._bins is not None
