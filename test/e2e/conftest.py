@@ -4,11 +4,13 @@ whose values the test sets."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from okra_runtime import GVK, Client
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer, Network, Seeder
+from support import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
@@ -92,6 +95,10 @@ class Env:
         self.tg_arns[name] = arn
         return arn
 
+    def through(self, proxy: CountingProxy) -> Env:
+        """This world with okra-manager's AWS calls going through `proxy` (a fault proxy)."""
+        return replace(self, proxy=proxy)
+
     async def rule_weights(self) -> dict[str, int]:
         """Weights by target group name in okra's rule, read from AWS (moto)."""
         by_arn = {a: n for n, a in self.tg_arns.items()}
@@ -109,6 +116,16 @@ class Env:
                 if t["Weight"] > 0
             }
         return {}
+
+    async def rule_becomes(
+        self, want: dict[str, int], within: float = 60, interval: float = 0.05
+    ) -> bool:
+        """okra's rule in AWS shows `want` within `within` seconds."""
+
+        async def ok() -> bool:
+            return await self.rule_weights() == want
+
+        return await eventually(ok, within=within, interval=interval)
 
 
 @pytest.fixture
@@ -130,22 +147,49 @@ async def env(
 
 
 class OkraManager:
-    def __init__(self, cp: ControlPlane, env: Env, log: Path) -> None:
+    """The okra-manager process of a test: started (and restarted, as a kubelet would)
+    and stopped or SIGKILLed by the test (`with okra:` starts it and stops it at the end),
+    its output appended to `log`.
+
+    `kubeconfig` (default: the plane's admin one) is how it reaches the API server (a
+    proxy's, a ServiceAccount's); `args` are added to its command line; `environ` to its
+    environment (over the emulator's credentials). All three may change between starts."""
+
+    def __init__(
+        self,
+        cp: ControlPlane,
+        env: Env,
+        log: Path,
+        *,
+        kubeconfig: Path | None = None,
+        args: Sequence[str] = (),
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.cp, self.env, self.log = cp, env, log
+        self.kubeconfig, self.args = kubeconfig, tuple(args)
+        self.environ = dict(environ or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        command = local_command(
+            self.kubeconfig or self.cp.kubeconfig(),
+            self.env.namespace,
+            aws_endpoint_url=self.env.proxy.endpoint_url,
+        )
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                local_command(
-                    self.cp.kubeconfig(),
-                    self.env.namespace,
-                    aws_endpoint_url=self.env.proxy.endpoint_url,
-                ),
+                [*command, *self.args],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **EMULATOR_ENV},
+                env={**os.environ, **EMULATOR_ENV, **self.environ},
             )
+
+    def __enter__(self) -> OkraManager:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -159,6 +203,58 @@ class OkraManager:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+    def text(self) -> str:
+        """What it has logged so far, over all its starts."""
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def said(self, words: str) -> bool:
+        """It has logged `words` (anywhere in a line)."""
+        return words in self.text()
+
+    async def says(self, words: str, within: float = 60, interval: float = 0.1) -> bool:
+        """It logs `words` within `within` seconds (or has already)."""
+
+        async def ok() -> bool:
+            return self.said(words)
+
+        return await eventually(ok, within=within, interval=interval)
+
+    def records(self) -> list[dict[str, Any]]:
+        """Its JSON log lines, parsed (other lines are left out)."""
+        return [rec for line in self.text().splitlines() if (rec := _record(line)) is not None]
+
+    def error_lines(self) -> list[dict[str, Any]]:
+        """Its error-level lines (and any line not in JSON that has a traceback or ERROR)."""
+        out = []
+        for line in self.text().splitlines():
+            rec = _record(line)
+            if rec is None and ("Traceback" in line or "ERROR" in line):
+                out.append({"event": line})
+            elif rec is not None and rec.get("level") in ("error", "critical"):
+                out.append(rec)
+        return out
+
+    def logged_at(self, event: str) -> datetime.datetime:
+        """When it logged `event` (its first such line)."""
+        for rec in self.records():
+            if rec.get("event") == event:
+                return datetime.datetime.fromisoformat(str(rec["timestamp"]))
+        raise AssertionError(f"{self.log.name} has no {event!r} line")
+
+    def last_lines(self, last: int = 60) -> str:
+        """Its last lines above debug level: why something it did was slow."""
+        lines = [line for line in self.text().splitlines() if '"level": "debug"' not in line]
+        return "okra-manager's last lines:\n" + "\n".join(lines[-last:])
+
+
+def _record(line: str) -> dict[str, Any] | None:
+    """A JSON log line, parsed; None for any other line."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) else None
 
 
 @pytest.fixture
@@ -220,3 +316,23 @@ def error_rate_template(namespace: str, url: str, name: str = "error-rate") -> d
 
 async def cell_status(c: Client, namespace: str) -> dict[str, Any]:
     return (await c.get(CELL, "web", namespace)).get("status") or {}
+
+
+async def wait_status(
+    c: Client, namespace: str, pred: Any, within: float = 120, interval: float = 0.1
+) -> dict[str, Any]:
+    """The Cell's status once `pred` holds for it (failing with the last one seen)."""
+
+    async def ok() -> bool:
+        return bool(pred(await cell_status(c, namespace)))
+
+    assert await eventually(ok, within=within, interval=interval), await cell_status(c, namespace)
+    return await cell_status(c, namespace)
+
+
+async def promote(c: Client, namespace: str) -> None:
+    """What `okra promote` does: end the Cell's current step (a pause) now."""
+    st = await cell_status(c, namespace)
+    value = f"{st['rolloutId']}/{st['currentStepIndex']}"
+    patch = {"metadata": {"annotations": {"okra.mumo.co/promote": value}}}
+    await c.patch(CELL, "web", patch, namespace=namespace)

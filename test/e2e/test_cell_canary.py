@@ -16,8 +16,9 @@ from .conftest import (
     Metrics,
     OkraManager,
     cell_obj,
-    cell_status,
     error_rate_template,
+    promote,
+    wait_status,
 )
 
 BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
@@ -26,14 +27,6 @@ VERSION_ARG = [
     {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
 ]
 ANALYSIS = {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}}
-
-
-async def wait_status(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
-    async def ok() -> bool:
-        return bool(pred(await cell_status(c, ns)))
-
-    assert await eventually(ok, within=within), await cell_status(c, ns)
-    return await cell_status(c, ns)
 
 
 async def weights_match_plan(env: Env, st: dict[str, Any]) -> None:
@@ -90,18 +83,7 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     assert seen == [30, 60]
     st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Paused")
     assert "paused at step 6 until promoted" in st["message"]
-    await rt_client.patch(
-        CELL,
-        "web",
-        {
-            "metadata": {
-                "annotations": {
-                    "okra.mumo.co/promote": f"{st['rolloutId']}/{st['currentStepIndex']}"
-                }
-            }
-        },
-        namespace=ns,
-    )
+    await promote(rt_client, ns)
     st = await wait_status(
         rt_client, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
     )

@@ -14,7 +14,7 @@ from jobrunner import JOB, JobRunner
 from okra_runtime import GVK, Client
 from support import eventually
 
-from .conftest import CELL, Env, OkraManager, cell_obj, cell_status
+from .conftest import CELL, Env, OkraManager, cell_obj, wait_status
 
 BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
 
@@ -31,14 +31,6 @@ def check(name: str, script: str) -> dict[str, Any]:
             }
         },
     }
-
-
-async def wait_status(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
-    async def ok() -> bool:
-        return bool(pred(await cell_status(c, ns)))
-
-    assert await eventually(ok, within=within), await cell_status(c, ns)
-    return await cell_status(c, ns)
 
 
 async def test_a_failing_precheck_blocks_the_rollout_before_any_traffic(

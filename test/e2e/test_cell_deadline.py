@@ -11,21 +11,21 @@ from typing import Any
 from okra_runtime import GVK, Client
 from support import eventually
 
-from .conftest import CELL, Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
+from .conftest import (
+    CELL,
+    Env,
+    Metrics,
+    OkraManager,
+    cell_obj,
+    error_rate_template,
+    wait_status,
+)
 
 BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
 EVENT = GVK("events.k8s.io", "v1", "Event")
 VERSION_ARG = [
     {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
 ]
-
-
-async def wait_status(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
-    async def ok() -> bool:
-        return bool(pred(await cell_status(c, ns)))
-
-    assert await eventually(ok, within=within), await cell_status(c, ns)
-    return await cell_status(c, ns)
 
 
 def progressing(st: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,15 @@ from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.seed import LoadBalancer, Seeder
 from support import eventually
 
-from .conftest import CELL, VERSION_LABEL, Env, Metrics, OkraManager, error_rate_template
+from .conftest import (
+    CELL,
+    VERSION_LABEL,
+    Env,
+    Metrics,
+    OkraManager,
+    error_rate_template,
+    wait_status,
+)
 from .test_cli_plan import okra_cli
 
 BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
@@ -116,18 +124,6 @@ def nlb_cell(ns: str, listener: str, strategy: dict[str, Any], key: str) -> dict
             "updateStrategy": strategy,
         },
     }
-
-
-async def status(c: Client, ns: str) -> dict[str, Any]:
-    return (await c.get(CELL, "web", ns)).get("status") or {}
-
-
-async def wait_status(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
-    async def ok() -> bool:
-        return bool(pred(await status(c, ns)))
-
-    assert await eventually(ok, within=within), await status(c, ns)
-    return await status(c, ns)
 
 
 async def wait_weights(n: NlbEnv, want: dict[str, int], within: float = 30) -> None:

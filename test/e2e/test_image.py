@@ -30,7 +30,7 @@ from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import kubeconfig_dict
 
-from .conftest import Env, OkraManager, cell_obj, cell_status
+from .conftest import Env, OkraManager, cell_obj, cell_status, wait_status
 
 pytestmark = pytest.mark.image
 REPO = Path(__file__).resolve().parents[2]
@@ -219,7 +219,7 @@ def image_okra(
 async def test_the_image_rolls_out_a_cell(
     env: Env, image_okra: ImageManager, rt_client: Client, namespace: str
 ) -> None:
-    from .test_cell_canary import wait_status, weights_match_plan
+    from .test_cell_canary import weights_match_plan
 
     await env.target_group("web-a-v1", "v1")
     steps: list[dict[str, Any]] = [{"setWeight": 50}, {"pause": {"duration": "1s"}}]

@@ -40,8 +40,8 @@ from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.process import Process
 from support import eventually
 
-from .conftest import Env, Metrics, cell_status
-from .test_cell_canary import canary_total, wait_status, weights_match_plan
+from .conftest import Env, Metrics, cell_status, wait_status
+from .test_cell_canary import canary_total, weights_match_plan
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

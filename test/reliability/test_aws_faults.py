@@ -16,33 +16,15 @@ time taken.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
 
-from e2e.conftest import (
-    Env,
-    Metrics,
-    OkraManager,
-    cell_obj,
-    cell_status,
-    error_rate_template,
-)
-from faultproxy import FaultProxy
-from okra_runtime import GVK, Client
-from okra_testkit.emulator import MotoServer
-from okra_testkit.envtest import ControlPlane
-from support import eventually
+from e2e.conftest import Metrics, cell_obj, error_rate_template, wait_status
 
-BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
-RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
-PAUSE = GVK("okra.mumo.co", "v1alpha1", "Pause")
-VERSION_ARG = [
-    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
-]
+from .harness import BLOCKLIST, PAUSE, RUN, VERSION_ARG, Sampler, World
+
 ANALYSIS = {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}}
 SEED = int(os.environ.get("OKRA_FAULT_SEED", "1616"))
 RATE = 0.3
@@ -58,91 +40,20 @@ INJECTED = (
     "EndpointConnectionError",
 )
 """What okra says about the faults the proxy injects (botocore's and aiohttp's words)."""
-
-
-class Sampler:
-    """okra's rule read from moto every 100 ms: (version -> weight) per sample."""
-
-    def __init__(self, env: Env, version_of: dict[str, str]) -> None:
-        self.env, self.version_of = env, version_of
-        self.samples: list[dict[str, int]] = []
-        self.totals: set[int] = set()
-
-    async def run(self) -> None:
-        async with self.env.aws.config.client("elbv2") as elb:
-            while True:
-                rules = (await elb.describe_rules(ListenerArn=self.env.alb.listener_arn))["Rules"]
-                self._sample(rules)
-                await asyncio.sleep(0.1)
-
-    def _sample(self, rules: list[dict[str, Any]]) -> None:
-        for r in rules:
-            fwd = next((a for a in r["Actions"] if a["Type"] == "forward"), None)
-            if r.get("IsDefault") or fwd is None:
-                continue
-            by_version: dict[str, int] = {}
-            total = 0
-            for t in fwd["ForwardConfig"]["TargetGroups"]:
-                total += t["Weight"]
-                v = self.version_of.get(t["TargetGroupArn"], "?")
-                by_version[v] = by_version.get(v, 0) + t["Weight"]
-            self.totals.add(total)
-            self.samples.append(by_version)
-
-    def shares(self, version: str) -> list[int]:
-        """The version's weight in each sample, repeats dropped."""
-        out: list[int] = []
-        for s in self.samples:
-            w = s.get(version, 0)
-            if not out or out[-1] != w:
-                out.append(w)
-        return out
-
-
-async def wait_status(c: Client, ns: str, pred: Any, within: float = 240) -> dict[str, Any]:
-    async def ok() -> bool:
-        return bool(pred(await cell_status(c, ns)))
-
-    assert await eventually(ok, within=within, interval=0.25), await cell_status(c, ns)
-    return await cell_status(c, ns)
-
-
-def error_lines(log: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            if "Traceback" in line or "ERROR" in line:
-                out.append({"event": line})
-            continue
-        if isinstance(rec, dict) and rec.get("level") in ("error", "critical"):
-            out.append(rec)
-    return out
+SLOW = {"within": 240, "interval": 0.25}  # a canary through 30 % faults takes its time
 
 
 async def test_a_canary_and_a_rollback_through_30_percent_aws_faults(
-    env: Env,
-    metrics: Metrics,
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    moto: MotoServer,
-    tmp_path: Path,
+    world: World, metrics: Metrics
 ) -> None:
-    ns = namespace
+    env, rt_client, ns = world.env, world.client, world.ns
     started = time.monotonic()
-    async with FaultProxy(moto.endpoint_url, seed=SEED, rate=RATE) as fp:
-        faulty = dataclasses.replace(env, proxy=fp)
-        okra = OkraManager(control_plane, faulty, tmp_path / "okra-manager.log")
-        version_of: dict[str, str] = {}
-        sampler = Sampler(env, version_of)
-        sampling = asyncio.create_task(sampler.run())
-        okra.start()
-        try:
+    async with world.aws_proxy(seed=SEED, rate=RATE) as fp, Sampler(env) as sampler:
+        okra = world.manager("okra-manager", aws=fp)
+        with okra:
             await rt_client.create(error_rate_template(ns, metrics.url))
             for name, v in (("web-a-v1", "v1"), ("web-b-v1", "v1")):
-                version_of[await env.target_group(name, v)] = v
+                await sampler.target_group(name, v)
             steps: list[dict[str, Any]] = [
                 {"setWeight": 20},
                 {"pause": {"duration": "2s"}},
@@ -156,37 +67,30 @@ async def test_a_canary_and_a_rollback_through_30_percent_aws_faults(
                 "startingStep": 1,
             }
             await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
-            await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
+            await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy", **SLOW)
             for name, v in (("web-a-v2", "v2"), ("web-b-v2", "v2")):
-                version_of[await env.target_group(name, v)] = v
+                await sampler.target_group(name, v)
             st = await wait_status(
                 rt_client,
                 ns,
                 lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2",
+                **SLOW,
             )
             v2_done = time.monotonic()
             assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
             metrics.rates["v3"] = 0.5
-            version_of[await env.target_group("web-a-v3", "v3")] = "v3"
-            st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded")
+            await sampler.target_group("web-a-v3", "v3")
+            st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded", **SLOW)
             assert "version v3 failed" in st["message"]
-
-            async def back_on_v2() -> bool:
-                return await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
-
-            assert await eventually(back_on_v2, within=60)
+            assert await env.rule_becomes({"web-a-v2": 50, "web-b-v2": 50}, interval=0.1)
             done = time.monotonic()
             await asyncio.sleep(0.3)  # a few more samples of the end state
-        finally:
-            sampling.cancel()
-            await asyncio.gather(sampling, return_exceptions=True)
-            okra.stop()
     blocklist = await rt_client.get(BLOCKLIST, "web", ns)
     assert [i["version"] for i in blocklist["spec"]["items"]] == ["v3"]
     runs = (await rt_client.list(RUN, ns)).items
     pauses = (await rt_client.list(PAUSE, ns)).items
     v2_shares, v3_shares = sampler.shares("v2"), sampler.shares("v3")
-    errors = error_lines(tmp_path / "okra-manager.log")
+    errors = okra.error_lines()
     not_injected = [e for e in errors if not any(w in json.dumps(e) for w in INJECTED)]
     counts = fp.counts()
     writes = fp.counts({"ModifyRule", "CreateRule"})

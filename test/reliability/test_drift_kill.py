@@ -13,46 +13,30 @@ Printed: the deliveries and the time from the restart to the notification.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
-from pathlib import Path
 
 import pytest
 
-from e2e.conftest import CELL, Env, cell_obj, cell_status
-from faultproxy import FaultProxy
-from okra_runtime import GVK, Client
-from okra_testkit.emulator import MotoServer
-from okra_testkit.envtest import ControlPlane
+from e2e.conftest import CELL, Env, OkraManager, cell_obj, wait_status
+from okra_runtime import Client
 from receiver import Receiver, serve
 from support import eventually
 
-from .test_kube_faults import BehindProxy
-
-ALB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSApplicationLoadBalancerConfig")
+from .harness import ALB_CONFIG, World
 
 
 @pytest.mark.timeout(600)
 async def test_a_drift_repaired_just_before_a_kill_is_notified_once_after_restart(
-    env: Env,
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    moto: MotoServer,
-    tmp_path: Path,
+    world: World,
 ) -> None:
-    ns, c = namespace, rt_client
+    env, c, ns = world.env, world.client, world.ns
     receiver = Receiver(down_for=10**9)  # down until the manager was killed
     runner = await serve(receiver)
     armed = asyncio.Event()  # set: kill at the next ModifyRule forwarded
     killed = asyncio.Event()
     try:
-        async with FaultProxy(moto.endpoint_url) as fp:
-            okra = BehindProxy(
-                control_plane, dataclasses.replace(env, proxy=fp), tmp_path / "okra.log"
-            )
-            okra.kubeconfig = control_plane.kubeconfig()
-            okra.args = ("--drift-check-period", "1")
+        async with world.aws_proxy() as fp:
+            okra = world.manager(aws=fp, args=["--drift-check-period", "1"])
 
             def on_forward(op: str) -> None:
                 if armed.is_set() and op == "ModifyRule":
@@ -76,11 +60,8 @@ async def test_a_drift_repaired_just_before_a_kill_is_notified_once_after_restar
                 "notifications.okra.mumo.co/subscribe.on-drift-repaired.ops": "#ops"
             }
             await c.create(cell)
-            okra.start()
-            try:
+            with okra:
                 await _scenario(env, c, ns, okra, receiver, armed, killed)
-            finally:
-                okra.stop()
     finally:
         await runner.cleanup()
 
@@ -89,22 +70,13 @@ async def _scenario(
     env: Env,
     c: Client,
     ns: str,
-    okra: BehindProxy,
+    okra: OkraManager,
     receiver: Receiver,
     armed: asyncio.Event,
     killed: asyncio.Event,
 ) -> None:
-    async def weights_are(want: dict[str, int]) -> bool:
-        async def ok() -> bool:
-            return await env.rule_weights() == want
-
-        return await eventually(ok, within=60, interval=0.1)
-
-    async def healthy() -> bool:
-        return (await cell_status(c, ns)).get("health") == "Healthy"
-
-    assert await weights_are({"web-a-v1": 50, "web-b-v1": 50})
-    assert await eventually(healthy, within=60)
+    assert await env.rule_becomes({"web-a-v1": 50, "web-b-v1": 50}, interval=0.1)
+    await wait_status(c, ns, lambda s: s.get("health") == "Healthy", within=60)
 
     async def config_synced() -> bool:  # what okra compares AWS with, to call it a drift
         cfg = await c.get(ALB_CONFIG, "web", ns)
@@ -129,7 +101,7 @@ async def _scenario(
         )
     async with asyncio.timeout(60):
         await killed.wait()
-    assert await weights_are({"web-a-v1": 50, "web-b-v1": 50})  # the repair reached AWS
+    assert await env.rule_becomes({"web-a-v1": 50, "web-b-v1": 50}, interval=0.1)  # repaired
     pending = (await c.get(CELL, "web", ns)).get("status", {}).get("notifications") or []
     assert receiver.bodies() == []
 

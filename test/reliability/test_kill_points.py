@@ -13,149 +13,41 @@ printed.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import re
-import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.conftest import CELL, Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
-from faultproxy import FaultProxy
-from okra_runtime import GVK, Client
-from okra_runtime.errors import NotFoundError
-from okra_testkit.emulator import MotoServer
-from okra_testkit.envtest import ControlPlane
-from support import eventually
+from e2e.conftest import (
+    Metrics,
+    cell_obj,
+    promote,
+    wait_status,
+)
 
-from .test_aws_faults import VERSION_ARG, Sampler
-
-BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
-RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
-PAUSE = GVK("okra.mumo.co", "v1alpha1", "Pause")
-
-
-@dataclasses.dataclass
-class Point:
-    name: str
-    rollout_before: str | None = None
-    rollout_after: str | None = None
-    step_before: int | None = None
-    step_after: int | None = None
-    resumed_in: float | None = None
-    outcome: str = "not reached"
-
-
-class Killer:
-    """Kills okra-manager when the proxy forwards an armed operation, or on demand,
-    and restarts it."""
-
-    def __init__(self, okra: OkraManager, client: Client, ns: str) -> None:
-        self.okra, self.client, self.ns = okra, client, ns
-        self.armed: dict[str, Point] = {}
-        self.points: list[Point] = []
-        self.killed = asyncio.Event()
-        self._pending: list[asyncio.Task[None]] = []
-
-    def on_forward(self, op: str) -> None:
-        point = self.armed.pop(op, None)
-        if point is not None:
-            self.okra.kill()  # the request is on its way to AWS; its sender is gone
-            self._pending.append(asyncio.ensure_future(self._after_kill(point)))
-
-    async def arm(self, op: str, name: str) -> Point:
-        p = Point(name)
-        self.points.append(p)
-        await self._before(p)
-        self.killed.clear()
-        self.armed[op] = p
-        return p
-
-    async def kill_now(self, name: str) -> Point:
-        p = Point(name)
-        self.points.append(p)
-        await self._before(p)
-        self.okra.kill()
-        await self._after_kill(p)
-        return p
-
-    async def wait(self, p: Point, within: float = 120) -> None:
-        assert await eventually(lambda: _true(p.resumed_in is not None), within=within), p
-
-    def _starts(self) -> int:
-        return self.okra.log.read_text(errors="replace").count('"caches synced"')
-
-    async def _before(self, p: Point) -> None:
-        try:
-            st = await cell_status(self.client, self.ns)
-        except NotFoundError:
-            return
-        p.rollout_before, p.step_before = st.get("rolloutId"), st.get("currentStepIndex")
-
-    async def _after_kill(self, p: Point) -> None:
-        killed_at = time.monotonic()
-        st = await cell_status(self.client, self.ns)
-        p.rollout_before = st.get("rolloutId") or p.rollout_before
-        p.step_before = st.get("currentStepIndex", p.step_before)
-        starts = self._starts()
-        self.okra.start()
-        # Resumed: the restarted manager changed the Cell's status, or (where nothing is
-        # to change, as in an indefinite pause) has its caches synced and reconciled.
-        before = st
-
-        async def progressed() -> bool:
-            now = await cell_status(self.client, self.ns)
-            return now != before or self._starts() > starts
-
-        await eventually(progressed, within=120, interval=0.1)
-        if self._starts() > starts and await cell_status(self.client, self.ns) == before:
-            await asyncio.sleep(1.0)  # one reconcile of the unchanged Cell
-        after = await cell_status(self.client, self.ns)
-        p.rollout_after, p.step_after = after.get("rolloutId"), after.get("currentStepIndex")
-        p.resumed_in = time.monotonic() - killed_at
-        self.killed.set()
-
-
-async def _true(v: bool) -> bool:
-    return v
-
-
-def rollout_ids(names: list[str], version: str) -> set[str]:
-    out = set()
-    for n in names:
-        m = re.match(rf"web-{version}-([0-9a-f]{{8}})-", n)
-        if m:
-            out.add(m.group(1))
-    return out
+from .harness import (
+    BLOCKLIST,
+    PAUSE,
+    RUN,
+    VERSION_ARG,
+    Killer,
+    Sampler,
+    World,
+    error_rate_templates,
+    rollout_ids,
+)
 
 
 @pytest.mark.timeout(900)
 async def test_kill_9_at_every_kind_of_moment_resumes_exactly(
-    env: Env,
-    metrics: Metrics,
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    moto: MotoServer,
-    tmp_path: Path,
+    world: World, metrics: Metrics
 ) -> None:
-    ns = namespace
-    async with FaultProxy(moto.endpoint_url) as fp:
-        okra = OkraManager(control_plane, dataclasses.replace(env, proxy=fp), tmp_path / "okra.log")
+    env, rt_client, ns = world.env, world.client, world.ns
+    async with world.aws_proxy() as fp, Sampler(env) as sampler:
+        okra = world.manager(aws=fp)
         killer = Killer(okra, rt_client, ns)
         fp.on_forward = killer.on_forward
-        version_of: dict[str, str] = {}
-        sampler = Sampler(env, version_of)
-        sampling = asyncio.create_task(sampler.run())
-        okra.start()
-        try:
-            await _scenario(env, metrics, rt_client, ns, killer, version_of)
-        finally:
-            sampling.cancel()
-            await asyncio.gather(sampling, return_exceptions=True)
-            okra.stop()
+        with okra:
+            await _scenario(world, metrics, killer, sampler)
     runs = [r["metadata"]["name"] for r in (await rt_client.list(RUN, ns)).items]
     pauses = [p["metadata"]["name"] for p in (await rt_client.list(PAUSE, ns)).items]
     blocklist = await rt_client.get(BLOCKLIST, "web", ns)
@@ -181,32 +73,13 @@ async def test_kill_9_at_every_kind_of_moment_resumes_exactly(
     assert [i["version"] for i in blocklist["spec"]["items"]] == ["v3"]
     assert sampler.totals == {100}
     assert rise == sorted(rise)
-    for p in killer.points:
-        assert p.resumed_in is not None, p
-        if p.rollout_before and p.rollout_after:
-            assert p.rollout_before == p.rollout_after, p
+    killer.assert_resumed()
 
 
-async def _scenario(
-    env: Env,
-    metrics: Metrics,
-    c: Client,
-    ns: str,
-    killer: Killer,
-    version_of: dict[str, str],
-) -> None:
-    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
-        async def ok() -> bool:
-            return bool(pred(await cell_status(c, ns)))
-
-        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
-        return await cell_status(c, ns)
-
-    slow = error_rate_template(ns, metrics.url, name="slow-error-rate")
-    slow["spec"]["metrics"][0]["count"] = 8  # an inline analysis long enough to kill in
-    await c.create(error_rate_template(ns, metrics.url))
-    await c.create(slow)
-    version_of[await env.target_group("web-a-v1", "v1")] = "v1"
+async def _scenario(world: World, metrics: Metrics, killer: Killer, sampler: Sampler) -> None:
+    env, c, ns = world.env, world.client, world.ns
+    await error_rate_templates(c, ns, metrics.url, slow_count=8)
+    await sampler.target_group("web-a-v1", "v1")
     p = await killer.arm("CreateRule", "CreateRule forwarded (first rollout)")
     inline = {"analysis": {"templates": [{"templateName": "slow-error-rate"}], "args": VERSION_ARG}}
     steps: list[dict[str, Any]] = [
@@ -220,52 +93,36 @@ async def _scenario(
     bg = {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG, "startingStep": 1}
     await c.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
     await killer.wait(p)
-    await status(lambda s: s.get("health") == "Healthy")
+    await wait_status(c, ns, lambda s: s.get("health") == "Healthy")
 
     def at(version: str, index: int) -> Any:
         return lambda s: s.get("canaryVersion") == version and s.get("currentStepIndex") == index
 
-    async def promote() -> None:
-        st = await cell_status(c, ns)
-        await c.patch(
-            CELL,
-            "web",
-            {
-                "metadata": {
-                    "annotations": {
-                        "okra.mumo.co/promote": f"{st['rolloutId']}/{st['currentStepIndex']}"
-                    }
-                }
-            },
-            namespace=ns,
-        )
-
     p = await killer.arm("ModifyRule", "ModifyRule forwarded (canary setWeight 20)")
-    version_of[await env.target_group("web-a-v2", "v2")] = "v2"
+    await sampler.target_group("web-a-v2", "v2")
     await killer.wait(p)
-    await status(at("v2", 1))
+    await wait_status(c, ns, at("v2", 1))
     await killer.kill_now("during a timed pause (background running)")
-    await status(at("v2", 2))
+    await wait_status(c, ns, at("v2", 2))
     await killer.kill_now("during an inline analysis")
-    await status(at("v2", 3))
+    await wait_status(c, ns, at("v2", 3))
     await killer.kill_now("during an indefinite pause")
     p = await killer.arm("ModifyRule", "ModifyRule forwarded (stepWeight 30)")
-    await promote()
+    await promote(c, ns)
     await killer.wait(p)
-    await status(at("v2", 5))
-    await promote()
-    await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
+    await wait_status(c, ns, at("v2", 5))
+    await promote(c, ns)
+    await wait_status(
+        c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
+    )
 
-    version_of[await env.target_group("web-a-v3", "v3")] = "v3"
-    await status(at("v3", 1))
+    await sampler.target_group("web-a-v3", "v3")
+    await wait_status(c, ns, at("v3", 1))
     # v3 goes bad only now: failing from the start, its background analysis could end the
     # rollout before step 1 was ever seen. The next ModifyRule is the rollback.
     p = await killer.arm("ModifyRule", "rollback ModifyRule forwarded (v3 blocked)")
     metrics.rates["v3"] = 0.5
     await killer.wait(p)
-    await status(lambda s: s.get("health") == "Degraded")
+    await wait_status(c, ns, lambda s: s.get("health") == "Degraded")
 
-    async def back() -> bool:
-        return await env.rule_weights() == {"web-a-v2": 100}
-
-    assert await eventually(back, within=60)
+    assert await env.rule_becomes({"web-a-v2": 100}, interval=0.1)

@@ -11,86 +11,31 @@ rollout completes.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from e2e.conftest import Env, OkraManager, cell_obj, cell_status
-from okra_controllers.manager import EMULATOR_ENV, local_command
-from okra_runtime import Client
-from okra_testkit.envtest import ControlPlane
+from e2e.conftest import cell_obj, wait_status
 from support import eventually
 from tcpproxy import StallingProxy
+
+from .harness import World, via
 
 OUTAGE = 15.0
 
 
-class BehindProxy(OkraManager):
-    """okra-manager reaching the API server through `kubeconfig` (the proxy), with
-    `args` added to its command line."""
-
-    kubeconfig: Path
-    args: tuple[str, ...] = ()
-
-    def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    *local_command(
-                        self.kubeconfig,
-                        self.env.namespace,
-                        aws_endpoint_url=self.env.proxy.endpoint_url,
-                    ),
-                    *self.args,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **EMULATOR_ENV},
-            )
-
-
-def what_okra_said(log: Path, last: int = 60) -> str:
-    """The manager's last lines above debug level: why a resumption was slow."""
-    lines = [
-        line
-        for line in log.read_text(errors="replace").splitlines()
-        if '"level": "debug"' not in line
-    ]
-    return "okra-manager's last lines:\n" + "\n".join(lines[-last:])
-
-
-def via(control_plane: ControlPlane, proxy: StallingProxy, path: Path) -> Path:
-    """The admin kubeconfig with the server behind `proxy` (TLS passes through)."""
-    config = yaml.safe_load(control_plane.kubeconfig().read_text())
-    for cluster in config["clusters"]:
-        cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
 @pytest.mark.timeout(600)
-async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(
-    env: Env, rt_client: Client, namespace: str, control_plane: ControlPlane, tmp_path: Path
-) -> None:
-    ns = namespace
+async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(world: World) -> None:
+    env, rt_client, ns, control_plane = world.env, world.client, world.ns, world.cp
     host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
     proxy = StallingProxy(host, int(port))
     await proxy.start()
-    okra = BehindProxy(control_plane, env, tmp_path / "okra.log")
-    okra.kubeconfig = via(control_plane, proxy, tmp_path / "via-proxy.kubeconfig")
+    okra = world.manager(kubeconfig=via(control_plane, proxy, world.tmp / "via-proxy.kubeconfig"))
     okra.start()
 
-    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
-        async def ok() -> bool:
-            return bool(pred(await cell_status(rt_client, ns)))
-
-        assert await eventually(ok, within=within, interval=0.05), await cell_status(rt_client, ns)
-        return await cell_status(rt_client, ns)
+    async def status(pred: Any) -> dict[str, Any]:
+        return await wait_status(rt_client, ns, pred, interval=0.05)
 
     try:
         await env.target_group("web-a-v1", "v1")
@@ -132,7 +77,7 @@ async def test_rollout_resumes_within_seconds_of_each_apiserver_outage(
         assert final.get("canaryVersion") is None
         # Alone on a quiet machine: well under 2 s; bounds leave room for a loaded CI
         # machine and still fail the old backoff (21 s after the second outage).
-        assert max(resumed) < 10, what_okra_said(okra.log)
+        assert max(resumed) < 10, okra.last_lines()
         assert reached < 10
     finally:
         okra.stop()

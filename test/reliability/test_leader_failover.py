@@ -11,95 +11,30 @@ after the previous leader's last one. Printed: both takeover times.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import datetime
 import itertools
-import json
-import os
-import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.conftest import CELL, Env, OkraManager, cell_obj, cell_status
+from e2e.conftest import Env, OkraManager, cell_obj, promote, wait_status
 from faultproxy import FaultProxy
-from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import Client
-from okra_testkit.emulator import MotoServer
-from okra_testkit.envtest import ControlPlane
-from support import eventually
 
-WRITES = {"ModifyRule", "CreateRule"}
-
-
-class Candidate(OkraManager):
-    """okra-manager with leader election, AWS through its own proxy (and the API server
-    through `kubeconfig` when set)."""
-
-    kubeconfig: Path | None = None
-
-    def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    *local_command(
-                        self.kubeconfig or self.cp.kubeconfig(),
-                        self.env.namespace,
-                        aws_endpoint_url=self.env.proxy.endpoint_url,
-                    ),
-                    "--leader-elect",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **EMULATOR_ENV},
-            )
-
-    def waiting(self) -> bool:
-        """Started (slowly, on a loaded machine) and waiting for the lease."""
-        return self.log.exists() and "waiting for leadership" in self.log.read_text(
-            errors="replace"
-        )
-
-    def leads(self) -> bool:
-        return self.log.exists() and "became leader" in self.log.read_text(errors="replace")
-
-    def logged_at(self, event: str) -> datetime.datetime:
-        """When the manager logged `event` (its first such line)."""
-        for line in self.log.read_text(errors="replace").splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and rec.get("event") == event:
-                return datetime.datetime.fromisoformat(str(rec["timestamp"]))
-        raise AssertionError(f"{self.log.name} has no {event!r} line")
-
-
-async def _true(v: bool) -> bool:
-    return v
+from .harness import WRITES, World
 
 
 @pytest.mark.timeout(600)
-async def test_sigkill_waits_for_the_lease_sigterm_hands_over_at_once(
-    env: Env,
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    moto: MotoServer,
-    tmp_path: Path,
-) -> None:
-    ns = namespace
-    proxies = [FaultProxy(moto.endpoint_url) for _ in range(3)]
+async def test_sigkill_waits_for_the_lease_sigterm_hands_over_at_once(world: World) -> None:
+    proxies = [world.aws_proxy() for _ in range(3)]
     for p in proxies:
         await p.start()
     a, b, c = (
-        Candidate(control_plane, dataclasses.replace(env, proxy=p), tmp_path / f"{n}.log")
+        world.manager(n, aws=p, args=["--leader-elect"])
         for n, p in zip("abc", proxies, strict=True)
     )
     try:
-        await _failover(env, rt_client, ns, a, b, c, proxies)
+        await _failover(world.env, world.client, world.ns, a, b, c, proxies)
     finally:
         for m in (a, b, c):
             m.stop()
@@ -111,30 +46,13 @@ async def _failover(
     env: Env,
     c: Client,
     ns: str,
-    a: Candidate,
-    b: Candidate,
-    standby: Candidate,
+    a: OkraManager,
+    b: OkraManager,
+    standby: OkraManager,
     proxies: list[FaultProxy],
 ) -> None:
-    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
-        async def ok() -> bool:
-            return bool(pred(await cell_status(c, ns)))
-
-        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
-        return await cell_status(c, ns)
-
-    async def promote() -> None:
-        st = await cell_status(c, ns)
-        value = f"{st['rolloutId']}/{st['currentStepIndex']}"
-        await c.patch(
-            CELL,
-            "web",
-            {"metadata": {"annotations": {"okra.mumo.co/promote": value}}},
-            namespace=ns,
-        )
-
     a.start()
-    assert await eventually(lambda: _true(a.leads()), within=60)
+    assert await a.says("became leader")
     b.start()
     await env.target_group("web-a-v1", "v1")
     steps: list[dict[str, Any]] = [
@@ -144,34 +62,38 @@ async def _failover(
         {"pause": {}},
     ]
     await c.create(cell_obj(ns, env.alb.listener_arn, steps))
-    await status(lambda s: s.get("health") == "Healthy")
+    await wait_status(c, ns, lambda s: s.get("health") == "Healthy")
     await env.target_group("web-a-v2", "v2")
-    before = await status(lambda s: s.get("currentStepIndex") == 1 and s["health"] == "Paused")
-    assert not b.leads()
+    before = await wait_status(
+        c, ns, lambda s: s.get("currentStepIndex") == 1 and s["health"] == "Paused"
+    )
+    assert not b.said("became leader")
 
     a.kill()
     killed = time.monotonic()
-    assert await eventually(lambda: _true(b.leads()), within=60)
+    assert await b.says("became leader")
     sigkill_takeover = time.monotonic() - killed
-    await promote()
-    after = await status(lambda s: s.get("currentStepIndex") == 3)
+    await promote(c, ns)
+    after = await wait_status(c, ns, lambda s: s.get("currentStepIndex") == 3)
     assert after["rolloutId"] == before["rolloutId"]
     assert await env.rule_weights() == {"web-a-v1": 50, "web-a-v2": 50}
 
     standby.start()
-    assert await eventually(lambda: _true(standby.waiting()), within=60)
-    assert not standby.leads()
+    assert await standby.says("waiting for leadership")
+    assert not standby.said("became leader")
     assert b.proc is not None
     b.proc.terminate()
     terminated = time.monotonic()
-    assert await eventually(lambda: _true(standby.leads()), within=60, interval=0.05)
+    assert await standby.says("became leader", interval=0.05)
     sigterm_takeover = time.monotonic() - terminated
     assert await asyncio.to_thread(b.proc.wait, 30) == 0
     handover = (
         standby.logged_at("became leader") - b.logged_at("released leadership")
     ).total_seconds()
-    await promote()
-    await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
+    await promote(c, ns)
+    await wait_status(
+        c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
+    )
 
     spans: list[tuple[str, float | None, float | None]] = []
     for name, p in zip("abc", proxies, strict=True):

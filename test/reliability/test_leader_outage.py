@@ -18,119 +18,88 @@ completes. Printed: when a exited, when b took over, when the restarted a took o
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.conftest import CELL, Env, cell_obj, cell_status
-from faultproxy import FaultProxy
-from okra_runtime import Client
-from okra_testkit.emulator import MotoServer
-from okra_testkit.envtest import ControlPlane
-from support import eventually
+from e2e.conftest import cell_obj, promote, wait_status
 from tcpproxy import StallingProxy
 
-from .test_aws_faults import Sampler
-from .test_kill_points import PAUSE, RUN, rollout_ids
-from .test_kube_faults import via
-from .test_leader_failover import WRITES, Candidate, _true
+from .harness import PAUSE, RUN, WRITES, Sampler, World, rollout_ids, via
 
 OUTAGE = 25.0  # > lease duration (15 s) > renew deadline (10 s)
 
 
 @pytest.mark.timeout(600)
 async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes_on(
-    env: Env,
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    moto: MotoServer,
-    tmp_path: Path,
+    world: World,
 ) -> None:
-    ns, c = namespace, rt_client
+    env, c, ns, control_plane = world.env, world.client, world.ns, world.cp
     host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
     tcp = StallingProxy(host, int(port))
     await tcp.start()
-    pa, pb = FaultProxy(moto.endpoint_url), FaultProxy(moto.endpoint_url)
-    await pa.start()
-    await pb.start()
-    a = Candidate(control_plane, dataclasses.replace(env, proxy=pa), tmp_path / "a.log")
-    a.kubeconfig = via(control_plane, tcp, tmp_path / "a.kubeconfig")
-    b = Candidate(control_plane, dataclasses.replace(env, proxy=pb), tmp_path / "b.log")
-    version_of: dict[str, str] = {}
-    sampler = Sampler(env, version_of)
-    sampling = asyncio.create_task(sampler.run())
-
-    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
-        async def ok() -> bool:
-            return bool(pred(await cell_status(c, ns)))
-
-        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
-        return await cell_status(c, ns)
-
-    async def promote() -> None:
-        st = await cell_status(c, ns)
-        value = f"{st['rolloutId']}/{st['currentStepIndex']}"
-        patch = {"metadata": {"annotations": {"okra.mumo.co/promote": value}}}
-        await c.patch(CELL, "web", patch, namespace=ns)
-
+    leader_elect = ["--leader-elect"]
     try:
-        a.start()
-        assert await eventually(lambda: _true(a.leads()), within=60)
-        b.start()
-        version_of[await env.target_group("web-a-v1", "v1")] = "v1"
-        steps: list[dict[str, Any]] = [
-            {"setWeight": 20},
-            {"pause": {}},
-            {"setWeight": 50},
-            {"pause": {}},
-            {"setWeight": 80},
-        ]
-        await c.create(cell_obj(ns, env.alb.listener_arn, steps))
-        await status(lambda s: s.get("health") == "Healthy")
-        version_of[await env.target_group("web-a-v2", "v2")] = "v2"
-        before = await status(lambda s: s.get("currentStepIndex") == 1 and s["health"] == "Paused")
-        assert await eventually(lambda: _true(b.waiting()), within=60)
-        assert a.leads()
-        assert not b.leads()
+        async with world.aws_proxy() as pa, world.aws_proxy() as pb, Sampler(env) as sampler:
+            kubeconfig = via(control_plane, tcp, world.tmp / "a-via.kubeconfig")
+            a = world.manager("a", aws=pa, kubeconfig=kubeconfig, args=leader_elect)
+            b = world.manager("b", aws=pb, args=leader_elect)
+            try:
+                a.start()
+                assert await a.says("became leader")
+                b.start()
+                await sampler.target_group("web-a-v1", "v1")
+                steps: list[dict[str, Any]] = [
+                    {"setWeight": 20},
+                    {"pause": {}},
+                    {"setWeight": 50},
+                    {"pause": {}},
+                    {"setWeight": 80},
+                ]
+                await c.create(cell_obj(ns, env.alb.listener_arn, steps))
+                await wait_status(c, ns, lambda s: s.get("health") == "Healthy")
+                await sampler.target_group("web-a-v2", "v2")
+                before = await wait_status(
+                    c, ns, lambda s: s.get("currentStepIndex") == 1 and s["health"] == "Paused"
+                )
+                assert await b.says("waiting for leadership")
+                assert a.said("became leader")
+                assert not b.said("became leader")
 
-        tcp.stall()  # a network partition: connections hang, nothing is refused
-        cut, cut_wall = time.monotonic(), datetime.datetime.now(datetime.UTC)
-        await promote()  # seen only by whoever leads next
-        assert await eventually(lambda: _true(b.leads()), within=60)
-        b_leads = time.monotonic() - cut
-        assert a.proc is not None
-        rc = await asyncio.to_thread(a.proc.wait, 60)
-        a_exited = time.monotonic() - cut
-        after = await status(lambda s: s.get("currentStepIndex") == 3)
-        await asyncio.sleep(max(0.0, OUTAGE - (time.monotonic() - cut)))
-        tcp.resume()
-        a.log.rename(tmp_path / "a-first.log")
-        a.start()  # restarted, as a kubelet would; it stands by
-        assert await eventually(lambda: _true(a.waiting()), within=60)
-        assert not a.leads()
-        assert b.proc is not None
-        b.proc.terminate()
-        terminated = time.monotonic()
-        assert await eventually(lambda: _true(a.leads()), within=60, interval=0.05)
-        a_leads = time.monotonic() - terminated
-        await promote()
-        await status(lambda s: s.get("health") == "Healthy" and s["stableVersion"] == "v2")
+                tcp.stall()  # a network partition: connections hang, nothing is refused
+                cut, cut_wall = time.monotonic(), datetime.datetime.now(datetime.UTC)
+                await promote(c, ns)  # seen only by whoever leads next
+                assert await b.says("became leader")
+                b_leads = time.monotonic() - cut
+                assert a.proc is not None
+                rc = await asyncio.to_thread(a.proc.wait, 60)
+                a_exited = time.monotonic() - cut
+                after = await wait_status(c, ns, lambda s: s.get("currentStepIndex") == 3)
+                await asyncio.sleep(max(0.0, OUTAGE - (time.monotonic() - cut)))
+                tcp.resume()
+                a.log.rename(world.tmp / "a-first.log")
+                a.start()  # restarted, as a kubelet would; it stands by
+                assert await a.says("waiting for leadership")
+                assert not a.said("became leader")
+                assert b.proc is not None
+                b.proc.terminate()
+                terminated = time.monotonic()
+                assert await a.says("became leader", interval=0.05)
+                a_leads = time.monotonic() - terminated
+                await promote(c, ns)
+                await wait_status(
+                    c, ns, lambda s: s.get("health") == "Healthy" and s["stableVersion"] == "v2"
+                )
+            finally:
+                a.stop()
+                b.stop()
     finally:
-        sampling.cancel()
-        await asyncio.gather(sampling, return_exceptions=True)
-        a.stop()
-        b.stop()
         await tcp.close()
-        await pa.stop()
-        await pb.stop()
 
-    first_log = (tmp_path / "a-first.log").read_text()
-    a.log = tmp_path / "a-first.log"
+    first_log = (world.tmp / "a-first.log").read_text()
+    a.log = world.tmp / "a-first.log"
     a_lost, b_took_over = a.logged_at("lost leadership"), b.logged_at("became leader")
     a_writes = [t for t, op in pa.calls if op in WRITES]
     b_writes = [t for t, op in pb.calls if op in WRITES]

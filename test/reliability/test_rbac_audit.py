@@ -22,15 +22,13 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.conftest import REPO, Env, Metrics, cell_obj, cell_status, error_rate_template
+from e2e.conftest import REPO, Metrics, cell_obj, error_rate_template, wait_status
 from installed import service_account_kubeconfig
 from okra_controllers.rbac import CONTROLLER_RULES, LEADER_ELECTION_RULES
-from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
-from support import eventually
 
-from .test_aws_faults import ANALYSIS, BLOCKLIST, VERSION_ARG
-from .test_kube_faults import BehindProxy
+from .harness import BLOCKLIST, VERSION_ARG, World
+from .test_aws_faults import ANALYSIS
 
 SA, SA_NS = "okra-controller-manager", "okra-system"
 USER = f"system:serviceaccount:{SA_NS}:{SA}"
@@ -128,27 +126,13 @@ def uses(audit_log: Path) -> tuple[set[Use], list[str]]:
 
 @pytest.mark.timeout(600)
 async def test_every_request_of_the_rollout_is_granted_by_the_generated_rbac(
-    env: Env,
-    metrics: Metrics,
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    audit_dir: Path,
-    tmp_path: Path,
+    world: World, metrics: Metrics, audit_dir: Path
 ) -> None:
-    ns, c = namespace, rt_client
-    okra = BehindProxy(control_plane, env, tmp_path / "okra.log")
-    okra.kubeconfig = service_account_kubeconfig(
-        control_plane, SA, SA_NS, tmp_path / "sa.kubeconfig"
+    env, c, ns = world.env, world.client, world.ns
+    okra = world.manager(
+        kubeconfig=service_account_kubeconfig(world.cp, SA, SA_NS, world.tmp / "sa.kubeconfig"),
+        args=["--okra-namespace", SA_NS, "--leader-elect"],
     )
-    okra.args = ("--okra-namespace", SA_NS, "--leader-elect")
-
-    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
-        async def ok() -> bool:
-            return bool(pred(await cell_status(c, ns)))
-
-        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
-        return await cell_status(c, ns)
 
     okra.start()
     try:
@@ -157,12 +141,14 @@ async def test_every_request_of_the_rollout_is_granted_by_the_generated_rbac(
         steps: list[dict[str, Any]] = [{"setWeight": 50}, {"pause": {"duration": "2s"}}, ANALYSIS]
         bg = {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}
         await c.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
-        await status(lambda s: s.get("health") == "Healthy")
+        await wait_status(c, ns, lambda s: s.get("health") == "Healthy")
         await env.target_group("web-a-v2", "v2")
-        await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
+        await wait_status(
+            c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
+        )
         metrics.rates["v3"] = 0.5
         await env.target_group("web-a-v3", "v3")
-        await status(lambda s: s.get("health") == "Degraded")
+        await wait_status(c, ns, lambda s: s.get("health") == "Degraded")
         blocklist = await c.get(BLOCKLIST, "web", ns)
         assert [i["version"] for i in blocklist["spec"]["items"]] == ["v3"]
     finally:

@@ -19,26 +19,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
-import subprocess
 import urllib.request
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from aiohttp import web
 
-from e2e.conftest import Env, Metrics, cell_obj, cell_status
-from okra_controllers.manager import local_command
+from e2e.conftest import Env, Metrics, cell_obj, wait_status
 from okra_runtime import GVK, Client
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
 from okra_testkit.envtest.process import free_port
 from support import eventually
 
-from .test_aws_faults import VERSION_ARG
-from .test_kube_faults import BehindProxy
+from .harness import VERSION_ARG, World
 
 AWS_KEY_ID, AWS_SECRET = "AKIALEAKCANARY000001", "leak-canary-aws-secret-9f3e1c"
 API_KEY, API_TOKEN = "leak-canary-api-key-51d0", "leak-canary-bearer-7a2b"
@@ -83,32 +77,6 @@ async def receiver() -> AsyncIterator[Receiver]:
     await runner.cleanup()
 
 
-class Leaky(BehindProxy):
-    """okra-manager at debug level with the planted AWS credentials."""
-
-    def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    *local_command(
-                        self.cp.kubeconfig(),
-                        self.env.namespace,
-                        aws_endpoint_url=self.env.proxy.endpoint_url,
-                    ),
-                    "--log-level",
-                    "debug",
-                    *self.args,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={
-                    **os.environ,
-                    "AWS_ACCESS_KEY_ID": AWS_KEY_ID,
-                    "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
-                },
-            )
-
-
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
         return str(resp.read().decode())
@@ -120,15 +88,9 @@ def b64(s: str) -> str:
 
 @pytest.mark.timeout(600)
 async def test_no_secret_value_reaches_logs_events_status_or_metrics(
-    env: Env,
-    metrics: Metrics,
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    receiver: Receiver,
-    tmp_path: Path,
+    world: World, metrics: Metrics, receiver: Receiver
 ) -> None:
-    ns, c = namespace, rt_client
+    env, c, ns, control_plane = world.env, world.client, world.ns, world.cp
     ca_data = b64(control_plane.ca_pem.decode())
     secrets = {
         "AWS access key id": AWS_KEY_ID,
@@ -142,28 +104,25 @@ async def test_no_secret_value_reaches_logs_events_status_or_metrics(
     }
     await _plant(c, ns, metrics, receiver, control_plane, env)
     port = free_port()
-    okra = Leaky(control_plane, env, tmp_path / "okra.log")
-    okra.args = ("--metrics-bind-address", f"127.0.0.1:{port}", "--cluster-poll-interval", "2")
-
-    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
-        async def ok() -> bool:
-            return bool(pred(await cell_status(c, ns)))
-
-        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
-        return await cell_status(c, ns)
-
+    okra = world.manager(
+        args=["--log-level", "debug", "--cluster-poll-interval", "2"],
+        environ={"AWS_ACCESS_KEY_ID": AWS_KEY_ID, "AWS_SECRET_ACCESS_KEY": AWS_SECRET},
+    )
+    okra.args += ("--metrics-bind-address", f"127.0.0.1:{port}")
     metrics_text = ""
     okra.start()
     try:
-        await status(lambda s: s.get("health") == "Healthy")
+        await wait_status(c, ns, lambda s: s.get("health") == "Healthy")
         await env.target_group("web-a-v2", "v2")
-        await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
+        await wait_status(
+            c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
+        )
         await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
         okra.args = (*okra.args, "--log-format", "console")
         okra.start()
         metrics.rates["v3"] = 0.5
         await env.target_group("web-a-v3", "v3")
-        await status(lambda s: s.get("health") == "Degraded")
+        await wait_status(c, ns, lambda s: s.get("health") == "Degraded")
 
         async def delivered() -> bool:
             return len(receiver.received) >= 3
@@ -173,7 +132,7 @@ async def test_no_secret_value_reaches_logs_events_status_or_metrics(
     finally:
         await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
 
-    log = okra.log.read_text(errors="replace")
+    log = okra.text()
     events = [
         json.dumps(e)
         for gvk in (GVK("", "v1", "Event"), GVK("events.k8s.io", "v1", "Event"))

@@ -15,25 +15,32 @@ moments and at AWS writes are in test_kill_points.py.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.conftest import CELL, Env, Metrics, cell_obj, cell_status, error_rate_template
+from e2e.conftest import (
+    Metrics,
+    cell_obj,
+    promote,
+    wait_status,
+)
 from e2e.test_cell_checks import check
-from faultproxy import ApiServerProxy, FaultProxy, KubeCall
+from faultproxy import KubeCall
 from jobrunner import JOB, JobRunner
 from okra_runtime import Client
-from okra_testkit.emulator import MotoServer
-from okra_testkit.envtest import ControlPlane
 from support import eventually
 
-from .test_aws_faults import VERSION_ARG, Sampler
-from .test_kill_points import PAUSE, RUN, Killer, rollout_ids
-from .test_kube_faults import BehindProxy
+from .harness import (
+    PAUSE,
+    RUN,
+    VERSION_ARG,
+    Killer,
+    Sampler,
+    World,
+    error_rate_templates,
+    rollout_ids,
+)
 
 
 def hooks(killer: Killer, kills: list[str]) -> tuple[Any, Any]:
@@ -59,35 +66,15 @@ def hooks(killer: Killer, kills: list[str]) -> tuple[Any, Any]:
 
 
 @pytest.mark.timeout(900)
-async def test_kill_9_at_each_status_write_resumes_exactly(
-    env: Env,
-    metrics: Metrics,
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    moto: MotoServer,
-    tmp_path: Path,
-) -> None:
-    ns = namespace
-    async with (
-        FaultProxy(moto.endpoint_url) as fp,
-        ApiServerProxy(control_plane.server, control_plane.ca_pem) as api,
-    ):
-        okra = BehindProxy(control_plane, dataclasses.replace(env, proxy=fp), tmp_path / "okra.log")
-        okra.kubeconfig = api.kubeconfig(tmp_path / "via-proxy.kubeconfig", control_plane.token())
+async def test_kill_9_at_each_status_write_resumes_exactly(world: World, metrics: Metrics) -> None:
+    env, rt_client, ns = world.env, world.client, world.ns
+    async with world.aws_proxy() as fp, world.api_proxy() as api, Sampler(env) as sampler:
+        okra = world.manager(aws=fp, api=api)
         killer = Killer(okra, rt_client, ns)
         kills: list[str] = []
         api.on_request, api.on_response = hooks(killer, kills)
-        version_of: dict[str, str] = {}
-        sampler = Sampler(env, version_of)
-        sampling = asyncio.create_task(sampler.run())
-        okra.start()
-        try:
-            await _scenario(env, metrics, rt_client, ns, killer, version_of)
-        finally:
-            sampling.cancel()
-            await asyncio.gather(sampling, return_exceptions=True)
-            okra.stop()
+        with okra:
+            await _scenario(world, metrics, killer, sampler)
     runs = [r["metadata"]["name"] for r in (await rt_client.list(RUN, ns)).items]
     pauses = [p["metadata"]["name"] for p in (await rt_client.list(PAUSE, ns)).items]
     v2_ids = rollout_ids(runs + pauses, "v2")
@@ -118,43 +105,20 @@ async def test_kill_9_at_each_status_write_resumes_exactly(
     assert len(pauses) == 2, pauses
     assert sampler.totals == {100}
     assert shares == sorted(shares)
+    killer.assert_resumed()
     for p in killer.points:
-        assert p.resumed_in is not None, p
-        if p.rollout_before and p.rollout_after:
-            assert p.rollout_before == p.rollout_after, p
         if p.step_before is not None and p.step_after is not None:
             assert p.step_after >= p.step_before, p
 
 
-async def _scenario(
-    env: Env,
-    metrics: Metrics,
-    c: Client,
-    ns: str,
-    killer: Killer,
-    version_of: dict[str, str],
-) -> None:
-    async def status(pred: Any, within: float = 120) -> dict[str, Any]:
-        async def ok() -> bool:
-            return bool(pred(await cell_status(c, ns)))
-
-        assert await eventually(ok, within=within, interval=0.1), await cell_status(c, ns)
-        return await cell_status(c, ns)
+async def _scenario(world: World, metrics: Metrics, killer: Killer, sampler: Sampler) -> None:
+    env, c, ns = world.env, world.client, world.ns
 
     def at(index: int) -> Any:
         return lambda s: s.get("canaryVersion") == "v2" and s.get("currentStepIndex") == index
 
-    async def promote() -> None:
-        st = await cell_status(c, ns)
-        value = f"{st['rolloutId']}/{st['currentStepIndex']}"
-        patch = {"metadata": {"annotations": {"okra.mumo.co/promote": value}}}
-        await c.patch(CELL, "web", patch, namespace=ns)
-
-    slow = error_rate_template(ns, metrics.url, name="slow-error-rate")
-    slow["spec"]["metrics"][0]["count"] = 6
-    await c.create(error_rate_template(ns, metrics.url))
-    await c.create(slow)
-    version_of[await env.target_group("web-a-v1", "v1")] = "v1"
+    await error_rate_templates(c, ns, metrics.url, slow_count=6)
+    await sampler.target_group("web-a-v1", "v1")
     steps: list[dict[str, Any]] = [
         {"setWeight": 20},
         {"pause": {}},
@@ -177,16 +141,18 @@ async def _scenario(
     ps = await batch(("after update cells/status", "after Cell status (first rollout)"))
     await c.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
     await waited(ps)
-    await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v1")
+    await wait_status(
+        c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v1"
+    )
 
     ps = await batch(
         ("before update cells/status", "before Cell status (rollout id recorded)"),
         ("after update cells/status", "after Cell status (canary)"),
         ("before update pauses/status Started", "before Pause status Started"),
     )
-    version_of[await env.target_group("web-a-v2", "v2")] = "v2"
+    await sampler.target_group("web-a-v2", "v2")
     await waited(ps)
-    await status(at(1))
+    await wait_status(c, ns, at(1))
 
     async def background_done() -> bool:
         runs = (await c.list(RUN, ns)).items
@@ -202,44 +168,39 @@ async def _scenario(
         ("before update analysisruns/status Successful", "before AnalysisRun status Successful"),
         ("after update pauses/status Started", "after Pause status Started"),
     )
-    await promote()  # an indefinite pause ends by promotion; its Pause ends with the rollout
+    await promote(c, ns)  # an indefinite pause ends by promotion; its Pause ends with the rollout
     await waited(ps)
-    await status(at(4))
+    await wait_status(c, ns, at(4))
 
     ps = await batch(
         ("before update cells/status Completed", "before Cell status Completed (complete)"),
         ("before update pauses/status Cancelled", "before Pause status Cancelled"),
         ("after update pauses/status Cancelled", "after Pause status Cancelled"),
     )
-    await promote()
+    await promote(c, ns)
     await waited(ps)
-    await status(lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2")
+    await wait_status(
+        c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
+    )
 
-    async def done() -> bool:
-        return await env.rule_weights() == {"web-a-v2": 100}
-
-    assert await eventually(done, within=60)
+    assert await env.rule_becomes({"web-a-v2": 100}, interval=0.1)
 
 
 @pytest.mark.timeout(600)
-async def test_kill_9_at_a_check_jobs_create_resumes_on_the_same_job(
-    env: Env, rt_client: Client, namespace: str, control_plane: ControlPlane, tmp_path: Path
-) -> None:
+async def test_kill_9_at_a_check_jobs_create_resumes_on_the_same_job(world: World) -> None:
     """The check-Job point: okra-manager SIGKILLed the instant it creates a precheck's
     Job, after the server made it (the reply lost: the restarted manager must find it,
     not make a second) and before (the request dropped: the restarted manager makes it).
     Each rollout ends with exactly one Job per check, named by its rollout id, and the
     version serving."""
-    ns, c = namespace, rt_client
+    env, c, ns = world.env, world.client, world.ns
     passes = check("smoke", "print('ok')")
-    async with ApiServerProxy(control_plane.server, control_plane.ca_pem) as api:
-        okra = BehindProxy(control_plane, env, tmp_path / "okra.log")
-        okra.kubeconfig = api.kubeconfig(tmp_path / "via-proxy.kubeconfig", control_plane.token())
+    async with world.api_proxy() as api:
+        okra = world.manager(api=api)
         killer = Killer(okra, c, ns)
         kills: list[str] = []
         api.on_request, api.on_response = hooks(killer, kills)
-        okra.start()
-        try:
+        with okra:
             async with JobRunner(c, ns):
                 await env.target_group("web-a-v1", "v1")
                 after = await killer.arm("after create jobs", "after Job create (precheck v1)")
@@ -252,8 +213,6 @@ async def test_kill_9_at_a_check_jobs_create_resumes_on_the_same_job(
                 await env.target_group("web-a-v2", "v2")
                 await killer.wait(before)
                 await _serving(c, ns, "v2")
-        finally:
-            okra.stop()
     jobs = sorted(j["metadata"]["name"] for j in (await c.list(JOB, ns)).items)
     print(f"\n{'kill point (check Job)':<40} resumed in")
     for p in killer.points:
@@ -268,8 +227,6 @@ async def test_kill_9_at_a_check_jobs_create_resumes_on_the_same_job(
 
 
 async def _serving(c: Client, ns: str, version: str) -> None:
-    async def ok() -> bool:
-        st = await cell_status(c, ns)
-        return st.get("health") == "Healthy" and st.get("stableVersion") == version
-
-    assert await eventually(ok, within=120), await cell_status(c, ns)
+    await wait_status(
+        c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == version
+    )

@@ -27,84 +27,38 @@ Printed: the recovery times and the restart/relist counters.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.conftest import CELL, TG, Env, cell_obj, cell_status
+from e2e.conftest import CELL, TG, Env, wait_status
 from faultproxy import ApiServerProxy
-from okra_runtime import GVK, Client
+from okra_runtime import Client
 from okra_runtime.errors import NotFoundError
-from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.process import free_port
 from support import eventually
 
-from .test_kube_faults import BehindProxy
+from .harness import ALB_CONFIG, World, counters, serving_v1
 
 INACTIVITY = 5.0
-ALB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSApplicationLoadBalancerConfig")
-
-
-def counters(port: int) -> dict[tuple[str, str], float]:
-    """(metric, reason) -> value summed over kinds, from okra-manager's /metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
-    out: dict[tuple[str, str], float] = {}
-    for line in text.splitlines():
-        m = re.match(
-            r"(okra_runtime_(?:watch_restarts|informer_relists)_total)\{(.*)\} (\S+)", line
-        )
-        if not m:
-            continue
-        reason = re.search(r'reason="([^"]*)"', m.group(2))
-        key = (m.group(1), reason.group(1) if reason else "")
-        out[key] = out.get(key, 0.0) + float(m.group(3))
-    return out
 
 
 @pytest.mark.timeout(600)
-async def test_stalled_watch_410_and_blind_deletion_through_the_manager(
-    env: Env, rt_client: Client, namespace: str, control_plane: ControlPlane, tmp_path: Path
-) -> None:
-    ns, c = namespace, rt_client
+async def test_stalled_watch_410_and_blind_deletion_through_the_manager(world: World) -> None:
     port = free_port()
-    async with ApiServerProxy(control_plane.server, control_plane.ca_pem) as api:
-        okra = BehindProxy(control_plane, env, tmp_path / "okra.log")
-        okra.kubeconfig = api.kubeconfig(tmp_path / "via-proxy.kubeconfig", control_plane.token())
-        okra.args = (
-            "--watch-inactivity-timeout",
-            str(INACTIVITY),
-            "--metrics-bind-address",
-            f"127.0.0.1:{port}",
-        )
-        okra.start()
-        try:
-            await _scenario(env, c, ns, api, port)
-        finally:
-            okra.stop()
+    args = ["--watch-inactivity-timeout", str(INACTIVITY)]
+    args += ["--metrics-bind-address", f"127.0.0.1:{port}"]
+    async with world.api_proxy() as api:
+        with world.manager(api=api, args=args):
+            await _scenario(world.env, world.client, world.ns, api, port)
 
 
 async def _scenario(env: Env, c: Client, ns: str, api: ApiServerProxy, port: int) -> None:
     async def rule_is(want: dict[str, int], within: float = 60) -> None:
-        async def ok() -> bool:
-            return await env.rule_weights() == want
+        assert await env.rule_becomes(want, within=within), await env.rule_weights()
 
-        assert await eventually(ok, within=within, interval=0.05), await env.rule_weights()
-
-    await env.target_group("web-a-v1", "v1")
-    await env.target_group("web-b-v1", "v1")
-    steps: list[dict[str, Any]] = [{"setWeight": 20}, {"pause": {}}]
-    await c.create(cell_obj(ns, env.alb.listener_arn, steps))
-    await rule_is({"web-a-v1": 50, "web-b-v1": 50})
-
-    async def healthy() -> bool:
-        return (await cell_status(c, ns)).get("health") == "Healthy"
-
-    assert await eventually(healthy, within=60)
+    await serving_v1(env, c, ns)
     start = await asyncio.to_thread(counters, port)
 
     # 1. A stall: nothing arrives, nothing is refused.
@@ -151,7 +105,7 @@ async def _scenario(env: Env, c: Client, ns: str, api: ApiServerProxy, port: int
     # stalled connection.
     assert stall_recovery < INACTIVITY * 4
     assert gone_recovery < INACTIVITY * 4
-    assert await eventually(healthy, within=60)
+    await wait_status(c, ns, lambda s: s.get("health") == "Healthy", within=60)
     await _cell_deleted_while_blind(env, c, ns, api, port)
 
 

@@ -22,22 +22,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
-from e2e.conftest import Env, cell_obj, cell_status
+from e2e.conftest import Env, wait_status
 from e2e.test_monitoring import alert_exprs, firing, has_data, prometheus_scraping, query
 from faultproxy import ApiServerProxy
 from okra_runtime import Client
-from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.process import free_port
 from support import eventually
 
-from .test_kube_faults import BehindProxy
-from .test_watch_faults import counters
+from .harness import World, counters, serving_v1
 
 INACTIVITY = 6.0
 QUIET = 3 * INACTIVITY
@@ -57,24 +54,17 @@ def grew(a: dict[tuple[str, str], float], b: dict[tuple[str, str], float], reaso
 
 @pytest.mark.timeout(600)
 async def test_watch_stalled_alert_fires_on_a_real_stall_and_never_on_a_quiet_kind(
-    env: Env, rt_client: Client, namespace: str, control_plane: ControlPlane, tmp_path: Path
+    world: World,
 ) -> None:
     port = free_port()
-    async with ApiServerProxy(control_plane.server, control_plane.ca_pem) as api:
-        okra = BehindProxy(control_plane, env, tmp_path / "okra.log")
-        okra.kubeconfig = api.kubeconfig(tmp_path / "via-proxy.kubeconfig", control_plane.token())
-        okra.args = (
-            "--watch-inactivity-timeout",
-            str(INACTIVITY),
-            "--metrics-bind-address",
-            f"127.0.0.1:{port}",
-        )
-        okra.start()
-        try:
-            with prometheus_scraping(tmp_path, port, interval="1s") as prom:
-                await _scenario(env, rt_client, namespace, api, port, prom)
-        finally:
-            okra.stop()
+    args = ["--watch-inactivity-timeout", str(INACTIVITY)]
+    args += ["--metrics-bind-address", f"127.0.0.1:{port}"]
+    async with world.api_proxy() as api:
+        with (
+            world.manager(api=api, args=args),
+            prometheus_scraping(world.tmp, port, interval="1s") as prom,
+        ):
+            await _scenario(world.env, world.client, world.ns, api, port, prom)
 
 
 async def _scenario(
@@ -82,22 +72,7 @@ async def _scenario(
 ) -> None:
     expr = alert_exprs()["OkraWatchStalled"]
 
-    async def rule_is(want: dict[str, int], within: float = 60) -> bool:
-        async def ok() -> bool:
-            return await env.rule_weights() == want
-
-        return await eventually(ok, within=within, interval=0.05)
-
-    await env.target_group("web-a-v1", "v1")
-    await env.target_group("web-b-v1", "v1")
-    steps: list[dict[str, Any]] = [{"setWeight": 20}, {"pause": {}}]
-    await c.create(cell_obj(ns, env.alb.listener_arn, steps))
-    assert await rule_is({"web-a-v1": 50, "web-b-v1": 50})
-
-    async def healthy() -> bool:
-        return (await cell_status(c, ns)).get("health") == "Healthy"
-
-    assert await eventually(healthy, within=60)
+    await serving_v1(env, c, ns)
     # Prometheus has the restart series (from 0) before anything happens.
     assert await has_data(prom, f'{RESTARTS}{{reason="stalled"}} == 0', within=30)
 
@@ -148,9 +123,8 @@ async def _scenario(
     # 3. Traffic through again: the manager catches up by itself.
     api.resume_watches()
     resumed = time.monotonic()
-    assert await rule_is({"web-a-v1": 33, "web-b-v1": 33, "web-c-v1": 34}, within=INACTIVITY * 6), (
-        await env.rule_weights()
-    )
+    want = {"web-a-v1": 33, "web-b-v1": 33, "web-c-v1": 34}
+    assert await env.rule_becomes(want, within=INACTIVITY * 6), await env.rule_weights()
     caught_up = time.monotonic() - resumed
     await asyncio.sleep(INACTIVITY * 1.5)  # let the last stalled watches be noticed
     settled = await asyncio.to_thread(counters, port)
@@ -163,4 +137,4 @@ async def _scenario(
     )
     assert caught_up < INACTIVITY * 4
     assert grew(settled, final, "stalled") == 0
-    assert await eventually(healthy, within=60)
+    await wait_status(c, ns, lambda s: s.get("health") == "Healthy", within=60)

@@ -1,0 +1,293 @@
+"""What the reliability tests share beyond the e2e harness (`e2e.conftest`: the
+okra-manager process, a Cell's world, waiting on its status): `World` (the `world`
+fixture: where a test starts its managers and proxies), the rule sampler, the
+kill-and-restart driver of the kill-point tests, okra's watch counters, and a
+kubeconfig through a TCP proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e.conftest import (
+    Env,
+    OkraManager,
+    cell_obj,
+    cell_status,
+    error_rate_template,
+    wait_status,
+)
+from faultproxy import ApiServerProxy, FaultProxy
+from okra_runtime import GVK, Client
+from okra_runtime.errors import NotFoundError
+from okra_testkit.emulator import CountingProxy, MotoServer
+from okra_testkit.envtest import ControlPlane
+from support import eventually
+from tcpproxy import StallingProxy
+
+BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
+RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
+PAUSE = GVK("okra.mumo.co", "v1alpha1", "Pause")
+ALB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSApplicationLoadBalancerConfig")
+VERSION_ARG = [
+    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
+]
+WRITES = {"ModifyRule", "CreateRule"}
+"""The ELBv2 operations that change okra's rule."""
+
+
+@dataclasses.dataclass
+class World:
+    """A reliability test's surroundings: the control plane, moto, one Cell's world
+    (`env`) in the test's namespace, a client, and the test's directory for logs."""
+
+    env: Env
+    client: Client
+    ns: str
+    cp: ControlPlane
+    moto: MotoServer
+    tmp: Path
+
+    def manager(
+        self,
+        name: str = "okra",
+        *,
+        aws: CountingProxy | None = None,
+        api: ApiServerProxy | None = None,
+        kubeconfig: Path | None = None,
+        args: Sequence[str] = (),
+        environ: dict[str, str] | None = None,
+    ) -> OkraManager:
+        """An okra-manager (not started) logging to `<name>.log`: AWS through `aws` (a fault
+        proxy; default the env's counting proxy), the API server through `api` (with the
+        admin's token) or `kubeconfig` (default the admin's, direct)."""
+        log = self.tmp / f"{name}.log"
+        if api is not None:
+            kubeconfig = api.kubeconfig(log.with_suffix(".kubeconfig"), self.cp.token())
+        env = self.env if aws is None else self.env.through(aws)
+        return OkraManager(self.cp, env, log, kubeconfig=kubeconfig, args=args, environ=environ)
+
+    def aws_proxy(self, **faults: Any) -> FaultProxy:
+        """A fault proxy in front of moto (`faults`: FaultProxy's seed, rate, ...)."""
+        return FaultProxy(self.moto.endpoint_url, **faults)
+
+    def api_proxy(self) -> ApiServerProxy:
+        """A proxy in front of kube-apiserver that names, kills at, stalls and expires."""
+        return ApiServerProxy(self.cp.server, self.cp.ca_pem)
+
+
+async def now(v: bool) -> bool:
+    """`v`, as the awaitable `eventually` polls (for a check that needs no I/O)."""
+    return v
+
+
+class Sampler:
+    """okra's rule read from moto (not through any proxy) every 100 ms while the
+    sampler is entered: (version -> weight) per sample."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.version_of: dict[str, str] = {}
+        self.samples: list[dict[str, int]] = []
+        self.totals: set[int] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Sampler:
+        self._task = asyncio.create_task(self.run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def target_group(self, name: str, version: str) -> str:
+        """`env.target_group`, its weight counted as `version`'s in the samples."""
+        arn = await self.env.target_group(name, version)
+        self.version_of[arn] = version
+        return arn
+
+    async def run(self) -> None:
+        async with self.env.aws.config.client("elbv2") as elb:
+            while True:
+                rules = (await elb.describe_rules(ListenerArn=self.env.alb.listener_arn))["Rules"]
+                self._sample(rules)
+                await asyncio.sleep(0.1)
+
+    def _sample(self, rules: list[dict[str, Any]]) -> None:
+        for r in rules:
+            fwd = next((a for a in r["Actions"] if a["Type"] == "forward"), None)
+            if r.get("IsDefault") or fwd is None:
+                continue
+            by_version: dict[str, int] = {}
+            total = 0
+            for t in fwd["ForwardConfig"]["TargetGroups"]:
+                total += t["Weight"]
+                v = self.version_of.get(t["TargetGroupArn"], "?")
+                by_version[v] = by_version.get(v, 0) + t["Weight"]
+            self.totals.add(total)
+            self.samples.append(by_version)
+
+    def shares(self, version: str) -> list[int]:
+        """The version's weight in each sample, repeats dropped."""
+        out: list[int] = []
+        for s in self.samples:
+            w = s.get(version, 0)
+            if not out or out[-1] != w:
+                out.append(w)
+        return out
+
+
+@dataclasses.dataclass
+class Point:
+    """One kill point and what the Cell's status said around it."""
+
+    name: str
+    rollout_before: str | None = None
+    rollout_after: str | None = None
+    step_before: int | None = None
+    step_after: int | None = None
+    resumed_in: float | None = None
+    outcome: str = "not reached"
+
+
+class Killer:
+    """Kills okra-manager when a proxy passes an armed operation (`on_forward`), or on
+    demand, restarts it at once (as a kubelet would) and records each `Point`."""
+
+    def __init__(self, okra: OkraManager, client: Client, ns: str) -> None:
+        self.okra, self.client, self.ns = okra, client, ns
+        self.armed: dict[str, Point] = {}
+        self.points: list[Point] = []
+        self.killed = asyncio.Event()
+        self._pending: list[asyncio.Task[None]] = []
+
+    def on_forward(self, op: str) -> None:
+        point = self.armed.pop(op, None)
+        if point is not None:
+            self.okra.kill()  # the request is on its way; its sender is gone
+            self._pending.append(asyncio.ensure_future(self._after_kill(point)))
+
+    async def arm(self, op: str, name: str) -> Point:
+        p = Point(name)
+        self.points.append(p)
+        await self._before(p)
+        self.killed.clear()
+        self.armed[op] = p
+        return p
+
+    async def kill_now(self, name: str) -> Point:
+        p = Point(name)
+        self.points.append(p)
+        await self._before(p)
+        self.okra.kill()
+        await self._after_kill(p)
+        return p
+
+    def assert_resumed(self) -> None:
+        """Every point was resumed from, under the rollout id it had (where it had one
+        before and after)."""
+        for p in self.points:
+            assert p.resumed_in is not None, p
+            if p.rollout_before and p.rollout_after:
+                assert p.rollout_before == p.rollout_after, p
+
+    async def wait(self, p: Point, within: float = 120) -> None:
+        assert await eventually(lambda: now(p.resumed_in is not None), within=within), p
+
+    def _starts(self) -> int:
+        return self.okra.text().count('"caches synced"')
+
+    async def _before(self, p: Point) -> None:
+        try:
+            st = await cell_status(self.client, self.ns)
+        except NotFoundError:
+            return
+        p.rollout_before, p.step_before = st.get("rolloutId"), st.get("currentStepIndex")
+
+    async def _after_kill(self, p: Point) -> None:
+        killed_at = time.monotonic()
+        st = await cell_status(self.client, self.ns)
+        p.rollout_before = st.get("rolloutId") or p.rollout_before
+        p.step_before = st.get("currentStepIndex", p.step_before)
+        starts = self._starts()
+        self.okra.start()
+        # Resumed: the restarted manager changed the Cell's status, or (where nothing is
+        # to change, as in an indefinite pause) has its caches synced and reconciled.
+        before = st
+
+        async def progressed() -> bool:
+            current = await cell_status(self.client, self.ns)
+            return current != before or self._starts() > starts
+
+        await eventually(progressed, within=120, interval=0.1)
+        if self._starts() > starts and await cell_status(self.client, self.ns) == before:
+            await asyncio.sleep(1.0)  # one reconcile of the unchanged Cell
+        after = await cell_status(self.client, self.ns)
+        p.rollout_after, p.step_after = after.get("rolloutId"), after.get("currentStepIndex")
+        p.resumed_in = time.monotonic() - killed_at
+        self.killed.set()
+
+
+async def error_rate_templates(c: Client, ns: str, metrics_url: str, slow_count: int) -> None:
+    """The AnalysisTemplates `error-rate` and `slow-error-rate`, the same metric measured
+    `slow_count` times (an inline analysis long enough to kill okra-manager in)."""
+    slow = error_rate_template(ns, metrics_url, name="slow-error-rate")
+    slow["spec"]["metrics"][0]["count"] = slow_count
+    await c.create(error_rate_template(ns, metrics_url))
+    await c.create(slow)
+
+
+def rollout_ids(names: list[str], version: str) -> set[str]:
+    """The rollout ids in the names of a version's Pauses and AnalysisRuns."""
+    out = set()
+    for n in names:
+        m = re.match(rf"web-{version}-([0-9a-f]{{8}})-", n)
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def counters(port: int) -> dict[tuple[str, str], float]:
+    """(metric, reason) -> value summed over kinds, from okra-manager's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    out: dict[tuple[str, str], float] = {}
+    for line in text.splitlines():
+        m = re.match(
+            r"(okra_runtime_(?:watch_restarts|informer_relists)_total)\{(.*)\} (\S+)", line
+        )
+        if not m:
+            continue
+        reason = re.search(r'reason="([^"]*)"', m.group(2))
+        key = (m.group(1), reason.group(1) if reason else "")
+        out[key] = out.get(key, 0.0) + float(m.group(3))
+    return out
+
+
+async def serving_v1(env: Env, c: Client, ns: str) -> None:
+    """The Cell (a canary of `setWeight: 20` and an indefinite pause) created and serving
+    v1 from two target groups, web-a-v1 and web-b-v1, healthy."""
+    await env.target_group("web-a-v1", "v1")
+    await env.target_group("web-b-v1", "v1")
+    steps: list[dict[str, Any]] = [{"setWeight": 20}, {"pause": {}}]
+    await c.create(cell_obj(ns, env.alb.listener_arn, steps))
+    assert await env.rule_becomes({"web-a-v1": 50, "web-b-v1": 50}), await env.rule_weights()
+    await wait_status(c, ns, lambda s: s.get("health") == "Healthy", within=60)
+
+
+def via(control_plane: ControlPlane, proxy: StallingProxy, path: Path) -> Path:
+    """The admin kubeconfig with the server behind `proxy` (TLS passes through)."""
+    config = yaml.safe_load(control_plane.kubeconfig().read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
+    path.write_text(yaml.safe_dump(config))
+    return path
