@@ -28,6 +28,14 @@ from support import eventually
 REPO = Path(__file__).resolve().parents[2]
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
 TG = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
+RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
+PAUSE = GVK("okra.mumo.co", "v1alpha1", "Pause")
+BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
+EVENT = GVK("events.k8s.io", "v1", "Event")
+VERSION_ARG = [
+    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
+]
+"""An analysis argument `version`: the Cell's canary version."""
 VERSION_LABEL = "okra.mumo.co/version"
 
 

@@ -11,7 +11,10 @@ from okra_runtime import GVK, Client
 from support import eventually
 
 from .conftest import (
+    BLOCKLIST,
     CELL,
+    EVENT,
+    VERSION_ARG,
     Env,
     Metrics,
     OkraManager,
@@ -21,11 +24,6 @@ from .conftest import (
     wait_status,
 )
 
-BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
-EVENT = GVK("events.k8s.io", "v1", "Event")
-VERSION_ARG = [
-    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
-]
 ANALYSIS = {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}}
 
 

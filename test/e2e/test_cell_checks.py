@@ -11,12 +11,10 @@ import sys
 from typing import Any
 
 from jobrunner import JOB, JobRunner
-from okra_runtime import GVK, Client
+from okra_runtime import Client
 from support import eventually
 
-from .conftest import CELL, Env, OkraManager, cell_obj, wait_status
-
-BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
+from .conftest import BLOCKLIST, CELL, Env, OkraManager, cell_obj, wait_status
 
 
 def check(name: str, script: str) -> dict[str, Any]:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from okra_runtime import GVK, Client
+from okra_runtime import Client
 from support import eventually
 
 from .conftest import (
+    BLOCKLIST,
     CELL,
+    EVENT,
+    VERSION_ARG,
     Env,
     Metrics,
     OkraManager,
@@ -20,12 +23,6 @@ from .conftest import (
     error_rate_template,
     wait_status,
 )
-
-BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
-EVENT = GVK("events.k8s.io", "v1", "Event")
-VERSION_ARG = [
-    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
-]
 
 
 def progressing(st: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,11 @@ from okra_testkit.seed import LoadBalancer, Seeder
 from support import eventually
 
 from .conftest import (
+    BLOCKLIST,
     CELL,
+    EVENT,
+    RUN,
+    VERSION_ARG,
     VERSION_LABEL,
     Env,
     Metrics,
@@ -31,13 +35,7 @@ from .conftest import (
 )
 from .test_cli_plan import okra_cli
 
-BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
-RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
 NLB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSNetworkLoadBalancerConfig")
-EVENT = GVK("events.k8s.io", "v1", "Event")
-VERSION_ARG = [
-    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
-]
 ANALYSIS = {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}}
 
 

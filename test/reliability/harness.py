@@ -33,13 +33,7 @@ from okra_testkit.envtest import ControlPlane
 from support import eventually
 from tcpproxy import StallingProxy
 
-BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
-RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
-PAUSE = GVK("okra.mumo.co", "v1alpha1", "Pause")
 ALB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSApplicationLoadBalancerConfig")
-VERSION_ARG = [
-    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
-]
 WRITES = {"ModifyRule", "CreateRule"}
 """The ELBv2 operations that change okra's rule."""
 

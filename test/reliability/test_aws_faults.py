@@ -21,9 +21,18 @@ import os
 import time
 from typing import Any
 
-from e2e.conftest import Metrics, cell_obj, error_rate_template, wait_status
+from e2e.conftest import (
+    BLOCKLIST,
+    PAUSE,
+    RUN,
+    VERSION_ARG,
+    Metrics,
+    cell_obj,
+    error_rate_template,
+    wait_status,
+)
 
-from .harness import BLOCKLIST, PAUSE, RUN, VERSION_ARG, Sampler, World
+from .harness import Sampler, World
 
 ANALYSIS = {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}}
 SEED = int(os.environ.get("OKRA_FAULT_SEED", "1616"))

@@ -17,24 +17,9 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import (
-    Metrics,
-    cell_obj,
-    promote,
-    wait_status,
-)
+from e2e.conftest import BLOCKLIST, PAUSE, RUN, VERSION_ARG, Metrics, cell_obj, promote, wait_status
 
-from .harness import (
-    BLOCKLIST,
-    PAUSE,
-    RUN,
-    VERSION_ARG,
-    Killer,
-    Sampler,
-    World,
-    error_rate_templates,
-    rollout_ids,
-)
+from .harness import Killer, Sampler, World, error_rate_templates, rollout_ids
 
 
 @pytest.mark.timeout(900)

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import cell_obj, promote, wait_status
+from e2e.conftest import PAUSE, RUN, cell_obj, promote, wait_status
 from tcpproxy import StallingProxy
 
-from .harness import PAUSE, RUN, WRITES, Sampler, World, rollout_ids, via
+from .harness import WRITES, Sampler, World, rollout_ids, via
 
 OUTAGE = 25.0  # > lease duration (15 s) > renew deadline (10 s)
 

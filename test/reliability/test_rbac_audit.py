@@ -22,12 +22,20 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.conftest import REPO, Metrics, cell_obj, error_rate_template, wait_status
+from e2e.conftest import (
+    BLOCKLIST,
+    REPO,
+    VERSION_ARG,
+    Metrics,
+    cell_obj,
+    error_rate_template,
+    wait_status,
+)
 from installed import service_account_kubeconfig
 from okra_controllers.rbac import CONTROLLER_RULES, LEADER_ELECTION_RULES
 from okra_testkit.envtest import ControlPlane
 
-from .harness import BLOCKLIST, VERSION_ARG, World
+from .harness import World
 from .test_aws_faults import ANALYSIS
 
 SA, SA_NS = "okra-controller-manager", "okra-system"

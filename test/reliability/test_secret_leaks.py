@@ -25,14 +25,14 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from e2e.conftest import Env, Metrics, cell_obj, wait_status
+from e2e.conftest import VERSION_ARG, Env, Metrics, cell_obj, wait_status
 from okra_runtime import GVK, Client
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
 from okra_testkit.envtest.process import free_port
 from support import eventually
 
-from .harness import VERSION_ARG, World
+from .harness import World
 
 AWS_KEY_ID, AWS_SECRET = "AKIALEAKCANARY000001", "leak-canary-aws-secret-9f3e1c"
 API_KEY, API_TOKEN = "leak-canary-api-key-51d0", "leak-canary-bearer-7a2b"

@@ -19,28 +19,14 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import (
-    Metrics,
-    cell_obj,
-    promote,
-    wait_status,
-)
+from e2e.conftest import PAUSE, RUN, VERSION_ARG, Metrics, cell_obj, promote, wait_status
 from e2e.test_cell_checks import check
 from faultproxy import KubeCall
 from jobrunner import JOB, JobRunner
 from okra_runtime import Client
 from support import eventually
 
-from .harness import (
-    PAUSE,
-    RUN,
-    VERSION_ARG,
-    Killer,
-    Sampler,
-    World,
-    error_rate_templates,
-    rollout_ids,
-)
+from .harness import Killer, Sampler, World, error_rate_templates, rollout_ids
 
 
 def hooks(killer: Killer, kills: list[str]) -> tuple[Any, Any]:
