@@ -9,7 +9,9 @@ fresh moto server behind a proxy that records every AWS call:
 - okra-manager starts (cell, albconfig and pause controllers) and the bench measures
   - start-up: manager start -> /readyz 200 (every informer synced);
   - rollout: manager start -> every Cell Healthy (each rolls out v2, split over its two
-    target groups);
+    target groups), and over that window the CPU seconds of the manager, moto, the control
+    plane and this process (the proxy), the AWS calls by action, the reconciles by result
+    and the apiserver's requests by verb and resource;
   - idle, over `--idle` seconds (default 60) once every Cell is Healthy and has settled:
     the manager's CPU (user + system from /proc, % of one core), its RSS, and the AWS calls
     by action per minute. DESIGN §6: no writes, at most one DescribeRules per listener per
