@@ -9,7 +9,9 @@ fresh moto server behind a proxy that records every AWS call:
 - okra-manager starts (cell, albconfig and pause controllers) and the bench measures
   - start-up: manager start -> /readyz 200 (every informer synced);
   - rollout: manager start -> every Cell Healthy (each rolls out v2, split over its two
-    target groups);
+    target groups), and over that window the CPU seconds of the manager, moto, the control
+    plane and this process (the proxy), the AWS calls by action, the reconciles by result
+    and the apiserver's requests by verb and resource;
   - idle, over `--idle` seconds (default 60) once every Cell is Healthy and has settled:
     the manager's CPU (user + system from /proc, % of one core), its RSS, and the AWS calls
     by action per minute. DESIGN §6: no writes, at most one DescribeRules per listener per
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import json
 import math
@@ -73,6 +76,39 @@ WRITES = {"ModifyRule", "CreateRule", "DeleteRule", "SetRulePriorities", "Modify
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def cpu_of(pids: dict[str, list[int]]) -> dict[str, float]:
+    """CPU seconds (user + system) of each named group of processes; the bench's own
+    process (the AWS recording proxy, the Healthy poll) as `bench`."""
+    out = {}
+    for name, group in pids.items():
+        total = 0.0
+        for pid in group:
+            with contextlib.suppress(OSError):  # gone already
+                total += cpu_seconds(pid)
+        out[name] = total
+    t = os.times()
+    out["bench"] = t.user + t.system
+    return out
+
+
+async def scrape(port: int) -> dict[str, float]:
+    """`controller_runtime_reconcile_total` by controller and result from the manager's
+    /metrics."""
+    out: dict[str, float] = {}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{port}/metrics") as resp,
+    ):
+        text = await resp.text()
+    for line in text.splitlines():
+        if line.startswith("controller_runtime_reconcile_total{"):
+            labels, value = line[len("controller_runtime_reconcile_total{") :].split("} ")
+            parts = dict(kv.split("=", 1) for kv in labels.split(","))
+            key = f"{parts['controller'].strip(chr(34))}/{parts['result'].strip(chr(34))}"
+            out[key] = float(value)
+    return out
 
 
 def rss_mib(pid: int) -> float:
@@ -230,16 +266,58 @@ async def wait_ready(port: int, proc: asyncio.subprocess.Process, limit: float) 
     raise TimeoutError(f"/readyz not 200 after {limit:.0f}s")
 
 
-async def wait_healthy(c: Client, cells: int, start: float, limit: float = 1800) -> float:
-    poll = max(0.5, cells / 2500)
-    while True:
-        items = (await c.list(CELL, NS)).items
-        healthy = sum((i.get("status") or {}).get("health") == "Healthy" for i in items)
-        if healthy == cells:
-            return time.monotonic() - start
-        if time.monotonic() - start > limit:
-            raise TimeoutError(f"only {healthy}/{cells} Cells healthy after {limit:.0f}s")
-        await asyncio.sleep(poll)
+async def wait_healthy(
+    c: Client, cells: int, start: float, limit: float = 1800, curve: list[Any] | None = None
+) -> float:
+    """Seconds from `start` until every Cell's status says Healthy, from one list and then
+    a watch: the bench's own load on the apiserver (and on the 2 cores the manager, moto
+    and the apiserver share) stays one event per Cell change, where polling lists of
+    1,000 Cells twice a second cost the apiserver and the bench seconds of CPU."""
+    listed = await c.list(CELL, NS)
+    health = {i["metadata"]["name"]: (i.get("status") or {}).get("health") for i in listed.items}
+    rv = listed.resource_version
+
+    def healthy() -> int:
+        return sum(h == "Healthy" for h in health.values())
+
+    while healthy() < cells:
+        left = limit - (time.monotonic() - start)
+        if left <= 0:
+            raise TimeoutError(f"only {healthy()}/{cells} Cells healthy after {limit:.0f}s")
+        try:
+            async with asyncio.timeout(left):
+                async for ev in c.watch(CELL, NS, resource_version=rv, timeout_seconds=300):
+                    obj = ev["object"]
+                    rv = obj["metadata"].get("resourceVersion", rv)
+                    if ev["type"] in ("ADDED", "MODIFIED"):
+                        before = healthy()
+                        health[obj["metadata"]["name"]] = (obj.get("status") or {}).get("health")
+                        if curve is not None and healthy() != before and healthy() % 50 == 0:
+                            curve.append((round(time.monotonic() - start, 2), healthy()))
+                    if healthy() >= cells:
+                        break
+        except TimeoutError:
+            continue
+    return time.monotonic() - start
+
+
+async def apiserver_requests(c: Client) -> collections.Counter[str]:
+    """`apiserver_request_total` summed by verb and resource (the apiserver's /metrics)."""
+    resp = await c._send("GET", "/metrics")  # text, not JSON
+    async with resp:
+        text = await resp.text()
+    out: collections.Counter[str] = collections.Counter()
+    for line in text.splitlines():
+        if line.startswith("apiserver_request_total{"):
+            labels, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
+            parts = dict(kv.split("=", 1) for kv in labels.split(",") if "=" in kv)
+            verb = parts.get("verb", "").strip('"')
+            resource = parts.get("resource", "").strip('"')
+            sub = parts.get("subresource", "").strip('"')
+            if verb == "WATCH" or not resource:
+                continue
+            out[f"{verb} {resource}{'/' + sub if sub else ''}"] += int(float(value))
+    return out
 
 
 async def first_write(
@@ -299,10 +377,17 @@ async def scenario_with(
             controllers="cell,albconfig,pause",
         )
         cmd += ["--health-probe-bind-address", f"127.0.0.1:{port}"]
+        metrics_port = free_port()
+        cmd += ["--metrics-bind-address", f"127.0.0.1:{metrics_port}"]
         manager = await asyncio.create_subprocess_exec(
             *cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **EMULATOR_ENV}
         )
         start = time.monotonic()
+        pids = {"manager": [manager.pid], "moto": [aws.pid or 0], "control plane": cp.pids}
+        cpu_start = cpu_of(pids)
+        calls_before = len(proxy.calls)
+        api_before = await apiserver_requests(c)
+        curve: list[Any] = []
         profiler: asyncio.subprocess.Process | None = None
         svg = Path(a.png).with_name(f"scale-profile-{cells}.svg")
         if a.profile == cells:
@@ -318,8 +403,17 @@ async def scenario_with(
         try:
             ready = await wait_ready(port, manager, 600)
             say(f"[{cells}] okra-manager ready (/readyz 200) after {ready:.2f}s")
-            rollout = await wait_healthy(c, cells, start)
+            rollout = await wait_healthy(c, cells, start, curve=curve)
             cpu_rollout = cpu_seconds(manager.pid)
+            cpu_end = cpu_of(pids)
+            cpu_during = {k: round(cpu_end[k] - cpu_start[k], 1) for k in cpu_end}
+            rollout_calls = dict(collections.Counter(a for _, a in proxy.calls[calls_before:]))
+            reconciles = await scrape(metrics_port)
+            api_requests = dict(await apiserver_requests(c) - api_before)
+            say(f"[{cells}] apiserver requests during rollout: {api_requests}")
+            say(f"[{cells}] CPU s during rollout: {cpu_during}")
+            say(f"[{cells}] AWS calls during rollout: {rollout_calls}")
+            say(f"[{cells}] reconciles until Healthy: {reconciles}")
             say(f"[{cells}] all Healthy after {rollout:.1f}s; settling, then {a.idle:.0f}s idle")
             await asyncio.sleep(a.settle)  # the last status writes and events
             cpu0, t0 = cpu_seconds(manager.pid), time.monotonic()
@@ -357,6 +451,11 @@ async def scenario_with(
         "ready_seconds": ready,
         "rollout_seconds": rollout,
         "cpu_seconds_until_healthy": cpu_rollout,
+        "rollout_cpu_seconds_by_process": cpu_during,
+        "rollout_aws_calls": rollout_calls,
+        "rollout_reconciles": reconciles,
+        "rollout_apiserver_requests": api_requests,
+        "rollout_healthy_curve": curve,
         "idle_seconds": window,
         "idle_cpu_percent_of_a_core": cpu,
         "rss_mib": rss,

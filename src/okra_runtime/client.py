@@ -22,6 +22,8 @@ import asyncio
 import json
 import os
 import random
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -47,6 +49,15 @@ _PATCH_CONTENT_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
 }
 _IDEMPOTENT = frozenset({"GET", "PUT", "DELETE", "PATCH", "HEAD"})
+
+
+def _env_proxy(host: str) -> str | None:
+    """The proxy `HTTPS_PROXY`/`HTTP_PROXY` name for `host` (honouring `NO_PROXY`), as
+    aiohttp's `trust_env` finds it (the same standard-library lookups); None without one."""
+    url = urllib.parse.urlsplit(host)
+    if not url.hostname or urllib.request.proxy_bypass(url.hostname):
+        return None
+    return urllib.request.getproxies().get(url.scheme)
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,16 @@ class Client:
     ) -> None:
         self.api = api
         self._host = str(api.configuration.host).rstrip("/")
-        self._session: aiohttp.ClientSession = api.rest_client.pool_manager
+        # kubernetes-asyncio's session trusts the environment, so aiohttp reads the proxy
+        # variables and ~/.netrc in a worker thread on every request: two thread hops per
+        # request, a tenth of the manager's CPU at 1,000 Cells. The proxy the environment
+        # names for this server is looked up once here instead (client-go reads it once
+        # too); the connection pool is kubernetes-asyncio's own.
+        pool: aiohttp.ClientSession = api.rest_client.pool_manager
+        self._session = aiohttp.ClientSession(
+            connector=pool.connector, connector_owner=False, read_bufsize=2**21
+        )
+        self._proxy = _env_proxy(self._host)
         self._retry = retry or RetryPolicy()
         self._user_agent = user_agent
         self._discovery: dict[str, dict[str, Resource]] = {}
@@ -124,6 +144,7 @@ class Client:
         )
 
     async def close(self) -> None:
+        await self._session.close()
         await self.api.close()
 
     async def __aenter__(self) -> Client:
@@ -209,6 +230,7 @@ class Client:
                 resp = await self._session.request(
                     method,
                     self._host + path,
+                    proxy=self._proxy,
                     params=params,
                     data=data,
                     headers=await self._headers(content_type),

@@ -255,10 +255,11 @@ async def test_reordering_the_target_groups_writes_nothing(env: Env) -> None:
         namespace=env.namespace,
     )
 
-    await env.wait_synced("web", generation=2)
+    await env.wait_synced("web", generation=2)  # the spec change was reconciled
     ops = env.calls.since(mark)
-    assert ops, "the spec change was not reconciled"
-    assert set(ops) == {"DescribeRules"}  # one read per reconcile, no write
+    # No write; at most the listing (the rule read back after the create was put into the
+    # shared listing, which may still be fresh).
+    assert set(ops) <= {"DescribeRules"}
     assert weights_of(await env.rule_at(10)) == {
         env.tgs[0]: 70,
         env.tgs[1]: 20,

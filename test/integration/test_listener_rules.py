@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from okra_controllers.albconfig.controller import (
     Create,
     ListenerRules,
+    Modify,
     Nothing,
     applied_from_rule,
     drift,
@@ -59,7 +60,68 @@ async def test_listener_rules_are_listed_once_per_listener_within_the_ttl(moto: 
         cache.forget(first.listener_arn)
         assert cache.fresh_for(first.listener_arn) is None
         await cache.get(elb, first.listener_arn)
-        assert listed() == 4  # forgotten after a write
+        assert listed() == 4  # listed again once forgotten
+
+
+async def test_a_rule_read_back_after_a_write_is_put_into_the_listing(moto: MotoServer) -> None:
+    """Configs written one after another on one listener (a rollout of many Cells) plan
+    against the held listing brought up to date with each rule read back, not a new
+    DescribeRules of the listener per write; the listing keeps its age and equals what AWS
+    lists, and a listing handed out before the put is left as it was."""
+    seed = Seeder(moto.config)
+    net = await seed.network()
+    alb = await seed.alb("lr-put", net)
+    tgs = [await seed.target_group(f"lr-put-{i}", net) for i in range(2)]
+    calls: list[str] = []
+    aws = dataclasses.replace(moto.config, on_call=calls.append)
+    now = [0.0]
+    cache = ListenerRules(ttl=10, clock=lambda: now[0])
+
+    def spec(priority: int, weights: tuple[int, int]) -> AWSApplicationLoadBalancerConfigSpec:
+        return AWSApplicationLoadBalancerConfigSpec.model_validate(
+            {
+                "listenerARN": alb.listener_arn,
+                "listenerRule": {"priority": priority, "hosts": [f"p{priority}.example.com"]},
+                "forwardTargetGroups": [
+                    {"name": "a", "arn": tgs[0], "weight": weights[0]},
+                    {"name": "b", "arn": tgs[1], "weight": weights[1]},
+                ],
+            }
+        )
+
+    async with aws.client("elbv2") as elb:
+        first = await cache.get(elb, alb.listener_arn)
+        before = copy.deepcopy(first)
+        for priority in (1, 2, 3):
+            action = plan(spec(priority, (50, 50)), await cache.get(elb, alb.listener_arn))
+            assert isinstance(action, Create)
+            created = await elbv2.create_rule(
+                elb, alb.listener_arn, priority, action.conditions, action.actions, {"t": "x"}
+            )
+            rule = await elbv2.describe_rule(elb, str(created["RuleArn"]))
+            assert rule is not None
+            cache.put(alb.listener_arn, rule)
+        now[0] = 4
+        held = await cache.get(elb, alb.listener_arn)
+        assert calls.count("elbv2:DescribeRules") == 1 + 3  # one listing, three read-backs
+        assert list(held) == await elbv2.describe_rules(elb, alb.listener_arn)
+        assert cache.fresh_for(alb.listener_arn) == 6  # the listing's age, not the put's
+        assert first == before  # handed out before the puts: unchanged
+        ours = next(r for r in held if r.get("Priority") == "2")
+        assert isinstance(plan(spec(2, (50, 50)), held), Nothing)
+        modify = plan(spec(2, (20, 80)), held)
+        assert isinstance(modify, Modify)
+        assert modify.rule_arn == ours["RuleArn"]
+        await elbv2.modify_rule(elb, modify.rule_arn, modify.conditions, modify.actions)
+        changed = await elbv2.describe_rule(elb, str(ours["RuleArn"]))
+        assert changed is not None
+        cache.put(alb.listener_arn, changed)
+        held = await cache.get(elb, alb.listener_arn)
+        assert list(held) == await elbv2.describe_rules(elb, alb.listener_arn)  # in place
+        assert isinstance(plan(spec(2, (20, 80)), held), Nothing)
+        cache.forget(alb.listener_arn)
+        cache.put(alb.listener_arn, changed)  # none held: nothing to bring up to date
+        assert cache.fresh_for(alb.listener_arn) is None
 
 
 async def test_a_refused_listing_is_shared_for_the_refusal_ttl(moto: MotoServer) -> None:

@@ -329,7 +329,9 @@ class Outcome:
 
 class ListenerRules:
     """One DescribeRules per listener, shared by every config on that listener for `ttl`
-    seconds and forgotten as soon as this process writes to the listener.
+    seconds. A rule this process writes is read back and put into the listing (`put`);
+    a failed write, or one that moves a rule to another priority, forgets the listing.
+    So a rollout of 50 Cells on one listener lists it once, not once per write.
 
     A listener holds up to 100 rules and every config on it would otherwise list them all
     on its own resync; sharing the listing divides the reads (and botocore's parsing of
@@ -382,6 +384,20 @@ class ListenerRules:
         after a write)."""
         hit = self._cache.get(listener)
         return None if hit is None else hit[0] + self.ttl - self._clock()
+
+    def put(self, listener: str, rule: Json) -> None:
+        """Bring the listener's listing, if one is held, up to date with one rule as AWS
+        shows it now (read back after this process wrote it): the rule with the same ARN
+        is replaced or the new one added, in DescribeRules' order (by priority, the
+        default rule last). The listing keeps its age, so it is still listed anew once
+        per `ttl`. A new tuple: listings already handed out stay as they were."""
+        hit = self._cache.get(listener)
+        if hit is None:
+            return
+        arn = rule.get("RuleArn")
+        others = [r for r in hit[1] if r.get("RuleArn") != arn]
+        ordered = sorted([*others, rule], key=lambda r: (_priority(r) is None, _priority(r) or 0))
+        self._cache[listener] = (hit[0], tuple(ordered))
 
     def forget(self, listener: str) -> None:
         self._cache.pop(listener, None)
@@ -506,7 +522,7 @@ class AlbConfigReconciler:
             await record_drift(out.drift)
         if isinstance(action, Create):
             try:
-                arn = await self._act(elb, spec.listener_arn, action, owner, out)
+                arn = await self._write(elb, spec.listener_arn, action, owner, out)
             except ClientError as e:
                 if error_code(e) != "PriorityInUse":
                     raise
@@ -515,26 +531,20 @@ class AlbConfigReconciler:
                 # there with our tag or exactly our conditions is adopted; another is a
                 # Conflict, as always.
                 log.info("priority in use after CreateRule; reading the listener again")
-                self.listener_rules.forget(spec.listener_arn)
                 rules, action = await self._decide(elb, spec, owner, on_listener)
                 if isinstance(action, Conflict):
                     return Outcome("Conflict", action.message, rule_arn=previous)
                 if isinstance(action, Create):
                     raise  # still free: a real error, retried by the controller
-            finally:
-                self.listener_rules.forget(spec.listener_arn)
         if isinstance(action, Nothing):
             arn = action.rule_arn
             rule = next((r for r in rules if r["RuleArn"] == arn), None)
             if arn != previous:
                 out.notes.append(f"adopted rule {arn} at priority {_priority(rule or {})}")
         elif not isinstance(action, Create):
-            try:
-                arn = await self._act(elb, spec.listener_arn, action, owner, out)
-            finally:
-                self.listener_rules.forget(spec.listener_arn)
+            arn = await self._write(elb, spec.listener_arn, action, owner, out)
         if not isinstance(action, Nothing):
-            rule = await elbv2.describe_rule(elb, arn)
+            rule = await self._read_back(elb, spec.listener_arn, arn)
         out.rule, out.rule_arn = rule, arn
         out.synced = in_sync(spec, rule)
         moved_listener = previous and previous != arn and listener_of(previous) != spec.listener_arn
@@ -566,6 +576,39 @@ class AlbConfigReconciler:
             tags = {action.rule_arn: await elbv2.rule_tags(elb, action.rule_arn)}
             action = plan(spec, rules, owner=owner, rule_arn=on_listener, tags=tags)
         return rules, action
+
+    async def _write(
+        self, elb: Any, listener_arn: str, action: Action, owner: str, out: Outcome
+    ) -> str:
+        """`_act`, keeping the listener's shared listing honest: forgotten when the write
+        fails (what AWS now holds is unknown) or moves a rule to another priority (the
+        priorities other configs plan against changed); otherwise `_read_back` brings it
+        up to date with the rule as AWS shows it after the write."""
+        try:
+            arn = await self._act(elb, listener_arn, action, owner, out)
+        except BaseException:
+            self.listener_rules.forget(listener_arn)
+            raise
+        if isinstance(action, Move):
+            self.listener_rules.forget(listener_arn)
+        return arn
+
+    async def _read_back(self, elb: Any, listener_arn: str, arn: str) -> Json | None:
+        """The rule as AWS shows it after okra wrote it (one DescribeRules by ARN), put
+        into the listener's shared listing in place of what it held for that rule: the
+        other configs on the listener, written at the same time (a rollout of many Cells),
+        plan against it without listing the listener again after every write. Forgotten
+        instead when the rule cannot be read back."""
+        try:
+            rule = await elbv2.describe_rule(elb, arn)
+        except BaseException:
+            self.listener_rules.forget(listener_arn)
+            raise
+        if rule is None:
+            self.listener_rules.forget(listener_arn)
+        else:
+            self.listener_rules.put(listener_arn, rule)
+        return rule
 
     async def _act(
         self, elb: Any, listener_arn: str, action: Action, owner: str, out: Outcome

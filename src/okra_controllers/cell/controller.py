@@ -171,6 +171,10 @@ class CellReconciler:
         self.pauses: Store = mgr.informer_for(PAUSE).store
         self.jobs: Store = mgr.informer_for(JOB).store
         self.secrets: Store = mgr.informer_for(SECRET).store
+        self.blocklists: Store = mgr.informer_for(BLOCKLIST).store
+        self.blocked_here: dict[tuple[str, str], set[str]] = {}
+        """Versions this process appended to a Cell's VersionBlocklist that its cache
+        may not show yet (`_blocklist`)."""
         self.apps: Store | None = mgr.informer_for(APPLICATION).store if argocd else None
         self.events = events
         self.aws = aws
@@ -237,14 +241,7 @@ class CellReconciler:
                 "(listenerARN, targetGroupSelector)",
             )
             return None
-        # The blocklist decides which version may roll out: read it live, never from a
-        # cache that may not show the entry this controller wrote a moment ago.
-        try:
-            blocklist: dict[str, Any] | None = await self.client.get(
-                BLOCKLIST, req.name, req.namespace
-            )
-        except NotFoundError:
-            blocklist = None
+        blocklist = await self._blocklist(req.name, req.namespace or "")
         observed, config = self._observe(raw, cell, blocklist)
         p = plan(observed)
         refused: dict[str, str] = {}
@@ -271,6 +268,30 @@ class CellReconciler:
         if p.requeue_after is not None:
             after = min(after, p.requeue_after + 0.5)  # just past the progress deadline
         return Result(requeue_after=after)
+
+    async def _blocklist(self, name: str, ns: str) -> dict[str, Any] | None:
+        """The Cell's VersionBlocklist, which decides which version may roll out: from the
+        cache, unless this process appended a version the cache does not show yet (a
+        failed analysis a moment ago); then read live, never planned from a cache that
+        would roll the blocked version out again. Other writers' entries (`okra block`,
+        a user's edit) reach the Cell through the watch on blocklists, as any input does.
+        A manager started afresh has every earlier entry in its first list."""
+        key = (ns, name)
+        cached = self.blocklists.get(name, ns, copy=False)
+        written = self.blocked_here.get(key)
+        if not written:
+            return cached
+        if written <= _blocked_versions(cached):
+            del self.blocked_here[key]  # the cache shows them now
+            return cached
+        try:
+            live: dict[str, Any] | None = await self.client.get(BLOCKLIST, name, ns)
+        except NotFoundError:
+            live = None
+        written &= _blocked_versions(live)  # entries removed since are no longer ours to wait for
+        if not written:
+            del self.blocked_here[key]
+        return live
 
     async def _healthy(self, arn: str) -> tuple[bool, str]:
         """Whether the target group has a healthy target; and, when AWS refuses to say
@@ -456,6 +477,7 @@ class CellReconciler:
             "cause": cause,
             "time": self.clock().isoformat().replace("+00:00", "Z"),
         }
+        self.blocked_here.setdefault((ns, name), set()).add(version)
         for _ in range(5):
             try:
                 current = await self.client.get(BLOCKLIST, name, ns)
@@ -509,6 +531,11 @@ class CellReconciler:
         self.events.event(raw, "Warning", "Unsupported", message)
         with contextlib.suppress(ApiError):
             await self._write_status(raw, status)
+
+
+def _blocked_versions(blocklist: dict[str, Any] | None) -> set[str]:
+    items = ((blocklist or {}).get("spec") or {}).get("items") or []
+    return {i["version"] for i in items if isinstance(i, dict) and "version" in i}
 
 
 def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
