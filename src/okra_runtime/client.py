@@ -93,7 +93,11 @@ class Client:
         *,
         retry: RetryPolicy | None = None,
         user_agent: str = "okra-runtime",
+        timeout: aiohttp.ClientTimeout | None = None,
     ) -> None:
+        """`timeout`: of each request but watches (default 60 s in all); a client of a
+        server that may be unreachable sets a short `connect` in it, so that a server that
+        does not accept the connection fails in seconds, not after the whole budget."""
         self.api = api
         self._host = str(api.configuration.host).rstrip("/")
         # kubernetes-asyncio's session trusts the environment, so aiohttp reads the proxy
@@ -107,6 +111,7 @@ class Client:
         )
         self._proxy = _env_proxy(self._host)
         self._retry = retry or RetryPolicy()
+        self._timeout = timeout or aiohttp.ClientTimeout(total=60)
         self._user_agent = user_agent
         self._discovery: dict[str, dict[str, Resource]] = {}
         self._discovery_lock = asyncio.Lock()
@@ -234,7 +239,7 @@ class Client:
                     params=params,
                     data=data,
                     headers=await self._headers(content_type),
-                    timeout=http_timeout or aiohttp.ClientTimeout(total=60),
+                    timeout=http_timeout or self._timeout,
                 )
             except (TimeoutError, aiohttp.ClientConnectionError) as e:
                 if method not in _IDEMPOTENT or attempt + 1 >= self._retry.attempts:

@@ -19,6 +19,13 @@ retries, and retried on a per-item backoff of its own (`reported_base_delay`
 doubling to `reported_max_delay`) that never draws on the queue's shared retry
 bucket: a thousand objects that keep failing cannot push back the retries of the
 healthy ones, which is what a shared 10 qps bucket in debt does.
+
+Requests whose last reconcile succeeded are served before the others (the queue's `first`
+lane): new objects, and objects whose last reconcile failed, wait behind the next step of
+objects that work. A thousand broken or new objects created at once then cost a working
+object's rollout at most one reconcile's wait per step, not a place at the end of the
+line; among themselves they keep their order, and they run whenever no working object
+is waiting. The memory of successes is bounded (`SUCCEEDED_KEPT`; past it, it starts over).
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ from okra_runtime.workqueue import (
 )
 
 log = structlog.get_logger("okra_runtime.controller")
+SUCCEEDED_KEPT = 65536
+"""Requests remembered as having last succeeded, per controller."""
 _LOG_CONTEXT = ContextBinder("controller", "namespace", "name", "reconcile_id")
 
 
@@ -74,8 +83,12 @@ class Controller:
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.unreachable_max_delay = unreachable_max_delay
         self.reported_base_delay = reported_base_delay
+        # the Requests whose last reconcile succeeded: queued ahead of new and failing ones
+        self._succeeded: set[Request] = set()
         self.queue: WorkQueue[Request] = WorkQueue(
-            name, rate_limiter or default_controller_rate_limiter()
+            name,
+            rate_limiter or default_controller_rate_limiter(),
+            first=self._succeeded.__contains__,
         )
         self._stopping = False
         # the backoff of failures to reach a server, per item and apart from the queue's
@@ -154,6 +167,7 @@ class Controller:
                 self.queue.add(req)  # not finished: whoever runs next must see it
                 raise
             except TerminalError as e:
+                self._succeeded.discard(req)
                 m.RECONCILE_TOTAL.labels(self.name, "error").inc()
                 m.RECONCILE_ERRORS.labels(self.name).inc()
                 m.TERMINAL_RECONCILE_ERRORS.labels(self.name).inc()
@@ -161,9 +175,11 @@ class Controller:
                 self.queue.forget(req)
                 return
             except ReportedError as e:
+                self._succeeded.discard(req)
                 self._reported_failure(req, e)
                 return
             except Exception as e:
+                self._succeeded.discard(req)
                 m.RECONCILE_TOTAL.labels(self.name, "error").inc()
                 m.RECONCILE_ERRORS.labels(self.name).inc()
                 if unreachable(e):
@@ -187,6 +203,9 @@ class Controller:
                 return
             finally:
                 self._m_time.observe(time.perf_counter() - start)
+            if len(self._succeeded) >= SUCCEEDED_KEPT:
+                self._succeeded.clear()
+            self._succeeded.add(req)
             if result.requeue_after is not None and result.requeue_after > 0:
                 self.queue.forget(req)
                 self.queue.add_after(req, result.requeue_after)

@@ -12,7 +12,11 @@ Invariants (as client-go's queue.go states them):
 - An item added while it is processing is marked *dirty*, not queued; `done()` queues it
   again, so an add during a reconcile is never lost and never runs concurrently with it.
 - Adds of an item that is already waiting collapse into one; otherwise items come out in the
-  order they went in (FIFO).
+  order they went in (FIFO), with one exception: with a `first` predicate, the items it holds
+  true for when they are queued come out before all others (FIFO among themselves). The
+  controller uses it to put objects it already reconciled successfully ahead of new and
+  failing ones, so a flood of new or broken objects cannot delay the next step of one that
+  works (controller-runtime's priority queue does the same for its initial list).
 - `add_after` keeps every delayed item in one heap served by one timer per queue, so a
   thousand pending requeues cost one scheduled callback, not a thousand tasks. For duplicate
   delayed adds the earliest ready time wins. Delayed items are dropped on shutdown.
@@ -179,6 +183,7 @@ class WorkQueue(Generic[T]):
         *,
         metrics: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        first: Callable[[T], bool] | None = None,
     ) -> None:
         self.name = name
         self._rate_limiter: RateLimiter[T] = (
@@ -187,6 +192,8 @@ class WorkQueue(Generic[T]):
         self._metrics = _Metrics(name) if metrics else None
         self._clock = clock
         self._queue: deque[T] = deque()
+        self._first: deque[T] = deque()  # the items `first` held true for, served before _queue
+        self._is_first = first
         # dirty: needs processing -> when it was added; processing -> when it was handed out.
         # The times feed the metrics only (0.0 when metrics are off).
         self._dirty: dict[T, float] = {}
@@ -218,8 +225,7 @@ class WorkQueue(Generic[T]):
             self._dirty[item] = 0.0
         if item in self._processing:
             return
-        self._queue.append(item)
-        self._wake_one_getter()
+        self._enqueue(item)
 
     def add_after(self, item: T, delay: float) -> None:
         """`add(item)` once `delay` seconds have passed; counts a retry, as client-go does."""
@@ -259,7 +265,7 @@ class WorkQueue(Generic[T]):
 
     async def get(self) -> T:
         """Wait for an item and mark it processing; the caller must call `done(item)`."""
-        while not self._queue:
+        while not self._queue and not self._first:
             if self._shutting_down:
                 raise ShutDown
             getter = asyncio.get_running_loop().create_future()
@@ -270,10 +276,10 @@ class WorkQueue(Generic[T]):
                 getter.cancel()
                 with contextlib.suppress(ValueError):
                     self._getters.remove(getter)
-                if self._queue and not getter.cancelled():
+                if (self._queue or self._first) and not getter.cancelled():
                     self._wake_one_getter()  # we were woken for an item: pass it on
                 raise
-        item = self._queue.popleft()
+        item = self._first.popleft() if self._first else self._queue.popleft()
         added = self._dirty.pop(item)
         mt = self._metrics
         if mt is not None:
@@ -297,14 +303,13 @@ class WorkQueue(Generic[T]):
         if self._metrics is not None:
             self._metrics.work_duration.observe(self._clock() - started)
         if item in self._dirty:
-            self._queue.append(item)
-            self._wake_one_getter()
+            self._enqueue(item)
         if self._drainers and not self._processing:
             self._release_drainers()
 
     def __len__(self) -> int:
         """Items waiting to be handed out (not processing, not delayed)."""
-        return len(self._queue)
+        return len(self._queue) + len(self._first)
 
     # -- shutting down --------------------------------------------------------------------
 
@@ -347,6 +352,11 @@ class WorkQueue(Generic[T]):
         self._metrics.longest_running.set(max(ages, default=0.0))
 
     # -- internals ------------------------------------------------------------------------
+
+    def _enqueue(self, item: T) -> None:
+        first = self._is_first is not None and self._is_first(item)
+        (self._first if first else self._queue).append(item)
+        self._wake_one_getter()
 
     def _begin_shutdown(self) -> None:
         self._shutting_down = True

@@ -23,6 +23,7 @@ from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.controlplane import UNPRIVILEGED
 from okra_testkit.envtest.process import free_port
 from okra_testkit.seed import Network, Seeder
 from support import LogCapture, eventually
@@ -33,16 +34,22 @@ EVENT = GVK("events.k8s.io", "v1", "Event")
 
 @asynccontextmanager
 async def running(
-    rt_client: Client, namespace: str, cp: ControlPlane, aws: AwsConfig
+    rt_client: Client,
+    namespace: str,
+    cp: ControlPlane,
+    aws: AwsConfig,
+    reconciler_client: Client | None = None,
 ) -> AsyncIterator[None]:
-    """The ClusterSet controller in-process, resyncing every 0.5 s."""
+    """The ClusterSet controller in-process, resyncing every 0.5 s; its reads and writes go
+    through `reconciler_client` (the cache's through `rt_client`)."""
     cp.install_crds([REPO / "config" / "crd" / "bases"])
     mgr = Manager(
         rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
     )
     rec = ClusterSetReconciler(
-        rt_client,
+        reconciler_client or rt_client,
         mgr.informer_for(CLUSTERSET),
+        mgr.informer_for(SECRET),
         mgr.event_recorder("clusterset-controller"),
         aws,
         requeue_after=0.5,
@@ -245,6 +252,88 @@ async def test_eks_clusters_become_argocd_cluster_secrets(
 
     assert await eventually(collected, within=60)
     assert await get_or_none(rt_client, "by-hand", namespace) is not None
+
+
+async def test_secrets_are_read_from_the_cache_not_listed_from_the_api_server(
+    rt_client: Client,
+    namespace: str,
+    moto: MotoServer,
+    network: Network,
+    control_plane: ControlPlane,
+    logs: LogCapture,
+) -> None:
+    """The reconciler's own client may not list Secrets (RBAC): the ClusterSet still writes,
+    updates and deletes its Secrets, because it reads them from the manager's cache; a LIST per
+    reconcile (one per ClusterSet per resync, at the API server) would be refused."""
+    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+    rbac = "rbac.authorization.k8s.io/v1"
+    await rt_client.create(
+        {
+            "apiVersion": rbac,
+            "kind": "Role",
+            "metadata": {"name": "clusterset-no-list", "namespace": namespace},
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["secrets"],
+                    "verbs": ["get", "create", "update", "delete"],
+                },
+                {
+                    "apiGroups": ["okra.mumo.co"],
+                    "resources": ["clustersets/status"],
+                    "verbs": ["update"],
+                },
+            ],
+        }
+    )
+    await rt_client.create(
+        {
+            "apiVersion": rbac,
+            "kind": "RoleBinding",
+            "metadata": {"name": "clusterset-no-list", "namespace": namespace},
+            "roleRef": {
+                "apiGroup": rbac.split("/")[0],
+                "kind": "Role",
+                "name": "clusterset-no-list",
+            },
+            "subjects": [{"apiGroup": rbac.split("/")[0], "kind": "User", "name": UNPRIVILEGED}],
+        }
+    )
+    seed = Seeder(moto.config)
+    role = f"web-{uuid.uuid4().hex[:6]}"
+    name = f"{role}-1"
+    cluster = await seed.eks_cluster(name, network, tags={"role": role, "env": "prod"})
+    secret = f"cart-{name}"
+    limited = await Client.from_kubeconfig(control_plane.kubeconfig(UNPRIVILEGED))
+    async with limited, running(rt_client, namespace, control_plane, moto.config, limited):
+        await rt_client.create(clusterset("cart", namespace, role))
+
+        async def synced() -> bool:
+            st = (await rt_client.get(CLUSTERSET, "cart", namespace)).get("status") or {}
+            ready = [c for c in st.get("conditions") or [] if c["type"] == "Ready"]
+            return (
+                bool(ready)
+                and ready[0]["reason"] == "Synced"
+                and st.get("secretsWritten") == [secret]
+            )
+
+        assert await eventually(synced, within=30), logs.text[-2000:]
+        async with moto.config.client("eks") as eks:
+            await eks.tag_resource(resourceArn=cluster["arn"], tags={"env": "canary"})
+
+        async def relabelled() -> bool:
+            s = await get_or_none(rt_client, secret, namespace)
+            return s is not None and s["metadata"]["labels"]["env"] == "canary"
+
+        assert await eventually(relabelled, within=30), logs.text[-2000:]
+        async with moto.config.client("eks") as eks:
+            await eks.delete_cluster(name=name)
+
+        async def removed() -> bool:
+            return await get_or_none(rt_client, secret, namespace) is None
+
+        assert await eventually(removed, within=30), logs.text[-2000:]
+    assert not logs.at("error", "critical"), logs.at("error", "critical")[:3]
 
 
 async def test_unreachable_aws_changes_no_secret_and_is_reported(

@@ -460,3 +460,35 @@ def test_any_hashable_item_type_is_accepted() -> None:
     q.add(("ns", "name"))
     q.add(("ns", "name"))
     assert len(q) == 1
+
+
+async def test_items_first_holds_for_come_out_before_the_others_in_their_order(
+    name: str,
+) -> None:
+    urgent = {"u1", "u2"}
+    q: WorkQueue[str] = WorkQueue(name, first=urgent.__contains__)
+    for item in ("a", "u1", "b", "u2", "c"):
+        q.add(item)
+    assert len(q) == 5
+    assert [await q.get() for _ in range(5)] == ["u1", "u2", "a", "b", "c"]
+
+
+async def test_the_lane_is_chosen_when_an_item_is_queued_again_after_processing(
+    name: str,
+) -> None:
+    urgent: set[str] = set()
+    q: WorkQueue[str] = WorkQueue(name, first=urgent.__contains__)
+    q.add("x")
+    assert await q.get() == "x"
+    q.add("x")  # dirty while processing: queued again on done()
+    q.add("a")
+    urgent.add("x")  # by then it holds for x
+    q.done("x")
+    assert [await q.get(), await q.get()] == ["x", "a"]
+
+
+async def test_without_first_the_order_is_plain_fifo(name: str) -> None:
+    q: WorkQueue[str] = WorkQueue(name)
+    for item in ("c", "a", "b"):
+        q.add(item)
+    assert [await q.get() for _ in range(3)] == ["c", "a", "b"]

@@ -5,14 +5,18 @@ AWSTargetGroupSet controller (clusters found by tag are read for TargetGroupBind
 lives under `aws/` so that neither controller imports the other.
 
 Callers that ask while a walk of the same account and region is under way share that walk
-(single flight) instead of starting their own: the answer is the same list EKS gives at
-that moment, and a thousand sets reconciled together cost one ListClusters walk, not a
-thousand. Nothing is kept once a walk ends; the next caller starts a fresh one.
+(single flight) instead of starting their own, and a walk that succeeded answers the callers
+that come within `SHARE_SECONDS` after it ended: a burst of reconciles (a hundred sets created
+at once, each set's resync landing together) costs one ListClusters walk, not one per set, and
+a set sees EKS as it was at most a few seconds ago. EKS has no watch, so every caller polls
+anyway (ClusterSets every 60 s); a few seconds of sharing is far below that period. A failed
+walk is not kept: the next caller tries again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +27,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from okra_controllers.aws.config import AwsConfig
 
 DESCRIBE_CONCURRENCY = 8
+SHARE_SECONDS = 5.0
+"""How long a successful walk's answer is handed to further callers after it ended."""
+
+_clock = time.monotonic  # when a walk ended (tests move it)
 
 
 @dataclass(frozen=True)
@@ -56,19 +64,30 @@ def _aws_message(e: Exception) -> str:
     return str(e)
 
 
+_Key = tuple[AwsConfig, int]
 _walks: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[AwsConfig, int], asyncio.Task[EksClusters]]
+    asyncio.AbstractEventLoop, dict[_Key, asyncio.Task[EksClusters]]
 ] = weakref.WeakKeyDictionary()
 """Walks under way, per event loop, by account/region (the AwsConfig) and page size."""
+_answers: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[_Key, tuple[float, EksClusters]]
+] = weakref.WeakKeyDictionary()
+"""The last successful walk's answer and when it ended, per event loop and key."""
 
 
-async def observe_eks(aws: AwsConfig, page_size: int = 100) -> EksClusters:
+async def observe_eks(
+    aws: AwsConfig, page_size: int = 100, *, max_age: float = SHARE_SECONDS
+) -> EksClusters:
     """Every EKS cluster of the account and region, described; one ListClusters walk,
-    shared with every caller that asks while it is under way. The result is shared:
-    callers read it, never change it."""
+    shared with every caller that asks while it is under way or within `max_age` seconds
+    after it succeeded. The result is shared: callers read it, never change it."""
     loop = asyncio.get_running_loop()
     walks = _walks.setdefault(loop, {})
+    answers = _answers.setdefault(loop, {})
     key = (aws, page_size)
+    answer = answers.get(key)
+    if answer is not None and _clock() - answer[0] < max_age:
+        return answer[1]
     walk = walks.get(key)
     if walk is None:
         walk = walks[key] = loop.create_task(_walk(aws, page_size))
@@ -76,8 +95,12 @@ async def observe_eks(aws: AwsConfig, page_size: int = 100) -> EksClusters:
         def ended(t: asyncio.Task[EksClusters]) -> None:
             if walks.get(key) is t:
                 del walks[key]
-            if not t.cancelled():
-                t.exception()  # retrieved, even when every caller was cancelled
+            if t.cancelled():
+                return
+            if t.exception() is None:  # retrieved, even when every caller was cancelled
+                answers[key] = (_clock(), t.result())
+            else:
+                answers.pop(key, None)
 
         walk.add_done_callback(ended)
     # One caller cancelled (its reconcile ended) does not cancel the walk the others wait on.

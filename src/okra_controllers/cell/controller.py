@@ -148,6 +148,8 @@ def past_deadline(status: CellStatus) -> int:
     )
 
 
+HEALTH_WARNINGS_KEPT = 1024
+"""Target groups whose last health failure is remembered (to say each once per change)."""
 HealthCheck = Callable[[str], Any]  # async (target group arn) -> bool (has a healthy target)
 
 
@@ -180,6 +182,8 @@ class CellReconciler:
         self.aws = aws
         self.clock = clock
         self.notifier = notifier_for(mgr)
+        # the last reason each target group's health could not be read, said once per change
+        self._health_unavailable: dict[str, str] = {}
 
     # -- observe ---------------------------------------------------------------
 
@@ -301,8 +305,17 @@ class CellReconciler:
         except AwsRefusalError as e:
             return False, aws_message(e)
         except Exception as e:
-            log.warning("target health unavailable", target_group=arn, error=str(e))
+            # said once per change of reason: every pass of a Cell held on it (each
+            # HEALTH_RECHECK) fails the same way until AWS answers again
+            said = self._health_unavailable.pop(arn, None)
+            self._health_unavailable[arn] = str(e)
+            if len(self._health_unavailable) > HEALTH_WARNINGS_KEPT:
+                del self._health_unavailable[next(iter(self._health_unavailable))]
+            (log.debug if said == str(e) else log.warning)(
+                "target health unavailable", target_group=arn, error=str(e)
+            )
             return False, ""
+        self._health_unavailable.pop(arn, None)
         return "healthy" in states.values(), ""
 
     # -- act -------------------------------------------------------------------

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import kubernetes_asyncio.client as k8s
 import structlog
 
@@ -46,6 +47,13 @@ EKS_TOKEN_REFRESH = 10 * 60
 """Seconds after which a cached EKS token is signed again."""
 WORKLOAD_RETRY = RetryPolicy(attempts=2, base_delay=0.2, max_delay=1.0)
 """Fail fast: an unreachable cluster is reported on the next reconcile, not retried for long."""
+WORKLOAD_CONNECT_TIMEOUT = 2.0
+"""Seconds to get a connection to a workload cluster (TCP and TLS): an apiserver that is up
+accepts in milliseconds, so one that has not after this is unreachable (a firewall dropping
+packets, a deleted cluster's address). It is reported after about two of these (one retry),
+instead of holding the reconcile worker for the caller's whole budget (10 s); a reachable but
+slow cluster keeps the whole budget to answer a large list."""
+WORKLOAD_TIMEOUT = aiohttp.ClientTimeout(total=60, connect=WORKLOAD_CONNECT_TIMEOUT)
 
 
 class ClusterSecretError(ValueError):
@@ -270,7 +278,7 @@ class ClusterConnections:
             raise ClusterSecretError(
                 f"cluster {cluster.name}: tlsClientConfig.caData is not a PEM CA certificate"
             ) from None
-        return Client(api, retry=WORKLOAD_RETRY), ca_file
+        return Client(api, retry=WORKLOAD_RETRY, timeout=WORKLOAD_TIMEOUT), ca_file
 
 
 class _EksTokenRefresher:

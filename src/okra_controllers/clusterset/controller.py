@@ -1,8 +1,11 @@
 """The ClusterSet controller: EKS clusters found by tag become Argo CD cluster Secrets.
 
 observe: the ClusterSet from the cache; EKS `ListClusters` (every page) and `DescribeCluster`
-per cluster; the Secrets carrying this ClusterSet's label (listed from the API server, not
-cached: an informer on Secrets would hold every Secret of the cluster in memory).
+per cluster (`aws.eks.observe_eks`: one walk shared by the sets reconciled within a few
+seconds); the Secrets carrying this ClusterSet's label, from the manager's Secret cache (which
+holds only Argo CD cluster Secrets, `registry.CACHE_SELECTORS`: every Secret a ClusterSet writes
+is one). A cache a moment behind costs nothing: a create of a Secret that exists already is
+adopted (`_adopt_existing`), an update of a stale copy conflicts and is retried.
 plan: `okra_controllers.clusterset.plan.plan`, pure.
 act: create, update (only when content differs) and delete Secrets it owns; never touches
 one it does not own.
@@ -27,7 +30,7 @@ from pydantic import ValidationError
 from okra_controllers.api.v1alpha1.clusterset import ClusterSet, ClusterSetStatus
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.eks import AwsReadError, observe_eks
+from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
 from okra_controllers.clusterset.plan import (
     CLUSTERSET_LABEL,
     Obj,
@@ -40,11 +43,13 @@ from okra_controllers.clusterset.plan import (
     plan,
 )
 from okra_runtime import GenerationChanged
+from okra_runtime.cache import Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
+from okra_runtime.labels import selector_from_dict
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
@@ -63,6 +68,7 @@ class ClusterSetReconciler:
         self,
         client: Client,
         informer: Informer,
+        secrets: Informer,
         events: EventRecorder,
         aws: AwsConfig,
         *,
@@ -72,9 +78,12 @@ class ClusterSetReconciler:
     ) -> None:
         self.client = client
         self.clustersets = informer.store
+        self.secrets: Store = secrets.store
         self.events = events
         self.aws = aws
         self.requeue_after = requeue_after
+        # EKS is read again at each poll; an answer shared for a sixth of the period at most
+        self.eks_max_age = min(SHARE_SECONDS, requeue_after / 6)
         self.page_size = page_size
         self.clock = clock
 
@@ -103,18 +112,16 @@ class ClusterSetReconciler:
             return None
         owner = Owner(req.name, req.namespace, cs.metadata.uid or "")
         try:
-            seen = await observe_eks(self.aws, self.page_size)
+            seen = await observe_eks(self.aws, self.page_size, max_age=self.eks_max_age)
         except AwsReadError as e:
             log.warning("cannot list EKS clusters; Secrets left as they are", error=str(e))
             previous = cs.status or ClusterSetStatus()
             status = previous.model_copy(update={"errors": [str(e)]})
             await self._report(raw, cs, status, "AWSError", str(e))
             return Result(requeue_after=self.requeue_after)
-        existing = (
-            await self.client.list(
-                SECRET, req.namespace, label_selector=f"{CLUSTERSET_LABEL}={req.name}"
-            )
-        ).items
+        existing = self.secrets.list(
+            req.namespace, selector_from_dict({"matchLabels": {CLUSTERSET_LABEL: req.name}})
+        )
         p = plan(owner, cs.spec, seen.clusters, existing, seen.unknown)
         written, conflict = await self._act(raw, owner, p)
         errors = sorted(set(seen.errors + p.errors))
@@ -248,6 +255,7 @@ def setup_clustersets(mgr: Manager, s: Settings) -> None:
     rec = ClusterSetReconciler(
         mgr.client,
         mgr.informer_for(CLUSTERSET),
+        mgr.informer_for(SECRET),
         mgr.event_recorder("clusterset-controller"),
         s.aws,
         requeue_after=s.eks_poll_interval,

@@ -39,7 +39,7 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     spelling_warnings,
 )
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.eks import AwsReadError, observe_eks
+from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
 from okra_controllers.clusters.connect import (
     SECRET_TYPE_LABEL,
     ArgoCluster,
@@ -197,7 +197,8 @@ class TargetGroupSetReconciler:
         if not gens:
             return []
         try:
-            found = await observe_eks(self.aws)
+            # read again at each resync; an answer shared for a sixth of it at most
+            found = await observe_eks(self.aws, max_age=min(SHARE_SECONDS, self.resync / 6))
         except AwsReadError as e:
             # Nothing is known: keep every group of a cluster not seen through a Secret.
             return [ObservedCluster(c, None, str(e)) for c in sorted(existing_clusters - taken)]
