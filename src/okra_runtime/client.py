@@ -30,8 +30,6 @@ from typing import Any, Literal
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio import config as k8s_config
 
 from okra_runtime.errors import (
     ApiError,
@@ -41,6 +39,12 @@ from okra_runtime.errors import (
     api_error,
 )
 from okra_runtime.gvk import GVK, Resource
+from okra_runtime.kubeconfig import (
+    ApiClient,
+    Configuration,
+    load_incluster_config,
+    load_kube_config,
+)
 
 PatchType = Literal["merge", "json", "strategic"]
 _PATCH_CONTENT_TYPES = {
@@ -89,7 +93,7 @@ class Client:
 
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: ApiClient,
         *,
         retry: RetryPolicy | None = None,
         user_agent: str = "okra-runtime",
@@ -122,12 +126,12 @@ class Client:
     async def from_kubeconfig(
         cls, path: str | os.PathLike[str] | None = None, context: str | None = None, **kwargs: Any
     ) -> Client:
-        cfg = k8s.Configuration()
+        cfg = Configuration()
         cfg.connection_pool_maxsize = 256  # watches hold connections; one per informer
-        await k8s_config.load_kube_config(
+        await load_kube_config(
             config_file=str(path) if path else None, context=context, client_configuration=cfg
         )
-        return cls(k8s.ApiClient(configuration=cfg), **kwargs)
+        return cls(ApiClient(configuration=cfg), **kwargs)
 
     @classmethod
     async def from_environment(
@@ -140,10 +144,10 @@ class Client:
             and "KUBERNETES_SERVICE_HOST" in os.environ
             and "KUBECONFIG" not in os.environ
         ):
-            cfg = k8s.Configuration()
+            cfg = Configuration()
             cfg.connection_pool_maxsize = 256
-            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-            return cls(k8s.ApiClient(configuration=cfg), **kwargs)
+            load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            return cls(ApiClient(configuration=cfg), **kwargs)
         return await cls.from_kubeconfig(
             kubeconfig or os.environ.get("KUBECONFIG"), context, **kwargs
         )

@@ -36,15 +36,16 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiobotocore.config import AioConfig
-from aiobotocore.session import AioSession, get_session
 from botocore.exceptions import ClientError
 from prometheus_client import Counter, Histogram
 
 from okra_controllers.aws.errors import THROTTLING_CODES, AwsRefusalError, refused
 from okra_runtime.metrics import REGISTRY
+
+if TYPE_CHECKING:
+    from aiobotocore.session import AioSession
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class AwsConfig:
     reuse_clients: bool = field(default=False, compare=False)
 
     def _client_kwargs(self) -> dict[str, Any]:
+        from aiobotocore.config import AioConfig  # with the first client (see shared_session)
+
         kwargs: dict[str, Any] = {
             "region_name": self.region,
             "config": AioConfig(
@@ -157,9 +160,15 @@ _SESSION: AioSession | None = None
 def shared_session() -> AioSession:
     """One aiobotocore session per process. Making a session loads botocore's data files
     (tens of milliseconds of CPU, on the event loop); clients made from a shared one cost
-    about a millisecond. Credentials are still resolved per client, so rotation works."""
+    about a millisecond. Credentials are still resolved per client, so rotation works.
+
+    aiobotocore (and botocore's client machinery) is imported here, with the first client,
+    not when okra is imported: about 0.1-0.2 CPU s and 10 MiB that a process making no AWS
+    call (the CLI, a manager whose controllers have nothing to do yet) never pays."""
     global _SESSION
     if _SESSION is None:
+        from aiobotocore.session import get_session
+
         _SESSION = get_session()
     return _SESSION
 

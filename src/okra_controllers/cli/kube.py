@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from kubernetes_asyncio.config import list_kube_config_contexts
-from kubernetes_asyncio.config.config_exception import ConfigException
 from pydantic import ValidationError
 
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, NoKindMatchError, NotFoundError
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import FuncHandler, Informer, InformerOptions
+from okra_runtime.kubeconfig import ConfigException, list_kube_config_contexts
 
 SYNC_TIMEOUT = 30.0
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import kubernetes_asyncio.client as k8s
 import structlog
 
 from okra_controllers.aws.config import AwsConfig, shared_session
 from okra_runtime.client import Client, RetryPolicy
+from okra_runtime.kubeconfig import ApiClient, Configuration
 
 log = structlog.get_logger("okra.clusters")
 
@@ -246,7 +246,7 @@ class ClusterConnections:
                 entry.ca_file.unlink(missing_ok=True)
 
     def _build(self, cluster: ArgoCluster) -> tuple[Client, Path | None]:
-        cfg = k8s.Configuration()
+        cfg = Configuration()
         cfg.host = cluster.server
         cfg.connection_pool_maxsize = 8
         ca_file: Path | None = None
@@ -271,7 +271,7 @@ class ClusterConnections:
             cfg.api_key = {"BearerToken": ""}
             cfg.refresh_api_key_hook = _EksTokenRefresher(self.aws, cluster.aws_auth)
         try:
-            api = k8s.ApiClient(configuration=cfg)
+            api = ApiClient(configuration=cfg)
         except ssl.SSLError:
             if ca_file is not None:
                 ca_file.unlink(missing_ok=True)
@@ -293,7 +293,7 @@ class _EksTokenRefresher:
     def __repr__(self) -> str:
         return f"_EksTokenRefresher(cluster={self.auth.cluster_name!r})"
 
-    async def __call__(self, cfg: k8s.Configuration) -> None:
+    async def __call__(self, cfg: Configuration) -> None:
         now = time.monotonic()
         if now - self.signed_at < EKS_TOKEN_REFRESH and cfg.api_key.get("BearerToken"):
             return

@@ -17,15 +17,11 @@ import asyncio
 import base64
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
 import yarl
-from aiobotocore.session import AioSession
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError, ClientError
 
 from okra_controllers.analysis.providers.base import (
@@ -40,6 +36,9 @@ from okra_controllers.api.v1alpha1.providers import (
     Sigv4Config,
 )
 from okra_controllers.aws.config import AwsConfig, shared_session
+
+if TYPE_CHECKING:
+    from botocore.credentials import Credentials
 
 __all__ = ["ENV_ADDRESS", "PROVIDER", "RESOLVED_QUERY", "PrometheusProvider"]
 
@@ -182,6 +181,9 @@ async def _sigv4_headers(
     url: str, headers: dict[str, str], cfg: Sigv4Config | None, aws: AwsConfig
 ) -> dict[str, str]:
     """`headers` plus the SigV4 signature for a GET of `url` (service `aps`)."""
+    from botocore.auth import SigV4Auth  # botocore's signing, with the first signed query
+    from botocore.awsrequest import AWSRequest
+
     cfg = cfg or Sigv4Config()
     region = cfg.region or aws.region
     try:
@@ -194,6 +196,9 @@ async def _sigv4_headers(
 
 
 async def _aws_credentials(cfg: Sigv4Config, aws: AwsConfig) -> Credentials:
+    from aiobotocore.session import AioSession
+    from botocore.credentials import Credentials
+
     session: AioSession = AioSession(profile=cfg.profile) if cfg.profile else shared_session()
     if cfg.role_arn:
         async with aws.client("sts", session=session) as sts:
