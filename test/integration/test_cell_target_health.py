@@ -30,7 +30,7 @@ async def test_unavailable_target_health_is_warned_once_per_change(
         endpoint_url=f"http://127.0.0.1:{free_port()}",  # nothing listens: refused
         access_key_id="testing",
         secret_access_key="testing",
-        max_attempts=0,
+        total_max_attempts=1,
     )
     rec = CellReconciler(mgr, events, dead)
     for _ in range(5):  # five passes, one reason

@@ -65,7 +65,7 @@ async def test_a_failed_walk_is_not_shared_afterwards(clock: list[float]) -> Non
         endpoint_url=f"http://127.0.0.1:{port}",
         access_key_id="testing",
         secret_access_key="testing",
-        max_attempts=0,
+        total_max_attempts=1,
         on_call=lambda op: calls.update([op]),
     )
     for attempt in (1, 2):

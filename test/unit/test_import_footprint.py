@@ -30,7 +30,7 @@ def test_the_first_aws_client_imports_aiobotocore() -> None:
 import json, sys
 from okra_controllers.aws.config import AwsConfig, shared_session
 before = "aiobotocore.session" in sys.modules
-kwargs = AwsConfig(region="eu-west-1", max_attempts=2)._client_kwargs()
+kwargs = AwsConfig(region="eu-west-1", total_max_attempts=3)._client_kwargs()
 session = shared_session()
 print(json.dumps({
     "before": before,
@@ -44,6 +44,6 @@ print(json.dumps({
     assert json.loads(proc.stdout) == {
         "before": False,
         "session": "AioSession",
-        "retries": {"max_attempts": 2, "mode": "standard"},
+        "retries": {"total_max_attempts": 3, "mode": "standard"},
         "region": "eu-west-1",
     }
