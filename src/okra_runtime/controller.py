@@ -24,8 +24,9 @@ Requests whose last reconcile succeeded are served before the others (the queue'
 lane): new objects, and objects whose last reconcile failed, wait behind the next step of
 objects that work. A thousand broken or new objects created at once then cost a working
 object's rollout at most one reconcile's wait per step, not a place at the end of the
-line; among themselves they keep their order, and they run whenever no working object
-is waiting. The memory of successes is bounded (`SUCCEEDED_KEPT`; past it, it starts over).
+line; among themselves they keep their order, and they are never starved: after four
+working objects in a row, one of them is served. The memory of successes is bounded
+(`SUCCEEDED_KEPT`; past it, it starts over).
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ Invariants (as client-go's queue.go states them):
   true for when they are queued come out before all others (FIFO among themselves). The
   controller uses it to put objects it already reconciled successfully ahead of new and
   failing ones, so a flood of new or broken objects cannot delay the next step of one that
-  works (controller-runtime's priority queue does the same for its initial list).
+  works (controller-runtime's priority queue does the same for its initial list). The other
+  lane is never starved: after `first_burst` items in a row from the first lane while others
+  wait, the next item comes from the other lane.
 - `add_after` keeps every delayed item in one heap served by one timer per queue, so a
   thousand pending requeues cost one scheduled callback, not a thousand tasks. For duplicate
   delayed adds the earliest ready time wins. Delayed items are dropped on shutdown.
@@ -184,7 +186,10 @@ class WorkQueue(Generic[T]):
         metrics: bool = True,
         clock: Callable[[], float] = time.monotonic,
         first: Callable[[T], bool] | None = None,
+        first_burst: int = 4,
     ) -> None:
+        if first_burst < 1:
+            raise ValueError("first_burst must be at least 1")
         self.name = name
         self._rate_limiter: RateLimiter[T] = (
             default_controller_rate_limiter() if rate_limiter is None else rate_limiter
@@ -194,6 +199,8 @@ class WorkQueue(Generic[T]):
         self._queue: deque[T] = deque()
         self._first: deque[T] = deque()  # the items `first` held true for, served before _queue
         self._is_first = first
+        self._first_burst = first_burst
+        self._first_run = 0  # items handed out from _first in a row while _queue waited
         # dirty: needs processing -> when it was added; processing -> when it was handed out.
         # The times feed the metrics only (0.0 when metrics are off).
         self._dirty: dict[T, float] = {}
@@ -279,7 +286,12 @@ class WorkQueue(Generic[T]):
                 if (self._queue or self._first) and not getter.cancelled():
                     self._wake_one_getter()  # we were woken for an item: pass it on
                 raise
-        item = self._first.popleft() if self._first else self._queue.popleft()
+        if self._first and (not self._queue or self._first_run < self._first_burst):
+            item = self._first.popleft()
+            self._first_run = self._first_run + 1 if self._queue else 0
+        else:
+            item = self._queue.popleft()
+            self._first_run = 0
         added = self._dirty.pop(item)
         mt = self._metrics
         if mt is not None:

@@ -492,3 +492,25 @@ async def test_without_first_the_order_is_plain_fifo(name: str) -> None:
     for item in ("c", "a", "b"):
         q.add(item)
     assert [await q.get() for _ in range(3)] == ["c", "a", "b"]
+
+
+async def test_the_other_lane_gets_one_item_after_first_burst_first_ones(name: str) -> None:
+    urgent = {f"u{i}" for i in range(10)}
+    q: WorkQueue[str] = WorkQueue(name, first=urgent.__contains__, first_burst=3)
+    q.add("new")
+    for i in range(10):
+        q.add(f"u{i}")
+    served = []
+    for _ in range(8):
+        item = await q.get()
+        served.append(item)
+        q.done(item)
+        if item in urgent:
+            q.add(item)  # a busy object that keeps coming back ahead of the others
+    assert served[:4] == ["u0", "u1", "u2", "new"]
+    assert "new" not in served[4:]
+
+
+def test_first_burst_below_one_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="first_burst"):
+        WorkQueue(name, first_burst=0)
