@@ -130,4 +130,10 @@ async def test_plan_matches_what_the_controller_writes(
         done.set()
         await recorder
     assert seen[0] == {"web-a-v1": 50, "web-b-v1": 50}
-    assert seen[1:] == planned
+    # AWS is sampled every 0.1 s, so a step the Cell passes straight through (no pause, no
+    # analysis) can be missed under load; what is seen must be the plan's weights, in its order,
+    # ending where the plan ends
+    it = iter(planned)
+    assert all(w in it for w in seen[1:]), (seen, planned)
+    assert seen[-1] == planned[-1]
+    assert len(seen) >= 3, seen

@@ -52,8 +52,10 @@ async def test_a_working_object_is_served_before_a_flood_of_new_and_failing_ones
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     assert order[0] == "good", order
-    assert order[1:21] == [f"new-{i}" for i in range(20)], order  # the others keep their order
-    assert "broken" in order[21:], order
+    # the others keep their order; broken's own retry timer may have queued it among them
+    others = [n for n in order[1:] if n != "broken"]
+    assert others[:20] == [f"new-{i}" for i in range(20)], order
+    assert "broken" in order[1:], order  # served too, never ahead of the working one
 
 
 async def test_a_failure_takes_an_object_out_of_the_first_lane() -> None:
