@@ -557,7 +557,7 @@ def report(results: dict[str, Measurement], count: int, meta: dict[str, Any]) ->
 
 def implementations(args: argparse.Namespace) -> list[Impl]:
     wanted = [IMPL_NAMES[w.strip()] for w in args.impls.split(",") if w.strip()]
-    py = sys.executable
+    py = args.okra_python or sys.executable
     okra = Impl(OKRA, [py, str(HERE / "okra_impl.py")])
     check = subprocess.run(
         [py, str(HERE / "okra_impl.py"), "--check"], capture_output=True, text=True, timeout=120
@@ -601,6 +601,12 @@ def main() -> None:
     )
     p.add_argument("--timeout", type=float, default=600, help="seconds per phase")
     p.add_argument("--kopf-python", default=str(HERE.parent / ".venv-kopf/bin/python"))
+    p.add_argument(
+        "--okra-python",
+        default="",
+        help="the Python that runs okra_impl.py (run.sh: okra installed as in its image); "
+        "default: this one",
+    )
     p.add_argument("--controller-runtime", default="", help="the built Go binary")
     p.add_argument("--out", default=str(HERE / "results.json"))
     args = p.parse_args()

@@ -1,9 +1,15 @@
 """Informers: keep a local cache of one kind in step with the API server and
 tell handlers what changed.
 
-An informer lists (in pages), then watches from the list's resourceVersion
-with bookmarks, resuming from the last resourceVersion it saw whenever the
-stream ends. It relists on 410 Gone, backs off exponentially on errors, and
+An informer lists, then watches from the list's resourceVersion with
+bookmarks, resuming from the last resourceVersion it saw whenever the stream
+ends. Its first list asks for `resourceVersion=0`, as client-go's reflector
+does: the API server answers from its watch cache, in one response, instead
+of page by page (a 10,000-object start syncs in 0.19 s instead of 0.27 s;
+bench/README.md). That state may be a moment older than the latest; the
+watch that follows brings the rest (`list_from_watch_cache=False` asks for
+the latest instead). It relists on 410 Gone, then asking for the most recent
+state in pages of `page_size`, backs off exponentially on errors, and
 detects a watch that has gone silent: a stream that delivers no byte for
 `inactivity_timeout` (default 100 s) is treated as dead (stalled) and reopened.
 
@@ -120,6 +126,10 @@ class InformerOptions:
     backoff_max: float = 30.0
     backoff_max_unreachable: float = 1.0  # server down, restarting or overloaded
     transform: Transform | None = drop_managed_fields  # before storing; None keeps all
+    # The first list from the API server's watch cache (resourceVersion=0, client-go's
+    # reflector); False asks for the most recent state, as a one-shot reader (a CLI showing
+    # what its user just wrote) needs.
+    list_from_watch_cache: bool = True
 
 
 WATCH_TIMEOUT_SHARE = (0.5, 0.8)
@@ -203,7 +213,9 @@ class Informer:
             while True:
                 try:
                     if need_list:
-                        await self._list_and_replace()
+                        await self._list_and_replace(
+                            latest=self._rv != "" or not self.options.list_from_watch_cache
+                        )
                         m.INFORMER_RELISTS.labels(*labels).inc()
                         need_list = False
                     await self._watch_once()
@@ -252,7 +264,9 @@ class Informer:
     def _opened(self) -> None:
         self.healthy, self.health_message = True, "watching"
 
-    async def _list_and_replace(self) -> None:
+    async def _list_and_replace(self, latest: bool) -> None:
+        """List and make the store match. The first list (`latest` False) may come from the
+        API server's watch cache; a relist after 410 Gone asks for the most recent state."""
         o = self.options
         listed = await self.client.list(
             self.gvk,
@@ -260,6 +274,7 @@ class Informer:
             label_selector=o.label_selector,
             field_selector=o.field_selector,
             limit=o.page_size,
+            resource_version=None if latest else "0",
         )
         seen: set[str] = set()
         transform = o.transform

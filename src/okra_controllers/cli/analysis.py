@@ -16,10 +16,10 @@ from okra_controllers.analysis.templates import TemplateError, TemplateRef, buil
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
 from okra_controllers.cli.actions import parse_arguments
 from okra_controllers.cli.get import dump, follow, now, objects
-from okra_controllers.cli.kube import CliError, Context, get_or_none, watching
+from okra_controllers.cli.kube import CliError, Context, get_or_none, reading, watching
 from okra_controllers.cli.render import render_analysis_run, render_analysis_runs
 from okra_controllers.cli.view import Obj, strip
-from okra_runtime.informer import Informer, InformerOptions
+from okra_runtime.informer import Informer
 
 TERMINAL = ("Successful", "Failed", "Error", "Inconclusive")
 WAITING = ("", "Pending", "Running")
@@ -105,7 +105,7 @@ async def cmd_get_analysisrun(ctx: Context, args: argparse.Namespace) -> int:
     informer = Informer(
         ctx.client,
         ANALYSIS_RUN,
-        InformerOptions(namespace=ctx.namespace, field_selector=f"metadata.name={args.name}"),
+        reading(ctx.namespace, f"metadata.name={args.name}"),
     )
 
     def view() -> tuple[str, str]:

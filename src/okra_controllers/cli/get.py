@@ -33,7 +33,7 @@ from okra_controllers.cell.observe import (
     config_gvk,
     config_kind,
 )
-from okra_controllers.cli.kube import Context, get_or_none, on_interrupt, synced
+from okra_controllers.cli.kube import Context, get_or_none, on_interrupt, reading, synced
 from okra_controllers.cli.render import (
     ARGOCD_SECRET_TYPE,
     cluster_rows,
@@ -53,7 +53,7 @@ from okra_controllers.cli.view import (
     strip,
 )
 from okra_runtime.gvk import GVK
-from okra_runtime.informer import FuncHandler, Informer, InformerOptions
+from okra_runtime.informer import FuncHandler, Informer
 
 DEBOUNCE = 0.05
 CLEAR = "\x1b[H\x1b[2J"
@@ -117,7 +117,7 @@ async def cmd_get_cells(ctx: Context, args: argparse.Namespace) -> int:
         return render_cells(cells, now(), color=ctx.color, namespaces=ctx.all_namespaces, wide=wide)
 
     if args.watch:
-        informer = Informer(ctx.client, CELL, InformerOptions(namespace=ctx.list_namespace))
+        informer = Informer(ctx.client, CELL, reading(ctx.list_namespace))
 
         def view() -> tuple[Hashable, str]:
             cells = informer.store.list()
@@ -214,9 +214,7 @@ class CellWatch:
         ns = ctx.namespace
 
         def inf(gvk: Any, field_selector: str | None = None) -> Informer:
-            return Informer(
-                ctx.client, gvk, InformerOptions(namespace=ns, field_selector=field_selector)
-            )
+            return Informer(ctx.client, gvk, reading(ns, field_selector))
 
         self.cell = inf(CELL, by_name)
         self.target_groups = inf(TARGET_GROUP)

@@ -100,7 +100,7 @@ async def watching(
     informer = Informer(
         ctx.client,
         gvk,
-        InformerOptions(namespace=ctx.namespace, field_selector=f"metadata.name={name}"),
+        reading(namespace=ctx.namespace, field_selector=f"metadata.name={name}"),
     )
     informer.add_handler(
         FuncHandler(
@@ -132,6 +132,14 @@ async def watching(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def reading(namespace: str | None, field_selector: str | None = None) -> InformerOptions:
+    """Informer options for a command: its first list asks for the latest state, not the
+    API server's watch cache, so that it shows what its user has just written."""
+    return InformerOptions(
+        namespace=namespace, field_selector=field_selector, list_from_watch_cache=False
+    )
 
 
 async def synced(

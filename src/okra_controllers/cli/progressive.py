@@ -21,7 +21,7 @@ from okra_controllers.cell.controller import CELL
 from okra_controllers.cli import commands
 from okra_controllers.cli.actions import annotation_patch
 from okra_controllers.cli.get import CLEAR, DEBOUNCE, SEPARATOR, dump
-from okra_controllers.cli.kube import CliError, Context, get_or_none, on_interrupt, synced
+from okra_controllers.cli.kube import CliError, Context, get_or_none, on_interrupt, reading, synced
 from okra_controllers.progressiverollout.controller import (
     ABORT,
     APPLICATION,
@@ -30,7 +30,7 @@ from okra_controllers.progressiverollout.controller import (
     RETRY,
 )
 from okra_runtime.errors import NoKindMatchError
-from okra_runtime.informer import FuncHandler, Informer, InformerOptions
+from okra_runtime.informer import FuncHandler, Informer
 
 Obj = dict[str, Any]
 Handler = Callable[[Context, argparse.Namespace], Awaitable[int]]
@@ -162,7 +162,7 @@ async def _watch(ctx: Context, name: str, output: str | None) -> int:
     ns = ctx.namespace
 
     def inf(gvk: Any, field_selector: str | None = None) -> Informer:
-        i = Informer(ctx.client, gvk, InformerOptions(namespace=ns, field_selector=field_selector))
+        i = Informer(ctx.client, gvk, reading(ns, field_selector))
         i.add_handler(
             FuncHandler(
                 add=lambda _: changed.set(),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -14,7 +15,7 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
 from okra_runtime import metrics
-from okra_runtime.client import Client
+from okra_runtime.client import Client, ObjectList
 from okra_runtime.controller import Controller
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer, InformerOptions
@@ -142,11 +143,21 @@ async def test_relists_after_410_gone(
     plane: ControlPlane, proxy: StallingProxy, direct: Client
 ) -> None:
     async with await client_via(plane, proxy.port) as via_proxy:
+        asked: list[str | None] = []  # the resourceVersion each list asked for
+        real_list = via_proxy.list
+
+        async def recording_list(*args: Any, **kwargs: Any) -> ObjectList:
+            asked.append(kwargs.get("resource_version"))
+            return await real_list(*args, **kwargs)
+
+        via_proxy.list = recording_list  # type: ignore[method-assign]
         inf = Informer(
             via_proxy, CM, InformerOptions(namespace=NS, backoff_max=0.3, inactivity_timeout=1.0)
         )
         task = asyncio.create_task(inf.run())
         assert await inf.wait_for_sync(30)
+        # The first list may come from the watch cache (client-go's reflector does the same).
+        assert asked == ["0"]
         relists_before = _relists()
         proxy.stall()  # the informer loses its watch and cannot reconnect
         await churn(direct, "gone")
@@ -155,6 +166,9 @@ async def test_relists_after_410_gone(
         assert await eventually(lambda: converged(inf, direct), within=60)
         assert _relists() > relists_before, "the informer never relisted"
         assert _restarts("expired") >= 1
+        # After 410 Gone the relist asks for the most recent state, never the cache's.
+        assert len(asked) >= 2, asked
+        assert set(asked[1:]) == {None}, asked
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
