@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -58,3 +59,10 @@ class LogCapture:
 
     def at(self, *levels: str) -> list[dict[str, Any]]:
         return [r for r in self.records() if r.get("level") in levels]
+
+
+def default_sigint() -> None:
+    """A `preexec_fn` for a child that a test stops with SIGINT: Ctrl-C's default action
+    again, whatever the test run inherited (a shell starts background jobs with SIGINT
+    ignored, and Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -10,6 +10,7 @@ import time
 import uuid
 
 from okra_testkit.envtest.leaks import leftover_servers
+from support import default_sigint
 
 RUN_ENV = "OKRA_TEST_RUN"
 
@@ -21,6 +22,7 @@ def demo(run_id: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, RUN_ENV: run_id, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=default_sigint,
     )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from okra_testkit.envtest.leaks import leftover_servers
+from support import default_sigint
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_ENV = "OKRA_TEST_RUN"
@@ -52,6 +53,7 @@ def start_harness(run_id: str) -> tuple[subprocess.Popen[str], dict[str, list[in
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, RUN_ENV: run_id},
+        preexec_fn=default_sigint,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
