@@ -61,6 +61,7 @@ from okra_runtime import GVK, Client
 from okra_runtime.crdgen import write_crds
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.apimetrics import apiserver_requests
 from okra_testkit.seed import Network, Seeder
 
 HERE = Path(__file__).resolve().parent
@@ -299,25 +300,6 @@ async def wait_healthy(
         except TimeoutError:
             continue
     return time.monotonic() - start
-
-
-async def apiserver_requests(c: Client) -> collections.Counter[str]:
-    """`apiserver_request_total` summed by verb and resource (the apiserver's /metrics)."""
-    resp = await c._send("GET", "/metrics")  # text, not JSON
-    async with resp:
-        text = await resp.text()
-    out: collections.Counter[str] = collections.Counter()
-    for line in text.splitlines():
-        if line.startswith("apiserver_request_total{"):
-            labels, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
-            parts = dict(kv.split("=", 1) for kv in labels.split(",") if "=" in kv)
-            verb = parts.get("verb", "").strip('"')
-            resource = parts.get("resource", "").strip('"')
-            sub = parts.get("subresource", "").strip('"')
-            if verb == "WATCH" or not resource:
-                continue
-            out[f"{verb} {resource}{'/' + sub if sub else ''}"] += int(float(value))
-    return out
 
 
 async def first_write(

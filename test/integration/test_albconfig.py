@@ -21,6 +21,7 @@ import pytest
 from faultproxy import FaultProxy
 from okra_controllers.albconfig import ALB_CONFIG, FINALIZER, register, setup
 from okra_controllers.albconfig.controller import AlbConfigReconciler
+from okra_controllers.api.v1alpha1.common import ARN_MAX_LENGTH
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
@@ -465,6 +466,12 @@ async def test_the_api_server_rejects_what_the_schema_can_say(env: Env) -> None:
     with pytest.raises(InvalidError) as e1000:
         await env.client.create(config(env, "heavy", [1000, 0]))
     assert any(c["field"] == "spec.forwardTargetGroups[0].weight" for c in e1000.value.causes)
+    # An ARN longer than AWS allows is refused here, never signed and sent to AWS.
+    long_arn = config(env, "long-arn", [60, 40])
+    long_arn["spec"]["listenerARN"] += "x" * ARN_MAX_LENGTH
+    with pytest.raises(InvalidError) as elong:
+        await env.client.create(long_arn)
+    assert any(c["field"] == "spec.listenerARN" for c in elong.value.causes)
 
 
 @pytest.mark.parametrize(
@@ -624,6 +631,8 @@ async def test_an_aws_error_is_reported_and_the_config_can_still_be_deleted(env:
     assert "DescribeRules: ListenerNotFound" in cond["message"]
     assert await eventually(lambda: _has(env.events("lost", "AWSError")))
     assert env.calls.writes() == []
+    # Nothing on AWS to clean up, so no finalizer was written either.
+    assert FINALIZER not in ((await env.get("lost"))["metadata"].get("finalizers") or [])
 
     await env.client.delete(ALB_CONFIG, "lost", env.namespace)
 

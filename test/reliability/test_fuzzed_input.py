@@ -44,6 +44,7 @@ from e2e.conftest import Env, OkraManager, cell_obj, cell_status
 from okra_runtime import GVK, Client
 from okra_runtime.errors import ApiError
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.apimetrics import apiserver_requests
 from support import eventually
 
 GROUP = "okra.mumo.co/v1alpha1"
@@ -359,11 +360,12 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
 
         async def under_noise(
             version: str, make: Callable[[int], dict[str, Any]], outcome: Counter[str]
-        ) -> tuple[float, float, Counter[str], float]:
+        ) -> tuple[float, float, Counter[str], float, Counter[str]]:
             """Creates COUNT objects made by `make`, 16 at a time; once a tenth are in,
             rolls the valid Cell out to `version`. Returns (rollout time, apply time, the
-            AWS calls okra-manager made from the start until the rollout was done, and the
-            CPU seconds it used meanwhile)."""
+            AWS calls okra-manager made from the start until the rollout was done, the
+            CPU seconds it used meanwhile, and the requests the API server served
+            meanwhile, by verb and resource: this client's creates and okra's requests)."""
             started = asyncio.Event()
 
             async def apply(i: int) -> None:
@@ -385,14 +387,16 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
                             {"kind": o["kind"], "metadata": {"name": o["metadata"]["name"]}}
                         )
 
+            served = await apiserver_requests(c)
             start, cpu = time.monotonic(), cpu_seconds(pid)
             noise = asyncio.gather(*(apply(i) for i in range(COUNT)))
             await started.wait()
             took = await rollout_to(version, 600)
             done, cpu = time.monotonic(), cpu_seconds(pid) - cpu
             calls = Counter(a for t, a in env.proxy.calls if start <= t <= done)
+            served = await apiserver_requests(c) - served
             await noise
-            return took, time.monotonic() - start, calls, cpu
+            return took, time.monotonic() - start, calls, cpu, served
 
         # The control: the very same objects in a namespace okra-manager does not watch.
         # The API server validates, rejects and stores exactly what it does for the fuzzed
@@ -412,11 +416,13 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
             generated[o["kind"]] += 1
             return o
 
-        benign, benign_time, benign_calls, benign_cpu = await under_noise(
+        benign, benign_time, benign_calls, benign_cpu, benign_served = await under_noise(
             "v3", unwatched_object, control
         )
         rss_before = rss_kib(pid)
-        noisy, fuzz_time, fuzz_calls, fuzz_cpu = await under_noise("v4", fuzzed_object, fuzz)
+        noisy, fuzz_time, fuzz_calls, fuzz_cpu, fuzz_served = await under_noise(
+            "v4", fuzzed_object, fuzz
+        )
         assert not odd, odd[:10]
         assert fuzz["rejected"] + fuzz["accepted"] == COUNT
         assert control == fuzz, (control, fuzz)  # the API server treated both runs alike
@@ -476,6 +482,11 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
             + ", ".join(f"{a} {n}" for a, n in fuzz_calls.most_common(8))
             + f")\nokra-manager CPU while the Cell rolled out: {benign_cpu:.1f}s under the "
             f"unwatched objects, {fuzz_cpu:.1f}s under the fuzzed ones"
+            f"\nAPI requests served while the Cell rolled out (this client's creates "
+            f"included): {sum(benign_served.values())} under the unwatched objects, "
+            f"{sum(fuzz_served.values())} under the fuzzed ones; the fuzzed run's beyond "
+            f"the control: "
+            + ", ".join(f"{k} {n}" for k, n in (fuzz_served - benign_served).most_common(10))
         )
         assert not bad, bad[:10]
         assert set(totals) == {100}, sorted(set(totals))

@@ -21,7 +21,9 @@ read as a candidate, modified or deleted.
 Idle cost: one DescribeRules per listener per drift check period, shared by the configs
 on it (`ListenerRules`), and nothing else; no AWS write and no status write when nothing
 changed. Deletion: the finalizer `okra.mumo.co/listener-rule`
-holds the config until okra's rule (and only okra's) is deleted.
+holds the config until okra's rule (and only okra's) is deleted. It is added once AWS has
+shown the listener, before a rule is written or adopted: a config AWS refuses (a listener
+that does not exist) is reported without a write to the API server beyond its status.
 """
 
 from __future__ import annotations
@@ -404,6 +406,15 @@ class ListenerRules:
         self._refused.pop(listener, None)
 
 
+class _NotClaimedError(Exception):
+    """The finalizer could not be added (the config changed or is gone): end the reconcile
+    with `result`, having written nothing to AWS."""
+
+    def __init__(self, result: Result | None) -> None:
+        super().__init__("finalizer not added")
+        self.result = result
+
+
 class AlbConfigReconciler:
     def __init__(
         self,
@@ -441,9 +452,10 @@ class AlbConfigReconciler:
             yield elb
 
     async def reconcile(self, req: Request) -> Result | None:
-        raw = self.configs.get(req.name, req.namespace)
-        if raw is None:
+        cached = self.configs.get(req.name, req.namespace)
+        if cached is None:
             return None
+        raw: Json = cached
         if raw["metadata"].get("deletionTimestamp"):
             return await self._finalize(raw)
         status = status_of(AWSApplicationLoadBalancerConfigStatus, raw)
@@ -455,14 +467,22 @@ class AlbConfigReconciler:
                 raw, status, Outcome("InvalidSpec", message, rule_arn=status.rule_arn)
             )
             return None
-        if FINALIZER not in (raw["metadata"].get("finalizers") or []):
-            raw["metadata"]["finalizers"] = [*(raw["metadata"].get("finalizers") or []), FINALIZER]
+
+        async def claim() -> None:
+            # The finalizer goes on once AWS has shown the listener, before okra writes or
+            # adopts a rule there. A config whose listener AWS does not know (a typo, a
+            # deleted load balancer) has nothing to clean up, and costs no write.
+            nonlocal raw
+            finalizers = raw["metadata"].get("finalizers") or []
+            if FINALIZER in finalizers:
+                return
+            raw["metadata"]["finalizers"] = [*finalizers, FINALIZER]
             try:
                 raw = await self.client.update(raw)
             except ConflictError:
-                return Result(requeue=True)
+                raise _NotClaimedError(Result(requeue=True)) from None
             except NotFoundError:
-                return None
+                raise _NotClaimedError(None) from None
 
         async def record_drift(found: str) -> None:
             # Into the owning Cell's outbox before the repair is written: a manager killed
@@ -474,7 +494,9 @@ class AlbConfigReconciler:
 
         try:
             async with self._elb() as elb:
-                outcome = await self._sync(elb, config, status, record_drift)
+                outcome = await self._sync(elb, config, status, claim, record_drift)
+        except _NotClaimedError as e:
+            return e.result
         except (ClientError, BotoCoreError) as e:
             message = aws_message(e)
             self.events.event(raw, "Warning", "AWSError", message)
@@ -501,10 +523,12 @@ class AlbConfigReconciler:
         elb: Any,
         config: AWSApplicationLoadBalancerConfig,
         status: AWSApplicationLoadBalancerConfigStatus,
+        claim: Callable[[], Awaitable[None]],
         record_drift: Callable[[str], Awaitable[None]],
     ) -> Outcome:
-        """Observe the listener, write what the plan says, read it back. A drift found is
-        handed to `record_drift` before the repairing write."""
+        """Observe the listener, write what the plan says, read it back. `claim` puts the
+        finalizer on before any rule is written or adopted; a drift found is handed to
+        `record_drift` before the repairing write."""
         spec = config.spec
         owner = f"{config.metadata.namespace}/{config.metadata.name}"
         previous = status.rule_arn
@@ -512,6 +536,7 @@ class AlbConfigReconciler:
         rules, action = await self._decide(elb, spec, owner, on_listener)
         if isinstance(action, Conflict):
             return Outcome("Conflict", action.message, rule_arn=previous)
+        await claim()
         out = Outcome("", "")
         if not isinstance(action, Nothing) and _was_synced(
             status, spec, config.metadata.generation

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.api.v1alpha1.common import (
+    ARN_MAX_LENGTH,
     GROUP,
     VERSION,
     ApiModel,
@@ -68,14 +69,14 @@ class ListenerRule(ApiModel):
 
 
 class CellALB(ApiModel):
-    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
     target_group_selector: LabelSelector = Field(default_factory=LabelSelector)
     listener_rule: ListenerRule | None = None
     """Defaults to a catch-all (`pathPatterns: ["/*"]`) at priority 50000."""
 
 
 class CellNLB(ApiModel):
-    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
     target_group_selector: LabelSelector = Field(default_factory=LabelSelector)
 
 
@@ -441,12 +442,12 @@ class Cell(ApiModel):
 
 class ForwardTargetGroup(ApiModel):
     name: str = Field(min_length=1)
-    arn: str = Field(pattern=_ARN)
+    arn: str = Field(pattern=_ARN, max_length=ARN_MAX_LENGTH)
     weight: int = Field(ge=0, le=999)
 
 
 class AWSApplicationLoadBalancerConfigSpec(ApiModel):
-    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
     listener_rule: ListenerRule | None = None
     forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
 
@@ -489,7 +490,7 @@ class AWSApplicationLoadBalancerConfig(ApiModel):
 
 
 class AWSNetworkLoadBalancerConfigSpec(ApiModel):
-    listener_arn: str = Field(alias="listenerARN", pattern=_ARN)
+    listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
     """A TCP/UDP/TLS listener of a Network Load Balancer: okra owns its default action."""
     forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
 
@@ -523,7 +524,7 @@ class AWSNetworkLoadBalancerConfig(ApiModel):
 
 
 class AWSTargetGroupSpec(ApiModel):
-    arn: str = Field(pattern=_ARN)
+    arn: str = Field(pattern=_ARN, max_length=ARN_MAX_LENGTH)
 
 
 class AWSTargetGroup(ApiModel):

@@ -12,7 +12,14 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_controllers.api.v1alpha1.common import (
+    ARN_MAX_LENGTH,
+    GROUP,
+    VERSION,
+    ApiModel,
+    Condition,
+    ObjectMeta,
+)
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 
@@ -23,7 +30,12 @@ class EKSClusterSelector(ApiModel):
 
 class AWSEKSGenerator(ApiModel):
     cluster_selector: EKSClusterSelector = Field(default_factory=EKSClusterSelector)
-    role_arn: str | None = Field(default=None, alias="roleARN", pattern=r"^arn:[a-z0-9-]+:iam::")
+    role_arn: str | None = Field(
+        default=None,
+        alias="roleARN",
+        pattern=r"^arn:[a-z0-9-]+:iam::",
+        max_length=ARN_MAX_LENGTH,
+    )
     """Written as `awsAuthConfig.roleARN`: the role Argo CD assumes to reach the clusters."""
 
 

@@ -11,6 +11,9 @@ from pydantic.alias_generators import to_camel
 GROUP = "okra.mumo.co"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+ARN_MAX_LENGTH = 2048
+"""AWS's limit on the length of an ARN. A longer one is refused by the API server's schema, so
+it is never signed and sent to AWS to be refused there."""
 CELL_LABELS_ANNOTATION = f"{GROUP}/cell-labels"
 """On an Argo CD cluster Secret: the labels a Cell put there (comma-separated keys), which a
 ClusterSet writing the same Secret keeps instead of removing."""

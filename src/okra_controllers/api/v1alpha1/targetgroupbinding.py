@@ -21,7 +21,14 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1.cell import LabelSelector
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_controllers.api.v1alpha1.common import (
+    ARN_MAX_LENGTH,
+    GROUP,
+    VERSION,
+    ApiModel,
+    Condition,
+    ObjectMeta,
+)
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 
@@ -137,7 +144,9 @@ class TargetSpec(ApiModel):
 
 
 class AWSTargetGroupBindingSpec(ApiModel):
-    target_group_arn: str | None = Field(default=None, alias="targetGroupARN")
+    target_group_arn: str | None = Field(
+        default=None, alias="targetGroupARN", max_length=ARN_MAX_LENGTH
+    )
     target_group: TargetGroupSpec | None = None
     targets: list[TargetSpec] = Field(default_factory=list)
 
@@ -161,7 +170,9 @@ class TargetStatus(ApiModel):
 
 class AWSTargetGroupBindingStatus(ApiModel):
     observed_generation: int | None = None
-    target_group_arn: str | None = Field(default=None, alias="targetGroupARN")
+    target_group_arn: str | None = Field(
+        default=None, alias="targetGroupARN", max_length=ARN_MAX_LENGTH
+    )
     targets: list[TargetStatus] | None = None
     conditions: list[Condition] | None = None
 

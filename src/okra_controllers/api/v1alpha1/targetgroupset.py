@@ -23,7 +23,14 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1.cell import LabelSelector
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_controllers.api.v1alpha1.common import (
+    ARN_MAX_LENGTH,
+    GROUP,
+    VERSION,
+    ApiModel,
+    Condition,
+    ObjectMeta,
+)
 from okra_controllers.api.v1alpha1.targetgroupbinding import TargetSpec, node_selector_warnings
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -98,7 +105,9 @@ class BindingTemplateSpec(ApiModel):
     """An AWSTargetGroupBinding's spec, before substitution; `targetGroupARN` defaults to the
     ARN of the TargetGroupBinding the binding is generated for."""
 
-    target_group_arn: str | None = Field(default=None, alias="targetGroupARN")
+    target_group_arn: str | None = Field(
+        default=None, alias="targetGroupARN", max_length=ARN_MAX_LENGTH
+    )
     target_group: TargetGroupTemplateSpec | None = None
     targets: list[TargetSpec] = Field(default_factory=list)
 
