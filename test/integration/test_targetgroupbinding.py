@@ -424,6 +424,48 @@ async def test_a_target_group_aws_does_not_know_is_reported_once_and_holds_nothi
     assert not any(op.startswith("elbv2:") and "Register" in op for op in env.calls)
 
 
+async def test_bindings_naming_the_same_missing_group_share_one_read(
+    rt_client: Client, namespace: str, control_plane: ControlPlane, tmp_path: Path, moto: MotoServer
+) -> None:
+    """Ten bindings name one group AWS does not know: all are reported, on one
+    DescribeTargetHealth (one per worker at most, when several ask at once), not ten."""
+    control_plane.install_crds(write_crds([AWSTargetGroupBinding], tmp_path / "crds"))
+    calls: Counter[str] = Counter()
+    aws = dataclasses.replace(moto.config, on_call=lambda op: calls.update([op]))
+    mgr = Manager(
+        rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
+    )
+    register(mgr, aws, resync=30.0)  # no retry during the test: only first reads are counted
+    task = asyncio.create_task(mgr.start())
+    arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/gone/0123456789abcdef"
+    names = [f"copy-{i}" for i in range(10)]
+    try:
+        for name in names:
+            await rt_client.create(
+                binding(
+                    name,
+                    namespace,
+                    {"targetGroupARN": arn, "targets": [{"name": "a", "ids": ["i-0"], "port": 80}]},
+                )
+            )
+
+        async def all_reported() -> bool:
+            for name in names:
+                live = await rt_client.get(TARGET_GROUP_BINDING, name, namespace)
+                conds = (live.get("status") or {}).get("conditions") or []
+                if not any(c["type"] == "Synced" and c["reason"] == "AWSError" for c in conds):
+                    return False
+            return True
+
+        assert await eventually(all_reported, within=30)
+        assert 1 <= calls["elbv2:DescribeTargetHealth"] <= 4, calls
+    finally:
+        for name in names:
+            await rt_client.delete(TARGET_GROUP_BINDING, name, namespace, missing_ok=True)
+        mgr.stop()
+        await asyncio.wait_for(task, 30)
+
+
 async def test_a_refused_binding_is_retried_no_sooner_than_the_resync(
     rt_client: Client, namespace: str, moto: MotoServer
 ) -> None:

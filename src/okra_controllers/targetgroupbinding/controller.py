@@ -15,9 +15,11 @@ targets its status lists are deregistered (one DeregisterTargets). The target gr
 kept, even one okra created: a group may be in a listener's forward action, and deleting it is
 not okra's call.
 
-Nothing is kept in memory but connections. The binding is reconciled every 30 s (Nodes live in
-other clusters, which okra does not watch) and at once when it or a cluster Secret of its
-namespace changes.
+Nothing is kept in memory but connections, and for a few seconds which target groups AWS said
+do not exist: the bindings naming the same missing group (a typo copied a hundred times, a
+group deleted under them) are answered from that, one DescribeTargetHealth for all of them
+(`MISSING_TTL`). The binding is reconciled every 30 s (Nodes live in other clusters, which okra
+does not watch) and at once when it or a cluster Secret of its namespace changes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +70,11 @@ FINALIZER = "okra.mumo.co/targetgroupbinding"
 RESYNC = 30.0
 CLUSTER_TIMEOUT = 10.0
 """Seconds one cluster may take to list its Nodes before it is reported unreachable."""
+MISSING_TTL = 5.0
+"""Seconds a "target group not found" from DescribeTargetHealth answers the other bindings that
+name the same group (at most the resync period)."""
+MISSING_KEPT = 4096
+"""Missing target groups remembered at most (then forgotten all at once)."""
 MAX_IDS_IN_EVENT = 20
 log = structlog.get_logger("okra.targetgroupbinding")
 
@@ -142,6 +150,9 @@ class TargetGroupBindingReconciler:
         self.aws = aws or connections.aws
         self.clock = clock
         self.resync = resync
+        # target group ARN -> when DescribeTargetHealth said it does not exist (monotonic)
+        self._missing: dict[str, float] = {}
+        self._missing_ttl = min(MISSING_TTL, resync)
 
     # -- observe ---------------------------------------------------------------
 
@@ -226,11 +237,21 @@ class TargetGroupBindingReconciler:
         return str(out["TargetGroups"][0]["TargetGroupArn"]), True
 
     async def _registered(self, elb: Any, arn: str) -> set[Target] | None:
-        """The group's targets (draining ones are gone already); None if the group is gone."""
+        """The group's targets (draining ones are gone already); None if the group is gone.
+        A group AWS said is gone in the last `MISSING_TTL` seconds is not asked about again."""
+        said = self._missing.get(arn)
+        if said is not None:
+            if time.monotonic() - said < self._missing_ttl:
+                return None
+            del self._missing[arn]
+        asked = time.monotonic()
         try:
             out = await elb.describe_target_health(TargetGroupArn=arn)
         except ClientError as e:
             if _code(e) == "TargetGroupNotFound":
+                if len(self._missing) >= MISSING_KEPT:
+                    self._missing.clear()
+                self._missing[arn] = asked
                 return None
             raise _aws_error("DescribeTargetHealth", e) from None
         except BotoCoreError as e:
@@ -283,6 +304,7 @@ class TargetGroupBindingReconciler:
                         arn, created = await self._ensure_group(
                             elb, tgb.spec.target_group, default_port
                         )
+                        self._missing.pop(arn, None)  # AWS has just shown it
                         registered = await self._registered(elb, arn)
                 else:
                     registered = await self._registered(elb, arn)
