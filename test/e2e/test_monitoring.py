@@ -30,13 +30,10 @@ from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.process import Process, free_port, wait_until
 from support import eventually
 
-from .conftest import Env, Metrics, cell_obj, cell_status, error_rate_template
+from .conftest import VERSION_ARG, Env, Metrics, cell_obj, cell_status, error_rate_template
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "config" / "prometheus" / "prometheusrule.yaml"
-VERSION_ARG = [
-    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
-]
 STEPS: list[dict[str, Any]] = [
     {"setWeight": 20},
     {"pause": {"duration": "1s"}},

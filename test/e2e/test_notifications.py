@@ -18,11 +18,16 @@ from okra_runtime import Client
 from receiver import Receiver, free_port, serve
 from support import eventually
 
-from .conftest import Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
+from .conftest import (
+    VERSION_ARG,
+    Env,
+    Metrics,
+    OkraManager,
+    cell_obj,
+    cell_status,
+    error_rate_template,
+)
 
-VERSION_ARG = [
-    {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
-]
 STEPS: list[dict[str, Any]] = [
     {"setWeight": 20},
     {"pause": {"duration": "1s"}},
