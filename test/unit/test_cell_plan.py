@@ -74,6 +74,10 @@ class World:
     refusal: str = ""  # the config's Synced problem while AWS refuses it ("" = AWS applies)
     # target group name -> what AWS said refusing to describe it (then it is unhealthy)
     health_problems: dict[str, str] = field(default_factory=dict)
+    # timed Pause name -> its expireTime; with `pause_controller_down`, no Pause is ever
+    # marked Expired and only the passing of expireTime ends one
+    pause_expiry: dict[str, datetime.datetime] = field(default_factory=dict)
+    pause_controller_down: bool = False
 
     def add_tg(self, name: str, version: str) -> None:
         self.tgs.append(
@@ -93,9 +97,10 @@ class World:
         for name, (phase, _) in list(self.jobs.items()):
             if phase == "Running":
                 self.jobs[name] = self.job_outcome(name)
-        for name in self.timed:  # timed pauses have expired by the next tick
-            self.pauses[name] = "Expired"
-        self.timed.clear()
+        if not self.pause_controller_down:
+            for name in self.timed:  # timed pauses have expired by the next tick
+                self.pauses[name] = "Expired"
+            self.timed.clear()
         p = plan(
             Observed(
                 cell_name="web",
@@ -124,6 +129,7 @@ class World:
                 jobs=dict(self.jobs),
                 clusters=self.clusters(),
                 config_problem=self.refusal,
+                pause_expiry=dict(self.pause_expiry),
             )
         )
         self.acted_more(p)
@@ -147,6 +153,7 @@ class World:
             self.pauses[p.create_pause.name] = "Started"
             if p.create_pause.expire_time:
                 self.timed.add(p.create_pause.name)
+                self.pause_expiry[p.create_pause.name] = p.create_pause.expire_time
         if p.block:
             self.blocked[p.block[0]] = p.block[1]
         self.status = p.status
@@ -210,6 +217,40 @@ def test_canary_walks_every_step_kind_in_order() -> None:
     reasons = [e.reason for p in w.history for e in p.events]
     assert reasons.count("RolloutStarted") == 1
     assert reasons.count("RolloutCompleted") == 1
+
+
+def test_a_timed_pause_ends_at_its_expire_time_without_the_pause_controller() -> None:
+    """The Cell wakes itself when its Pause's expireTime passes (`wake_after`) and moves
+    on, whether or not the Pause controller has written `Expired`; a Pause over by its
+    time is not cancelled when the rollout ends."""
+    w = World(
+        spec([{"stepWeight": 20}, {"pause": {"duration": "5s"}}, {"stepWeight": 40}]),
+        pause_controller_down=True,
+    )
+    w.add_tg("web-a-v1", "v1")
+    w.run(3)
+    w.add_tg("web-a-v2", "v2")
+    waits: list[float | None] = []
+    while w.status.health != "Healthy" or w.status.stable_version != "v2":
+        assert len(w.history) < 40, w.status.message
+        p = w.tick()
+        if p.status.health == "Paused":
+            waits.append(p.wake_after)
+    assert waits == [5.0, 4.0, 3.0, 2.0, 1.0]  # from the step that created it, a second a tick
+    (pause,) = w.pauses
+    assert w.pauses[pause] == "Started"  # never marked, never cancelled: its time ended it
+    assert not any(p.cancel_pauses for p in w.history)
+    assert canary_weights(w) == [20, 60, 100]
+
+
+def test_an_untimed_pause_sets_no_wake() -> None:
+    w = World(spec([{"stepWeight": 20}, {"pause": {}}]), pause_controller_down=True)
+    w.add_tg("web-a-v1", "v1")
+    w.run(3)
+    w.add_tg("web-a-v2", "v2")
+    w.run(10)
+    assert w.status.health == "Paused"
+    assert all(p.wake_after is None for p in w.history)
 
 
 def test_a_step_waits_until_aws_shows_the_weights() -> None:

@@ -271,6 +271,8 @@ class CellReconciler:
         after = HEALTH_RECHECK if p.held else RESYNC
         if p.requeue_after is not None:
             after = min(after, p.requeue_after + 0.5)  # just past the progress deadline
+        if p.wake_after is not None:
+            after = min(after, p.wake_after + 0.01)  # the moment the Pause expires
         return Result(requeue_after=after)
 
     async def _blocklist(self, name: str, ns: str) -> dict[str, Any] | None:

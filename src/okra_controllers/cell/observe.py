@@ -14,6 +14,7 @@ from okra_controllers.cell.argocd import ClusterView, observe_clusters, selected
 from okra_controllers.cell.plan import Forward, Observed
 from okra_controllers.cell.versions import group_target_groups
 from okra_runtime.gvk import GVK
+from okra_runtime.timeutil import parse_time
 
 PROMOTE = "okra.mumo.co/promote"
 ABORT = "okra.mumo.co/abort"
@@ -68,6 +69,7 @@ def observe(
     for a Cell with `spec.argocd`. A Cell with no load balancer has its versions from
     its cluster Secrets, one entry per cluster."""
     clusters: ClusterView | None = None
+    pauses = list(pauses)
     if cell.spec.argocd is not None:
         secrets = list(secrets)
         clusters = observe_clusters(cell.spec.argocd, cell.spec.labels_for_version(), secrets, apps)
@@ -125,6 +127,11 @@ def observe(
         jobs={j["metadata"]["name"]: job_outcome(j) for j in jobs},
         clusters=clusters,
         config_problem=problem,
+        pause_expiry={
+            p["metadata"]["name"]: expiry
+            for p in pauses
+            if (expiry := parse_time((p.get("spec") or {}).get("expireTime"))) is not None
+        },
     )
 
 

@@ -113,6 +113,10 @@ class Observed:
     # why the load balancer config cannot apply its spec ("AWSError: ...", from its
     # `Synced` condition for its current generation); "" when it can or has not said
     config_problem: str = ""
+    # Pause name -> its `spec.expireTime`: a Pause past it is over, whether or not the
+    # Pause controller has written `Expired` yet (its status write, and the Cell's
+    # reaction to it, would add two API round trips to every timed pause).
+    pause_expiry: Mapping[str, datetime.datetime] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,7 @@ class Plan:
     needs_health: tuple[str, ...] = ()  # plan again with `health` for these ARNs
     held: bool = False  # a gate holds the plan back; look again soon
     requeue_after: float | None = None  # seconds until the progress deadline passes
+    wake_after: float | None = None  # seconds until the Pause the plan waits on expires
     create_jobs: list[JobRequest] = field(default_factory=list)
     label: list[str] = field(default_factory=list)  # cluster Secrets to give the app labels
     unlabel: list[str] = field(default_factory=list)  # cluster Secrets to take them from
@@ -718,9 +723,16 @@ def _end_leftovers(p: Plan, o: Observed, keep: str | None = None) -> None:
     for name, phase in sorted(o.runs.items()):
         if phase not in DONE_RUN and stale(name) and name not in p.terminate_runs:
             p.terminate_runs.append(name)
-    for name, phase in sorted(o.pauses.items()):
-        if phase not in DONE_PAUSE and stale(name) and name not in p.cancel_pauses:
+    for name in sorted(o.pauses):
+        if not _pause_over(o, name) and stale(name) and name not in p.cancel_pauses:
             p.cancel_pauses.append(name)
+
+
+def _pause_over(o: Observed, name: str) -> bool:
+    """The Pause has expired or been cancelled: by its status, or by its `expireTime`
+    having passed before the Pause controller said so."""
+    expiry = o.pause_expiry.get(name)
+    return o.pauses.get(name) in DONE_PAUSE or (expiry is not None and expiry <= o.now)
 
 
 def _end_rollout(p: Plan, o: Observed) -> None:
@@ -1085,15 +1097,20 @@ def _canary(
             if pause_phase is None:
                 expire = _expiry(step, o.now)
                 p.create_pause = PauseRequest(name, expire)
+                if expire is not None:
+                    p.wake_after = (expire - o.now).total_seconds()
                 paused = paused or (
                     f"paused at step {i + 1} until {expire.isoformat()}"
                     if expire
                     else f"paused at step {i + 1} until promoted"
                 )
                 break
-            if pause_phase in DONE_PAUSE or o.promote == f"{rid}/{i}":
+            if _pause_over(o, name) or o.promote == f"{rid}/{i}":
                 i += 1
                 continue
+            expiry = o.pause_expiry.get(name)
+            if expiry is not None:
+                p.wake_after = (expiry - o.now).total_seconds()
             paused = paused or (
                 f"paused at step {i + 1} for {step.pause.duration}"
                 if step.pause.duration not in (None, "")

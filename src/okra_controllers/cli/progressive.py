@@ -31,6 +31,7 @@ from okra_controllers.progressiverollout.controller import (
 )
 from okra_runtime.errors import NoKindMatchError
 from okra_runtime.informer import FuncHandler, Informer
+from okra_runtime.timeutil import parse_time
 
 Obj = dict[str, Any]
 Handler = Callable[[Context, argparse.Namespace], Awaitable[int]]
@@ -38,12 +39,6 @@ Handler = Callable[[Context, argparse.Namespace], Awaitable[int]]
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
-
-
-def _time(value: Any) -> datetime.datetime | None:
-    if not value:
-        return None
-    return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
 def _short(revision: Any) -> str:
@@ -107,7 +102,7 @@ def render(pr: Obj, apps: dict[str, Obj], runs: dict[str, Obj], now: datetime.da
             ast = app.get("status") or {}
             bake = "-"
             if c.get("phase") == "Baking" and stage.get("bakeTime") and c.get("healthySince"):
-                since = _time(c["healthySince"])
+                since = parse_time(c["healthySince"])
                 assert since is not None
                 left = parse_duration(stage["bakeTime"]) - (now - since).total_seconds()
                 bake = f"{max(0, int(left))}s"

@@ -29,7 +29,8 @@ from okra_controllers.api.v1alpha1.cell import (
 from okra_controllers.cell.observe import ALB_CONFIG_KIND, config_kind
 from okra_controllers.cell.plan import weight_before
 from okra_controllers.cell.versions import Grouped, group_target_groups
-from okra_controllers.cli.view import Obj, cell_selector, created, parse_time, selects
+from okra_controllers.cli.view import Obj, cell_selector, created, selects
+from okra_runtime.timeutil import parse_time
 
 DONE, CURRENT, PENDING = "✓", "▶", "·"
 MAX_RUNS = 5

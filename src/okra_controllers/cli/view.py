@@ -20,6 +20,7 @@ from okra_controllers.cell.observe import config_gvk
 from okra_controllers.cli.kube import CliError, get_or_none
 from okra_runtime.client import Client
 from okra_runtime.errors import NotFoundError
+from okra_runtime.timeutil import parse_time
 
 Obj = dict[str, Any]
 
@@ -79,16 +80,6 @@ def owned_by(obj: Obj, uid: str) -> bool:
 
 def created(obj: Obj) -> datetime.datetime | None:
     return parse_time(_meta(obj).get("creationTimestamp"))
-
-
-def parse_time(value: Any) -> datetime.datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        t = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=datetime.UTC)
 
 
 def select_view(

@@ -66,7 +66,7 @@ from okra_runtime.gvk import GVK
 from okra_runtime.metrics import REGISTRY
 from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import Request, Result
-from okra_runtime.timeutil import utcnow
+from okra_runtime.timeutil import parse_time, utcnow
 
 if TYPE_CHECKING:
     from okra_controllers.settings import Settings
@@ -128,15 +128,6 @@ WEBHOOKS = Counter(
 )
 
 
-def _time(value: Any) -> datetime.datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _info(op: dict[str, Any] | None) -> str | None:
     for item in (op or {}).get("info") or []:
         if item.get("name") == SYNC_ID_INFO:
@@ -187,9 +178,9 @@ def application_view(app: dict[str, Any], cluster: str, labels: dict[str, str]) 
         op_sync_id=_info(op_state.get("operation")),
         op_revision=str(op_revision or ""),
         op_message=str(op_state.get("message") or ""),
-        op_started_at=_time(op_state.get("startedAt")),
-        op_finished_at=_time(op_state.get("finishedAt")),
-        reconciled_at=_time(status.get("reconciledAt")),
+        op_started_at=parse_time(op_state.get("startedAt")),
+        op_finished_at=parse_time(op_state.get("finishedAt")),
+        reconciled_at=parse_time(status.get("reconciledAt")),
         unreachable="; ".join(errors) or None,
         multi_source=bool((app.get("spec") or {}).get("sources")),
     )
