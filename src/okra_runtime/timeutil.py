@@ -24,6 +24,12 @@ def utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
+def exact_utcnow() -> datetime.datetime:
+    """Now, in UTC, to the microsecond: for deadlines, where `utcnow` could be up to a
+    second early."""
+    return datetime.datetime.now(datetime.UTC)
+
+
 def parse_time(value: Any) -> datetime.datetime | None:
     """A time the API server stored (RFC 3339, `Z` or an offset, any fraction of a
     second), in UTC if it names no zone; None when unset or not a time."""

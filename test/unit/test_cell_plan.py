@@ -3,6 +3,7 @@ tick later, analyses finish as scripted, pauses expire on demand."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +79,7 @@ class World:
     # marked Expired and only the passing of expireTime ends one
     pause_expiry: dict[str, datetime.datetime] = field(default_factory=dict)
     pause_controller_down: bool = False
+    past_the_second: datetime.timedelta | None = None  # exact_now = now + this (None: unset)
 
     def add_tg(self, name: str, version: str) -> None:
         self.tgs.append(
@@ -101,37 +103,7 @@ class World:
             for name in self.timed:  # timed pauses have expired by the next tick
                 self.pauses[name] = "Expired"
             self.timed.clear()
-        p = plan(
-            Observed(
-                cell_name="web",
-                generation=1,
-                spec=self.spec,
-                status=self.status,
-                grouped=self.grouped(),
-                forward=self.forward,
-                synced=self.synced,
-                blocked=dict(self.blocked),
-                runs=dict(self.runs),
-                pauses=dict(self.pauses),
-                promote=self.promote,
-                abort=self.abort,
-                now=self.now,
-                health={
-                    arn: name not in self.unhealthy and name not in self.health_problems
-                    for name, arn, _ in self.tgs
-                },
-                health_problems={
-                    arn: self.health_problems[name]
-                    for name, arn, _ in self.tgs
-                    if name in self.health_problems
-                },
-                paused=self.paused,
-                jobs=dict(self.jobs),
-                clusters=self.clusters(),
-                config_problem=self.refusal,
-                pause_expiry=dict(self.pause_expiry),
-            )
-        )
+        p = plan(self.observed())
         self.acted_more(p)
         self.history.append(p)
         if p.forward is not None and (
@@ -163,6 +135,39 @@ class World:
     def run(self, ticks: int = 40) -> None:
         for _ in range(ticks):
             self.tick()
+
+    def observed(self) -> Observed:
+        """What the Cell controller would observe now."""
+        return Observed(
+            cell_name="web",
+            generation=1,
+            spec=self.spec,
+            status=self.status,
+            grouped=self.grouped(),
+            forward=self.forward,
+            synced=self.synced,
+            blocked=dict(self.blocked),
+            runs=dict(self.runs),
+            pauses=dict(self.pauses),
+            promote=self.promote,
+            abort=self.abort,
+            now=self.now,
+            health={
+                arn: name not in self.unhealthy and name not in self.health_problems
+                for name, arn, _ in self.tgs
+            },
+            health_problems={
+                arn: self.health_problems[name]
+                for name, arn, _ in self.tgs
+                if name in self.health_problems
+            },
+            paused=self.paused,
+            jobs=dict(self.jobs),
+            clusters=self.clusters(),
+            config_problem=self.refusal,
+            pause_expiry=dict(self.pause_expiry),
+            exact_now=None if self.past_the_second is None else self.now + self.past_the_second,
+        )
 
     def grouped(self) -> Grouped:
         return group_target_groups(self.tgs, [LABEL])
@@ -241,6 +246,35 @@ def test_a_timed_pause_ends_at_its_expire_time_without_the_pause_controller() ->
     assert w.pauses[pause] == "Started"  # never marked, never cancelled: its time ended it
     assert not any(p.cancel_pauses for p in w.history)
     assert canary_weights(w) == [20, 60, 100]
+
+
+def test_a_timed_pause_lasts_its_duration_to_the_microsecond() -> None:
+    """`now` is to the second (status times); a Pause is timed by `exact_now`: started
+    0.9 s past a second, it ends 0.9 s past one, not 0.9 s early."""
+    w = World(
+        spec([{"stepWeight": 20}, {"pause": {"duration": "5s"}}, {"stepWeight": 40}]),
+        pause_controller_down=True,
+        past_the_second=(past := datetime.timedelta(milliseconds=900)),
+    )
+    w.add_tg("web-a-v1", "v1")
+    w.run(3)
+    w.add_tg("web-a-v2", "v2")
+    while not w.pauses:
+        w.tick()
+    (created,) = [p.create_pause for p in w.history if p.create_pause]
+    started = w.now - datetime.timedelta(seconds=1) + past
+    expiry = started + datetime.timedelta(seconds=5)
+    assert created.expire_time == expiry
+    assert w.history[-1].wake_after == 5.0
+
+    def at(exact: datetime.datetime) -> Plan:
+        o = w.observed()
+        return plan(dataclasses.replace(o, now=exact.replace(microsecond=0), exact_now=exact))
+
+    early = at(expiry - datetime.timedelta(milliseconds=100))
+    assert early.status.health == "Paused"
+    assert early.wake_after == 0.1
+    assert at(expiry).status.health == "Progressing"
 
 
 def test_an_untimed_pause_sets_no_wake() -> None:

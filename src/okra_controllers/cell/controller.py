@@ -61,7 +61,7 @@ from okra_runtime.manager import Manager
 from okra_runtime.metrics import REGISTRY
 from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import ReportedError, Request, Result
-from okra_runtime.timeutil import utcnow
+from okra_runtime.timeutil import exact_utcnow, utcnow
 
 CELL = GVK(GROUP, VERSION, "Cell")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
@@ -161,9 +161,12 @@ class CellReconciler:
         aws: AwsConfig,
         clock: Callable[[], datetime.datetime] = utcnow,
         argocd: bool = False,
+        exact_clock: Callable[[], datetime.datetime] = exact_utcnow,
     ) -> None:
         """`argocd`: Argo CD's Application kind is served (watched for Cells with
-        `spec.argocd`); without it such Cells are reported, the others work as ever."""
+        `spec.argocd`); without it such Cells are reported, the others work as ever.
+        `clock` gives the times written to status (to the second); `exact_clock` the
+        time timed Pauses start and end by."""
         self.client: Client = mgr.client
         self.cells: Store = mgr.informer_for(CELL).store
         self.target_groups: Store = mgr.informer_for(TARGET_GROUP).store
@@ -181,6 +184,7 @@ class CellReconciler:
         self.events = events
         self.aws = aws
         self.clock = clock
+        self.exact_clock = exact_clock
         self.notifier = notifier_for(mgr)
         # the last reason each target group's health could not be read, said once per change
         self._health_unavailable: dict[str, str] = {}
@@ -224,6 +228,7 @@ class CellReconciler:
             self.jobs.by_index(OWNER_INDEX, uid, copy=False),
             secrets,
             apps,
+            exact_now=self.exact_clock(),
         )
         return observed, config
 

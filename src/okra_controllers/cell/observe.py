@@ -61,6 +61,7 @@ def observe(
     jobs: Iterable[Obj] = (),
     secrets: Iterable[Obj] = (),
     apps: Iterable[Obj] | None = (),
+    exact_now: datetime.datetime | None = None,
 ) -> Observed:
     """`target_groups` already selected by the Cell's selector; `config` the Cell's load
     balancer config (ALB or NLB, by its ingress type); `runs`, `pauses` and `jobs` the
@@ -127,6 +128,7 @@ def observe(
         jobs={j["metadata"]["name"]: job_outcome(j) for j in jobs},
         clusters=clusters,
         config_problem=problem,
+        exact_now=exact_now,
         pause_expiry={
             p["metadata"]["name"]: expiry
             for p in pauses

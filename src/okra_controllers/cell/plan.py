@@ -117,6 +117,10 @@ class Observed:
     # Pause controller has written `Expired` yet (its status write, and the Cell's
     # reaction to it, would add two API round trips to every timed pause).
     pause_expiry: Mapping[str, datetime.datetime] = field(default_factory=dict)
+    # now to the microsecond (None: `now`, which is to the second, as status times are):
+    # a timed Pause is given its expireTime and ended by it, so that it lasts its
+    # duration, not up to a second less
+    exact_now: datetime.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -732,7 +736,9 @@ def _pause_over(o: Observed, name: str) -> bool:
     """The Pause has expired or been cancelled: by its status, or by its `expireTime`
     having passed before the Pause controller said so."""
     expiry = o.pause_expiry.get(name)
-    return o.pauses.get(name) in DONE_PAUSE or (expiry is not None and expiry <= o.now)
+    return o.pauses.get(name) in DONE_PAUSE or (
+        expiry is not None and expiry <= (o.exact_now or o.now)
+    )
 
 
 def _end_rollout(p: Plan, o: Observed) -> None:
@@ -1095,12 +1101,12 @@ def _canary(
             name = run_name(o.cell_name, canary.text, rid, f"pause-{i}")
             pause_phase = o.pauses.get(name)
             if pause_phase is None:
-                expire = _expiry(step, o.now)
+                expire = _expiry(step, o.exact_now or o.now)
                 p.create_pause = PauseRequest(name, expire)
                 if expire is not None:
-                    p.wake_after = (expire - o.now).total_seconds()
+                    p.wake_after = (expire - (o.exact_now or o.now)).total_seconds()
                 paused = paused or (
-                    f"paused at step {i + 1} until {expire.isoformat()}"
+                    f"paused at step {i + 1} until {expire.isoformat(timespec='milliseconds')}"
                     if expire
                     else f"paused at step {i + 1} until promoted"
                 )
@@ -1110,7 +1116,7 @@ def _canary(
                 continue
             expiry = o.pause_expiry.get(name)
             if expiry is not None:
-                p.wake_after = (expiry - o.now).total_seconds()
+                p.wake_after = (expiry - (o.exact_now or o.now)).total_seconds()
             paused = paused or (
                 f"paused at step {i + 1} for {step.pause.duration}"
                 if step.pause.duration not in (None, "")
