@@ -159,6 +159,8 @@ class OkraManager:
     and stopped or SIGKILLed by the test (`with okra:` starts it and stops it at the end),
     its output appended to `log`.
 
+    It watches `env`'s namespace and reaches AWS through `env`'s proxy; with no `env`,
+    it watches `namespace` and has no AWS (`controllers` says which run then).
     `kubeconfig` (default: the plane's admin one) is how it reaches the API server (a
     proxy's, a ServiceAccount's); `args` are added to its command line; `environ` to its
     environment (over the emulator's credentials). All three may change between starts."""
@@ -166,24 +168,34 @@ class OkraManager:
     def __init__(
         self,
         cp: ControlPlane,
-        env: Env,
+        env: Env | None,
         log: Path,
         *,
+        namespace: str | None = None,
+        controllers: str | None = None,
         kubeconfig: Path | None = None,
         args: Sequence[str] = (),
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.cp, self.env, self.log = cp, env, log
+        namespace = namespace or (env.namespace if env is not None else None)
+        assert namespace, "an okra-manager watches env's namespace or the one given"
+        self.namespace, self.controllers = namespace, controllers
         self.kubeconfig, self.args = kubeconfig, tuple(args)
         self.environ = dict(environ or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
-        command = local_command(
-            self.kubeconfig or self.cp.kubeconfig(),
-            self.env.namespace,
-            aws_endpoint_url=self.env.proxy.endpoint_url,
+    def command(self, kubeconfig: str | os.PathLike[str]) -> list[str]:
+        """Its command line, reaching the API server with `kubeconfig`."""
+        return local_command(
+            kubeconfig,
+            self.namespace,
+            aws_endpoint_url=self.env.proxy.endpoint_url if self.env is not None else None,
+            controllers=self.controllers,
         )
+
+    def start(self) -> None:
+        command = self.command(self.kubeconfig or self.cp.kubeconfig())
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [*command, *self.args],
@@ -215,6 +227,10 @@ class OkraManager:
     def text(self) -> str:
         """What it has logged so far, over all its starts."""
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def tail(self) -> str:
+        """The end of what it has logged: for a failed assertion's message."""
+        return self.text()[-4000:]
 
     def said(self, words: str) -> bool:
         """It has logged `words` (anywhere in a line)."""

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from okra_controllers.manager import EMULATOR_ENV, local_command
+from okra_controllers.manager import EMULATOR_ENV
 from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import kubeconfig_dict
@@ -104,11 +104,8 @@ class ImageManager(OkraManager):
         )
         (shared / "kubeconfig").write_text(json.dumps(kubeconfig))
         (shared / "kubeconfig").chmod(0o644)
-        flags = local_command(
-            "/run/okra/kubeconfig",
-            self.env.namespace,
-            aws_endpoint_url=self.env.proxy.endpoint_url,
-        )[3:]  # drop `python -m okra_controllers.manager`: the image's entrypoint runs
+        # its flags, without `python -m okra_controllers.manager`: the image's entrypoint runs
+        flags = self.command("/run/okra/kubeconfig")[3:]
         argv = [
             "unshare",
             "--mount",

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from okra_controllers.manager import EMULATOR_ENV, local_command
+from e2e.conftest import OkraManager
 from okra_controllers.progressiverollout.controller import APPLICATION, PROGRESSIVE_ROLLOUT
 from okra_runtime import GVK, Client
 from okra_runtime.errors import InvalidError, NotFoundError
@@ -58,48 +55,15 @@ def workloads(
     return planes
 
 
-@dataclass
-class Okra:
-    """okra-manager as a process (so it can be killed with SIGKILL)."""
-
-    cp: ControlPlane
-    namespace: str
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                local_command(
-                    self.cp.kubeconfig(),
-                    self.namespace,
-                    controllers="progressiverollout,analysisrun",
-                ),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **EMULATOR_ENV},
-            )
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(30)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
-
-
 @pytest.fixture
-def okra(control_plane: ControlPlane, argocd: ArgoCD, tmp_path: Path) -> Iterator[Okra]:
-    o = Okra(control_plane, argocd.namespace, tmp_path / "okra-manager.log")
+def okra(control_plane: ControlPlane, argocd: ArgoCD, tmp_path: Path) -> Iterator[OkraManager]:
+    o = OkraManager(
+        control_plane,
+        None,
+        tmp_path / "okra-manager.log",
+        namespace=argocd.namespace,
+        controllers="progressiverollout,analysisrun",
+    )
     o.start()
     try:
         yield o
@@ -314,7 +278,7 @@ async def sampling(app: App) -> AsyncIterator[Sampler]:
         await s.sample()  # the last transitions, after the condition the test awaited
 
 
-async def start(app: App, okra: Okra, **spec: Any) -> str:
+async def start(app: App, okra: OkraManager, **spec: Any) -> str:
     """Commit v1, create the ApplicationSet and the ProgressiveRollout; returns v1's revision
     once the rollout has brought every cluster to it."""
     first = app.commit("v1")
@@ -326,7 +290,7 @@ async def start(app: App, okra: Okra, **spec: Any) -> str:
 
 
 async def test_the_seed_example_rolls_out_stage_by_stage_within_max_unavailable(
-    app: App, okra: Okra
+    app: App, okra: OkraManager
 ) -> None:
     async with sampling(app) as sampler:
         await start(app, okra)
@@ -353,7 +317,7 @@ async def test_the_seed_example_rolls_out_stage_by_stage_within_max_unavailable(
 
 
 async def test_a_drained_cluster_is_requeued_and_done_after_its_label_is_removed(
-    app: App, okra: Okra, argocd: ArgoCD, rt_client: Client
+    app: App, okra: OkraManager, argocd: ArgoCD, rt_client: Client
 ) -> None:
     first = await start(app, okra)
     secret = "cluster-pr-euw1-b"
@@ -388,7 +352,7 @@ async def test_a_drained_cluster_is_requeued_and_done_after_its_label_is_removed
 
 
 async def test_exhausted_requeue_attempts_fail_the_stage_naming_the_cluster(
-    app: App, okra: Okra, argocd: ArgoCD, rt_client: Client
+    app: App, okra: OkraManager, argocd: ArgoCD, rt_client: Client
 ) -> None:
     await start(app, okra)
     secret = "cluster-pr-euw1-b"
@@ -412,7 +376,9 @@ async def test_exhausted_requeue_attempts_fail_the_stage_naming_the_cluster(
     assert "after 2 attempts" in st["message"]
 
 
-async def analysed_rollout(app: App, okra: Okra, metrics: Metrics, policy: str) -> tuple[str, str]:
+async def analysed_rollout(
+    app: App, okra: OkraManager, metrics: Metrics, policy: str
+) -> tuple[str, str]:
     await app.client.create(
         {
             "apiVersion": "okra.mumo.co/v1alpha1",
@@ -449,7 +415,7 @@ async def analysed_rollout(app: App, okra: Okra, metrics: Metrics, policy: str) 
 
 
 async def test_a_failing_analysis_in_stage_2_pauses_the_rollout(
-    app: App, okra: Okra, metrics: Metrics
+    app: App, okra: OkraManager, metrics: Metrics
 ) -> None:
     _, second = await analysed_rollout(app, okra, metrics, "Pause")
     assert await eventually(lambda: app.phase_is("Failed"), SLOW, 0.5), okra.tail()
@@ -463,7 +429,7 @@ async def test_a_failing_analysis_in_stage_2_pauses_the_rollout(
 
 
 async def test_a_failing_analysis_in_stage_2_rolls_stages_1_and_2_back(
-    app: App, okra: Okra, metrics: Metrics
+    app: App, okra: OkraManager, metrics: Metrics
 ) -> None:
     _, second = await analysed_rollout(app, okra, metrics, "Rollback")
     assert await eventually(lambda: app.phase_is("RolledBack"), SLOW, 0.5), okra.tail()
@@ -472,7 +438,9 @@ async def test_a_failing_analysis_in_stage_2_rolls_stages_1_and_2_back(
     assert await app.markers() == {name: "v1" for name in CLUSTERS}
 
 
-async def test_a_new_commit_mid_rollout_restarts_from_the_first_stage(app: App, okra: Okra) -> None:
+async def test_a_new_commit_mid_rollout_restarts_from_the_first_stage(
+    app: App, okra: OkraManager
+) -> None:
     await start(app, okra)
     obj = await app.client.get(PROGRESSIVE_ROLLOUT, app.name, app.argocd.namespace)
     obj["spec"]["stages"][0]["bakeTime"] = "20s"
@@ -501,7 +469,7 @@ async def test_a_new_commit_mid_rollout_restarts_from_the_first_stage(app: App, 
 
 
 async def test_kill_9_mid_stage_resumes_without_resyncing_finished_clusters(
-    app: App, okra: Okra
+    app: App, okra: OkraManager
 ) -> None:
     await start(app, okra)
     obj = await app.client.get(PROGRESSIVE_ROLLOUT, app.name, app.argocd.namespace)
@@ -531,7 +499,9 @@ async def test_kill_9_mid_stage_resumes_without_resyncing_finished_clusters(
             assert revisions == before[name], f"{name} was synced again after the restart"
 
 
-async def test_bad_input_gets_a_status_message_saying_what_to_fix(app: App, okra: Okra) -> None:
+async def test_bad_input_gets_a_status_message_saying_what_to_fix(
+    app: App, okra: OkraManager
+) -> None:
     await start(app, okra)
     missing = app.rollout(name=f"missing-{app.suffix}")
     missing["spec"]["sourceRef"]["name"] = "no-such-appset"
