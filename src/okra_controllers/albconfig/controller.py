@@ -55,6 +55,7 @@ from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import OWNER_TAG, Json
 from okra_controllers.aws.errors import refused
+from okra_controllers.aws.recent import RecentAnswers
 from okra_controllers.lbconfig import (
     aws_message,
     dump_status,
@@ -359,7 +360,7 @@ class ListenerRules:
         self.refusal_ttl = min(refusal_ttl, ttl)
         self._clock = clock
         self._cache: dict[str, tuple[float, tuple[Json, ...]]] = {}
-        self._refused: dict[str, tuple[float, ClientError]] = {}
+        self._refused: RecentAnswers[str, ClientError] = RecentAnswers(self.refusal_ttl, clock)
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def get(self, elb: Any, listener: str) -> tuple[Json, ...]:
@@ -368,16 +369,16 @@ class ListenerRules:
             if hit is not None and self._clock() - hit[0] < self.ttl:
                 return hit[1]
             refusal = self._refused.get(listener)
-            if refusal is not None and self._clock() - refusal[0] < self.refusal_ttl:
-                raise ClientError(refusal[1].response, refusal[1].operation_name)
+            if refusal is not None:
+                raise ClientError(refusal.response, refusal.operation_name)
             started = self._clock()
             try:
                 rules = tuple(await elbv2.describe_rules(elb, listener))
             except ClientError as e:
                 if refused(e):
-                    self._refused[listener] = (started, e)
+                    self._refused.put(listener, e, started)
                 raise
-            self._refused.pop(listener, None)
+            self._refused.forget(listener)
             self._cache[listener] = (started, rules)
             return rules
 
@@ -403,7 +404,7 @@ class ListenerRules:
 
     def forget(self, listener: str) -> None:
         self._cache.pop(listener, None)
-        self._refused.pop(listener, None)
+        self._refused.forget(listener)
 
 
 class _NotClaimedError(Exception):

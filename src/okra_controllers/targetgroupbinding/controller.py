@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +43,7 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import (
 )
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.errors import hint, refused
+from okra_controllers.aws.recent import RecentAnswers
 from okra_controllers.clusters.connect import (
     SECRET_TYPE_LABEL,
     ClusterConnections,
@@ -73,8 +73,6 @@ CLUSTER_TIMEOUT = 10.0
 MISSING_TTL = 5.0
 """Seconds a "target group not found" from DescribeTargetHealth answers the other bindings that
 name the same group (at most the resync period)."""
-MISSING_KEPT = 4096
-"""Missing target groups remembered at most (then forgotten all at once)."""
 MAX_IDS_IN_EVENT = 20
 log = structlog.get_logger("okra.targetgroupbinding")
 
@@ -150,9 +148,8 @@ class TargetGroupBindingReconciler:
         self.aws = aws or connections.aws
         self.clock = clock
         self.resync = resync
-        # target group ARN -> when DescribeTargetHealth said it does not exist (monotonic)
-        self._missing: dict[str, float] = {}
-        self._missing_ttl = min(MISSING_TTL, resync)
+        # target group ARNs DescribeTargetHealth said do not exist
+        self._missing: RecentAnswers[str, bool] = RecentAnswers(min(MISSING_TTL, resync))
 
     # -- observe ---------------------------------------------------------------
 
@@ -239,19 +236,14 @@ class TargetGroupBindingReconciler:
     async def _registered(self, elb: Any, arn: str) -> set[Target] | None:
         """The group's targets (draining ones are gone already); None if the group is gone.
         A group AWS said is gone in the last `MISSING_TTL` seconds is not asked about again."""
-        said = self._missing.get(arn)
-        if said is not None:
-            if time.monotonic() - said < self._missing_ttl:
-                return None
-            del self._missing[arn]
-        asked = time.monotonic()
+        if self._missing.get(arn):
+            return None
+        asked = self._missing.clock()
         try:
             out = await elb.describe_target_health(TargetGroupArn=arn)
         except ClientError as e:
             if _code(e) == "TargetGroupNotFound":
-                if len(self._missing) >= MISSING_KEPT:
-                    self._missing.clear()
-                self._missing[arn] = asked
+                self._missing.put(arn, True, asked)
                 return None
             raise _aws_error("DescribeTargetHealth", e) from None
         except BotoCoreError as e:
@@ -304,7 +296,7 @@ class TargetGroupBindingReconciler:
                         arn, created = await self._ensure_group(
                             elb, tgb.spec.target_group, default_port
                         )
-                        self._missing.pop(arn, None)  # AWS has just shown it
+                        self._missing.forget(arn)  # AWS has just shown it
                         registered = await self._registered(elb, arn)
                 else:
                     registered = await self._registered(elb, arn)
