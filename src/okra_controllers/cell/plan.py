@@ -122,6 +122,11 @@ class Observed:
     # duration, not up to a second less
     exact_now: datetime.datetime | None = None
 
+    @property
+    def pause_clock(self) -> datetime.datetime:
+        """The time timed Pauses are set and ended by."""
+        return self.exact_now or self.now
+
 
 @dataclass(frozen=True)
 class RunRequest:
@@ -736,9 +741,7 @@ def _pause_over(o: Observed, name: str) -> bool:
     """The Pause has expired or been cancelled: by its status, or by its `expireTime`
     having passed before the Pause controller said so."""
     expiry = o.pause_expiry.get(name)
-    return o.pauses.get(name) in DONE_PAUSE or (
-        expiry is not None and expiry <= (o.exact_now or o.now)
-    )
+    return o.pauses.get(name) in DONE_PAUSE or (expiry is not None and expiry <= o.pause_clock)
 
 
 def _end_rollout(p: Plan, o: Observed) -> None:
@@ -1101,10 +1104,10 @@ def _canary(
             name = run_name(o.cell_name, canary.text, rid, f"pause-{i}")
             pause_phase = o.pauses.get(name)
             if pause_phase is None:
-                expire = _expiry(step, o.exact_now or o.now)
+                expire = _expiry(step, o.pause_clock)
                 p.create_pause = PauseRequest(name, expire)
                 if expire is not None:
-                    p.wake_after = (expire - (o.exact_now or o.now)).total_seconds()
+                    p.wake_after = (expire - o.pause_clock).total_seconds()
                 paused = paused or (
                     f"paused at step {i + 1} until {expire.isoformat(timespec='milliseconds')}"
                     if expire
@@ -1116,7 +1119,7 @@ def _canary(
                 continue
             expiry = o.pause_expiry.get(name)
             if expiry is not None:
-                p.wake_after = (expiry - (o.exact_now or o.now)).total_seconds()
+                p.wake_after = (expiry - o.pause_clock).total_seconds()
             paused = paused or (
                 f"paused at step {i + 1} for {step.pause.duration}"
                 if step.pause.duration not in (None, "")
