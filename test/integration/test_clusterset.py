@@ -221,9 +221,17 @@ async def test_eks_clusters_become_argocd_cluster_secrets(
 
     assert await eventually(status_follows, within=30)
 
-    events = (await rt_client.list(EVENT, namespace)).items
-    reasons = {e.get("reason") for e in events if e.get("regarding", {}).get("name") == "cart"}
-    assert {"SecretCreated", "SecretUpdated", "SecretDeleted"} <= reasons
+    reasons: set[str] = set()
+
+    async def told() -> bool:
+        # Events are sent beside the status write, not before it: wait for them too.
+        events = (await rt_client.list(EVENT, namespace)).items
+        reasons.update(
+            e.get("reason", "") for e in events if e.get("regarding", {}).get("name") == "cart"
+        )
+        return {"SecretCreated", "SecretUpdated", "SecretDeleted"} <= reasons
+
+    assert await eventually(told, within=30), reasons
 
     # `okra get clusters` lists the Secrets with server, labels and owner, never the config.
     out = await okra_cli(control_plane, namespace, "get", "clusters")
