@@ -86,6 +86,8 @@ class Controller:
         self.reported_base_delay = reported_base_delay
         # the Requests whose last reconcile succeeded: queued ahead of new and failing ones
         self._succeeded: set[Request] = set()
+        # the Requests whose last reconcile said the object is mid-change (`in_progress`)
+        self._in_progress: set[Request] = set()
         self.queue: WorkQueue[Request] = WorkQueue(
             name,
             rate_limiter or default_controller_rate_limiter(),
@@ -162,8 +164,14 @@ class Controller:
         reconcile_id = f"{random.getrandbits(48):012x}"  # as uuid4().hex[:12], no syscall
         with _LOG_CONTEXT(self.name, req.namespace, req.name, reconcile_id):
             start = time.perf_counter()
+            gate = self.queue.gate
+            was = req in self._in_progress
+            if was and gate is not None:
+                gate.progress_started()
+            still = False
             try:
                 result = await self._reconcile(req) or Result()
+                still = result.in_progress
             except asyncio.CancelledError:
                 self.queue.add(req)  # not finished: whoever runs next must see it
                 raise
@@ -204,6 +212,15 @@ class Controller:
                 return
             finally:
                 self._m_time.observe(time.perf_counter() - start)
+                if still:
+                    self._in_progress.add(req)
+                elif was:
+                    self._in_progress.discard(req)
+                if gate is not None and (was or still):
+                    if was:
+                        gate.progress_finished(still)
+                    else:
+                        gate.touched(still)
             if len(self._succeeded) >= SUCCEEDED_KEPT:
                 self._succeeded.clear()
             self._succeeded.add(req)

@@ -37,6 +37,7 @@ from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer, InformerOptions
 from okra_runtime.leaderelection import LeaderElector, LeadershipLostError
 from okra_runtime.metrics import REGISTRY
+from okra_runtime.priority import PriorityGate
 
 log = structlog.get_logger("okra_runtime.manager")
 Check = Callable[[], str | None]  # returns None when fine, else what is wrong
@@ -79,6 +80,8 @@ class Manager:
         self._informers: dict[tuple[GVK, str | None], Informer] = {}
         self._runnables: list[_Runnable] = []
         self._controllers: list[Controller] = []
+        # shared by every controller's queue: a change in progress goes before first reports
+        self.priority = PriorityGate()
         self._stop = asyncio.Event()
         self._started = False
         self._synced = False
@@ -117,6 +120,8 @@ class Manager:
         return Builder(self, name)
 
     def add(self, controller: Controller, *, needs_leader: bool = True) -> None:
+        self._controllers.append(controller)
+        controller.queue.gate = self.priority
         self._runnables.append(
             _Runnable(
                 f"controller {controller.name}", controller.run, needs_leader, controller.stop

@@ -158,6 +158,13 @@ WORKQUEUE_RETRIES = Counter(
     registry=REGISTRY,
 )
 
+# -- priority (okra_runtime's own, documented in docs/runtime.md) ---------------
+PRIORITY_HELD = Gauge(
+    "okra_runtime_priority_held_queues",
+    "Controllers whose new or failing objects wait while a change in progress goes first",
+    registry=REGISTRY,
+)
+
 # -- informers (okra_runtime's own, documented in docs/runtime.md) --------------
 WATCH_RESTARTS = Counter(
     "okra_runtime_watch_restarts_total",

@@ -33,10 +33,13 @@ class Request:
 @dataclass(frozen=True, slots=True)
 class Result:
     """`requeue_after`: reconcile again after that many seconds (and forget the
-    failure backoff). `requeue`: again soon, with rate-limited backoff."""
+    failure backoff). `requeue`: again soon, with rate-limited backoff. `in_progress`:
+    the object is mid-change (a rollout between two steps); its next reconciles go
+    before first reports on new or failing objects (see `okra_runtime.priority`)."""
 
     requeue: bool = False
     requeue_after: float | None = None
+    in_progress: bool = False
 
 
 class TerminalError(Exception):

@@ -45,6 +45,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
 from okra_runtime import metrics as m
+from okra_runtime.priority import PriorityGate
 
 __all__ = [
     "BucketRateLimiter",
@@ -201,6 +202,10 @@ class WorkQueue(Generic[T]):
         self._is_first = first
         self._first_burst = first_burst
         self._first_run = 0  # items handed out from _first in a row while _queue waited
+        # The manager's gate, which holds back the other lane while a change is in progress
+        # (see okra_runtime.priority); with none, nothing is held.
+        self.gate: PriorityGate | None = None
+        self._held_processing: set[T] = set()  # processing items the gate let start
         # dirty: needs processing -> when it was added; processing -> when it was handed out.
         # The times feed the metrics only (0.0 when metrics are off).
         self._dirty: dict[T, float] = {}
@@ -272,9 +277,11 @@ class WorkQueue(Generic[T]):
 
     async def get(self) -> T:
         """Wait for an item and mark it processing; the caller must call `done(item)`."""
-        while not self._queue and not self._first:
+        while not self._first and not (self._queue and self._other_may_start()):
             if self._shutting_down:
                 raise ShutDown
+            if self._queue and self.gate is not None:
+                self.gate.wait(self)  # items wait for the gate: be woken when it opens
             getter = asyncio.get_running_loop().create_future()
             self._getters.append(getter)
             try:
@@ -286,12 +293,17 @@ class WorkQueue(Generic[T]):
                 if (self._queue or self._first) and not getter.cancelled():
                     self._wake_one_getter()  # we were woken for an item: pass it on
                 raise
-        if self._first and (not self._queue or self._first_run < self._first_burst):
+        if self._first and (
+            not self._queue or self._first_run < self._first_burst or not self._other_may_start()
+        ):
             item = self._first.popleft()
             self._first_run = self._first_run + 1 if self._queue else 0
         else:
             item = self._queue.popleft()
             self._first_run = 0
+            if self.gate is not None:
+                self.gate.started()
+                self._held_processing.add(item)
         added = self._dirty.pop(item)
         mt = self._metrics
         if mt is not None:
@@ -312,6 +324,10 @@ class WorkQueue(Generic[T]):
         started = self._processing.pop(item, None)
         if started is None:
             return
+        if self._held_processing and item in self._held_processing:
+            self._held_processing.discard(item)
+            assert self.gate is not None
+            self.gate.finished()
         if self._metrics is not None:
             self._metrics.work_duration.observe(self._clock() - started)
         if item in self._dirty:
@@ -363,7 +379,14 @@ class WorkQueue(Generic[T]):
         self._metrics.unfinished_work.set(sum(ages))
         self._metrics.longest_running.set(max(ages, default=0.0))
 
+    def wake(self) -> None:
+        """Wake one waiting `get()` to look again (the gate calls it when it opens)."""
+        self._wake_one_getter()
+
     # -- internals ------------------------------------------------------------------------
+
+    def _other_may_start(self) -> bool:
+        return self.gate is None or self._shutting_down or self.gate.may_start()
 
     def _enqueue(self, item: T) -> None:
         first = self._is_first is not None and self._is_first(item)

@@ -35,6 +35,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +298,34 @@ def log_lines(log: Path) -> tuple[list[str], int]:
     return bad, reported
 
 
+def phases(
+    log: Path, ns: str, marks: dict[str, tuple[float, float, float]]
+) -> dict[str, tuple[float, float, float, float]]:
+    """Each rollout of the valid Cell split in four, in seconds: the test creating the new
+    target group (in AWS, then as an AWSTargetGroup); okra noticing it (created ->
+    okra-manager logs RolloutStarted); okra's rollout (RolloutStarted -> RolloutCompleted,
+    both from its log); the test seeing it done (-> the status read says Healthy)."""
+    started: dict[str, float] = {}
+    completed: dict[str, float] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        if '"web"' not in line or "Rollout" not in line:
+            continue
+        rec = json.loads(line)
+        if rec.get("namespace") != ns or rec.get("name") != "web":
+            continue
+        at = datetime.fromisoformat(rec["timestamp"]).timestamp()
+        message = str(rec.get("message", ""))
+        if rec.get("reason") == "RolloutStarted":
+            started[message.split()[1]] = at
+        elif rec.get("reason") == "RolloutCompleted":
+            completed[message.split()[0]] = at
+    return {
+        v: (created - began, started[v] - created, completed[v] - started[v], seen - completed[v])
+        for v, (began, created, seen) in marks.items()
+        if v in started and v in completed
+    }
+
+
 def reported(obj: dict[str, Any], warned: set[tuple[str, str]]) -> bool:
     status = obj.get("status") or {}
     if (obj["kind"], obj["metadata"]["name"]) in warned:
@@ -329,15 +358,21 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
                 totals.append(sum(weights.values()))
             await asyncio.sleep(0.2)
 
+    marks: dict[str, tuple[float, float, float]] = {}
+    """Per version: wall-clock times the test began the rollout, had created its target
+    group (in AWS and as an AWSTargetGroup), and saw it done."""
+
     async def rollout_to(version: str, within: float) -> float:
-        start = time.monotonic()
+        start, wall = time.monotonic(), time.time()
         await env.target_group(f"web-a-{version}", version)
+        created = time.time()
 
         async def done() -> bool:
             s = await cell_status(c, ns)
             return s.get("stableVersion") == version and s.get("health") == "Healthy"
 
         assert await eventually(done, within=within, interval=0.1), await cell_status(c, ns)
+        marks[version] = (wall, created, time.time())
         return time.monotonic() - start
 
     sampling = asyncio.create_task(sample_rule())
@@ -487,6 +522,17 @@ async def test_fuzzed_objects_never_hurt_the_manager_or_a_valid_rollout(
             f"{sum(fuzz_served.values())} under the fuzzed ones; the fuzzed run's beyond "
             f"the control: "
             + ", ".join(f"{k} {n}" for k, n in (fuzz_served - benign_served).most_common(10))
+        )
+        split = phases(log, ns, marks)
+        print(
+            "the valid Cell's rollouts in four (test creates the target group / okra notices "
+            "it / okra rolls out, RolloutStarted to RolloutCompleted in its log / the test "
+            "sees Healthy):\n"
+            + "\n".join(
+                f"  {label}: " + " / ".join(f"{x:.2f}s" for x in split[v])
+                for label, v in (("alone", "v2"), ("unwatched", "v3"), ("fuzzed", "v4"))
+                if v in split
+            )
         )
         assert not bad, bad[:10]
         assert set(totals) == {100}, sorted(set(totals))

@@ -265,6 +265,7 @@ class CellReconciler:
                 if why:
                     refused[arn] = why
             p = plan(dataclasses.replace(observed, health=health, health_problems=refused))
+        written = raw.get("status")
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
         if p.held and refused:
@@ -278,7 +279,16 @@ class CellReconciler:
             after = min(after, p.requeue_after + 0.5)  # just past the progress deadline
         if p.wake_after is not None:
             after = min(after, p.wake_after + 0.01)  # the moment the Pause expires
-        return Result(requeue_after=after)
+        # A rollout that just moved (its status changed: `_write_status` replaced it) is
+        # between two hops; its next ones go before first reports on new objects. A Cell's
+        # first status is a first report; one that waits on something that does not come
+        # (AWS refusing its listener) is not moving.
+        moving = (
+            written is not None
+            and raw.get("status") is not written
+            and p.status.health in ("Progressing", "Paused")
+        )
+        return Result(requeue_after=after, in_progress=moving)
 
     async def _blocklist(self, name: str, ns: str) -> dict[str, Any] | None:
         """The Cell's VersionBlocklist, which decides which version may roll out: from the

@@ -190,3 +190,35 @@ async def test_a_closer_is_awaited_when_the_manager_stops(manager: Manager) -> N
     manager.stop()
     await asyncio.wait_for(run, 30)
     assert closed == ["cache"]
+
+
+async def test_a_scrape_shows_the_work_in_progress(
+    manager: Manager, rt_client: Client, namespace: str
+) -> None:
+    """`workqueue_unfinished_work_seconds` and `workqueue_longest_running_processor_seconds`
+    are computed when /metrics is read: a reconcile that has run for a while shows in them."""
+    ctrl_name = f"slow-{namespace}"
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def reconcile(req: Request) -> None:
+        started.set()
+        await release.wait()
+
+    manager.builder(ctrl_name).for_(CM).complete(reconcile)
+    run = asyncio.create_task(manager.start())
+    try:
+        await rt_client.create(cm("slow", namespace))
+        await asyncio.wait_for(started.wait(), 30)
+        await asyncio.sleep(0.2)  # the reconcile has run for at least this long
+        url = f"http://127.0.0.1:{manager.metrics_port}/metrics"
+        async with aiohttp.ClientSession() as http, http.get(url) as r:
+            assert r.status == 200
+        labels = {"controller": ctrl_name, "name": ctrl_name}
+        longest = REGISTRY.get_sample_value("workqueue_longest_running_processor_seconds", labels)
+        unfinished = REGISTRY.get_sample_value("workqueue_unfinished_work_seconds", labels)
+        assert (longest or 0.0) >= 0.2, longest
+        assert (unfinished or 0.0) >= 0.2, unfinished
+    finally:
+        release.set()
+        manager.stop()
+        await asyncio.wait_for(run, 30)

@@ -1,0 +1,214 @@
+"""The manager's priority gate: while a change is in progress (a rollout between two hops),
+new and failing objects wait; objects that work never do, workers are never held, and held
+objects still start at least one per `max_wait`. Plain asyncio, no server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from okra_runtime.controller import Controller
+from okra_runtime.priority import PriorityGate
+from okra_runtime.reconcile import Request, Result
+from okra_runtime.workqueue import WorkQueue
+from support import eventually
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def until(cond: Callable[[], bool], within: float = 10) -> None:
+    async def check() -> bool:
+        return cond()
+
+    assert await eventually(check, within=within, interval=0.001)
+
+
+# -- the gate alone, on a fake clock ------------------------------------------------------
+
+
+def test_nothing_in_progress_lets_everything_start() -> None:
+    gate = PriorityGate(clock=FakeClock())
+    for _ in range(5):
+        assert gate.may_start()
+        gate.started()
+    assert gate.may_start()
+
+
+def test_a_reconcile_in_progress_lets_one_held_item_start_per_max_wait() -> None:
+    clock = FakeClock()
+    gate = PriorityGate(hold=0.3, max_wait=1.0, clock=clock)
+    gate.progress_started()
+    assert gate.may_start()  # nothing held started for max_wait: one may
+    gate.started()
+    assert not gate.may_start()  # one at a time
+    gate.finished()
+    assert not gate.may_start()  # and not again before max_wait
+    clock.now += 0.999
+    assert not gate.may_start()
+    clock.now += 0.001
+    assert gate.may_start()
+
+
+def test_the_hold_lasts_past_the_last_in_progress_reconcile() -> None:
+    clock = FakeClock()
+    gate = PriorityGate(hold=0.3, max_wait=10.0, clock=clock)
+    gate.started()  # something held started just now: the floor does not apply
+    gate.finished()
+    gate.progress_started()
+    gate.progress_finished(still=True)
+    assert not gate.may_start()
+    clock.now += 0.299
+    assert not gate.may_start()
+    clock.now += 0.001
+    assert gate.may_start()
+
+
+def test_a_reconcile_that_ends_the_change_does_not_hold() -> None:
+    clock = FakeClock()
+    gate = PriorityGate(hold=0.3, max_wait=10.0, clock=clock)
+    gate.started()
+    gate.finished()
+    gate.progress_started()
+    assert not gate.may_start()
+    gate.progress_finished(still=False)
+    assert gate.may_start()
+
+
+def test_a_change_that_begins_holds_from_its_end() -> None:
+    clock = FakeClock()
+    gate = PriorityGate(hold=0.3, max_wait=10.0, clock=clock)
+    gate.started()
+    gate.finished()
+    gate.touched(still=True)
+    assert not gate.may_start()
+    clock.now += 0.3
+    assert gate.may_start()
+    gate.touched(still=False)
+    assert gate.may_start()
+
+
+@pytest.mark.parametrize(("hold", "max_wait"), [(-1.0, 1.0), (0.3, 0.0)])
+def test_bad_settings_are_refused(hold: float, max_wait: float) -> None:
+    with pytest.raises(ValueError, match="hold"):
+        PriorityGate(hold, max_wait)
+
+
+# -- with queues ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def name() -> str:
+    return f"pg-{uuid.uuid4().hex[:8]}"
+
+
+async def test_a_held_item_waits_and_an_item_of_the_first_lane_does_not(name: str) -> None:
+    gate = PriorityGate(hold=0.05, max_wait=30.0)
+    working = {"good"}
+    q: WorkQueue[str] = WorkQueue(name, first=working.__contains__)
+    q.gate = gate
+    gate.started()  # a held item started just now: no floor for the next 30 s
+    gate.finished()
+    gate.progress_started()
+    q.add("new")
+    waiting = asyncio.create_task(q.get())
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # held, and the worker waits for any item it may take
+    q.add("good")
+    assert await asyncio.wait_for(waiting, 1) == "good"
+    q.done("good")
+    nxt = asyncio.create_task(q.get())
+    await asyncio.sleep(0.01)
+    assert not nxt.done()
+    gate.progress_finished(still=True)  # the hop ended; the hold runs out by itself
+    assert await asyncio.wait_for(nxt, 2) == "new"
+    q.done("new")
+
+
+async def test_held_items_start_one_per_max_wait_while_changes_never_stop(name: str) -> None:
+    gate = PriorityGate(hold=0.05, max_wait=0.05)
+    q: WorkQueue[str] = WorkQueue(name)
+    q.gate = gate
+    gate.progress_started()  # never finishes
+    for i in range(3):
+        q.add(f"new-{i}")
+    got = []
+    for _ in range(3):
+        item = await asyncio.wait_for(q.get(), 2)
+        assert not gate.may_start()  # one at a time
+        got.append(item)
+        q.done(item)
+    assert got == ["new-0", "new-1", "new-2"]
+
+
+async def test_the_gate_wakes_every_queue_it_held(name: str) -> None:
+    gate = PriorityGate(hold=0.05, max_wait=30.0)
+    gate.started()
+    gate.finished()
+    queues: list[WorkQueue[str]] = []
+    for i in range(3):
+        q: WorkQueue[str] = WorkQueue(f"{name}-{i}")
+        q.gate = gate
+        q.add("new")
+        queues.append(q)
+    gate.progress_started()
+    getters = [asyncio.create_task(q.get()) for q in queues]
+    await asyncio.sleep(0.01)
+    assert not any(g.done() for g in getters)
+    gate.progress_finished(still=False)
+    assert await asyncio.wait_for(asyncio.gather(*getters), 2) == ["new"] * 3
+
+
+async def test_a_queue_shutting_down_hands_out_held_items(name: str) -> None:
+    gate = PriorityGate(hold=0.05, max_wait=30.0)
+    gate.started()
+    gate.finished()
+    gate.progress_started()
+    q: WorkQueue[str] = WorkQueue(name)
+    q.gate = gate
+    q.add("new")
+    q.shutdown()
+    assert await asyncio.wait_for(q.get(), 1) == "new"
+
+
+# -- with a controller ----------------------------------------------------------------------
+
+
+async def test_new_objects_wait_while_a_rollout_moves_and_start_once_it_rests() -> None:
+    """`rolling` moves for three hops (each queues the next at once, as the watch event of
+    its own write would) and rests on the fourth; five new objects created during its
+    second hop start only after its last, on idle workers, and all of them do."""
+    order: list[str] = []
+    hops = {"n": 0}
+    ctrl: Controller
+
+    async def reconcile(req: Request) -> Result:
+        order.append(req.name)
+        if req.name != "rolling":
+            return Result()
+        hops["n"] += 1
+        if hops["n"] == 2:
+            for i in range(5):
+                ctrl.enqueue(Request(f"new-{i}", "ns"))
+        if hops["n"] < 4:
+            ctrl.enqueue(req)
+        return Result(in_progress=hops["n"] < 4)
+
+    ctrl = Controller("gated", reconcile, max_concurrent_reconciles=4)
+    ctrl.queue.gate = PriorityGate(hold=0.5, max_wait=30.0)
+    task = asyncio.create_task(ctrl.run())
+    try:
+        ctrl.enqueue(Request("rolling", "ns"))
+        await until(lambda: len(order) >= 9)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert order == ["rolling"] * 4 + [f"new-{i}" for i in range(5)], order
