@@ -19,6 +19,10 @@ Invariants (as client-go's queue.go states them):
   works (controller-runtime's priority queue does the same for its initial list). The other
   lane is never starved: after `first_burst` items in a row from the first lane while others
   wait, the next item comes from the other lane.
+- With a `gate` (the manager's `PriorityGate`), items of the other lane start only when the
+  gate allows: not while a change in progress anywhere in the manager is moving (see
+  `okra_runtime.priority`). A worker never waits for the gate while an item of the first
+  lane is there to take.
 - `add_after` keeps every delayed item in one heap served by one timer per queue, so a
   thousand pending requeues cost one scheduled callback, not a thousand tasks. For duplicate
   delayed adds the earliest ready time wins. Delayed items are dropped on shutdown.
