@@ -117,7 +117,9 @@ class Builder:
         )
         primary, preds = self._for
         mgr, filters = self._manager, tuple(self._filters)
-        mgr.informer_for(primary).add_handler(EnqueueForObject(ctrl.enqueue, (*filters, *preds)))
+        mgr.informer_for(primary).add_handler(
+            EnqueueForObject(ctrl.enqueue, (*filters, *preds), made=ctrl.made)
+        )
         for kind, kpreds in self._owns:
             mgr.informer_for(kind).add_handler(
                 EnqueueForOwner(ctrl.enqueue, (*filters, *kpreds), primary)

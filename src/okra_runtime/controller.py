@@ -26,7 +26,9 @@ objects that work. A thousand broken or new objects created at once then cost a 
 object's rollout at most one reconcile's wait per step, not a place at the end of the
 line; among themselves they keep their order, and they are never starved: after four
 working objects in a row, one of them is served. The memory of successes is bounded
-(`SUCCEEDED_KEPT`; past it, it starts over).
+(`SUCCEEDED_KEPT`; past it, it starts over). A new object that another controller made (it
+has a controlling owner reference: a Cell's AnalysisRun or Pause) is in the first lane until
+its first reconcile: it is a step of its owner's change, not one of the flood.
 """
 
 from __future__ import annotations
@@ -88,10 +90,13 @@ class Controller:
         self._succeeded: set[Request] = set()
         # the Requests whose last reconcile said the object is mid-change (`in_progress`)
         self._in_progress: set[Request] = set()
+        # new objects another controller made (a Cell's AnalysisRun): part of a change in
+        # progress, so in the first lane until their first reconcile
+        self._made: set[Request] = set()
         self.queue: WorkQueue[Request] = WorkQueue(
             name,
             rate_limiter or default_controller_rate_limiter(),
-            first=self._succeeded.__contains__,
+            first=self._first,
         )
         self._stopping = False
         # the backoff of failures to reach a server, per item and apart from the queue's
@@ -119,6 +124,16 @@ class Controller:
 
     def enqueue(self, request: Request) -> None:
         self.queue.add(request)
+
+    def made(self, request: Request) -> None:
+        """`request` names a new object another controller made (its controlling owner):
+        served in the first lane until its first reconcile, as a step of that owner's change,
+        not behind a flood of objects users created."""
+        if len(self._made) < SUCCEEDED_KEPT:
+            self._made.add(request)
+
+    def _first(self, request: Request) -> bool:
+        return request in self._succeeded or request in self._made
 
     async def run(self) -> None:
         """Run workers until cancelled; on cancel, stop taking work and let
@@ -212,6 +227,7 @@ class Controller:
                 return
             finally:
                 self._m_time.observe(time.perf_counter() - start)
+                self._made.discard(req)
                 if still:
                     self._in_progress.add(req)
                 elif was:

@@ -52,10 +52,25 @@ class _Filtered:
                 self.enqueue(r)
 
 
+def controlled(obj: Obj) -> bool:
+    """Has the object a controlling owner (another controller made it, as part of a change)?"""
+    return any(ref.get("controller") for ref in obj["metadata"].get("ownerReferences") or ())
+
+
 @dataclass
 class EnqueueForObject(_Filtered):
+    """`made`: told of each new object that another controller made (it has a controlling
+    owner reference), before its Request is queued."""
+
+    made: Enqueue | None = None
+
     def _requests(self, obj: Obj) -> Iterable[Request]:
         return (request_for(obj),)
+
+    def on_add(self, obj: Obj) -> None:
+        if self.made is not None and controlled(obj):
+            self.made(request_for(obj))
+        super().on_add(obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:  # same key: one request
         if all(p.update(old, new) for p in self.predicates):

@@ -55,7 +55,6 @@ class PriorityGate:
         self._clock = clock
         self._busy = 0  # in-progress reconciles running now
         self._until = float("-inf")  # held items wait until then (when none is running)
-        self._held_running = 0  # items that were held-back kinds, running now
         self._last_held_start = float("-inf")
         self._waiting: list[Waker] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -86,15 +85,16 @@ class PriorityGate:
         now = self._clock()
         if self._busy == 0 and now >= self._until:
             return True
-        return self._held_running == 0 and now - self._last_held_start >= self.max_wait
+        # the floor: one per max_wait, even beside a held item that is still running (a slow
+        # first reconcile must not stop the next one from starting)
+        return now - self._last_held_start >= self.max_wait
 
     def started(self) -> None:
         """An item of a held lane started."""
-        self._held_running += 1
         self._last_held_start = self._clock()
 
     def finished(self) -> None:
-        self._held_running = max(self._held_running - 1, 0)
+        """An item of a held lane finished: its worker is free, look at the waiting ones."""
         self._wake_all()
 
     def wait(self, queue: Waker) -> None:

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable
 
 from okra_runtime.controller import Controller
+from okra_runtime.handler import EnqueueForObject
 from okra_runtime.reconcile import ReportedError, Request
 from support import eventually
 
@@ -92,3 +93,48 @@ async def test_a_failure_takes_an_object_out_of_the_first_lane() -> None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     assert order[:2] == ["new", "flaky"], order
+
+
+async def test_an_object_another_controller_made_is_served_before_new_ones() -> None:
+    order: list[str] = []
+    gate = asyncio.Event()
+    release = asyncio.Event()
+
+    async def reconcile(req: Request) -> None:
+        order.append(req.name)
+        if req.name == "blocker":
+            gate.set()
+            await release.wait()
+
+    ctrl = Controller("priority-made", reconcile)
+    task = asyncio.create_task(ctrl.run())
+    try:
+        ctrl.enqueue(Request("blocker", "ns"))
+        await gate.wait()
+        for i in range(10):
+            ctrl.enqueue(Request(f"new-{i}", "ns"))
+        ctrl.made(Request("run-of-a-rollout", "ns"))
+        ctrl.enqueue(Request("run-of-a-rollout", "ns"))
+        release.set()
+        await until(lambda: len(order) >= 12)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert order[1] == "run-of-a-rollout", order
+    assert order[2:] == [f"new-{i}" for i in range(10)], order
+
+
+def test_only_a_new_object_with_a_controlling_owner_is_told_as_made() -> None:
+    made: list[Request] = []
+    queued: list[Request] = []
+    handler = EnqueueForObject(queued.append, (), made=made.append)
+
+    def obj(name: str, refs: list[dict[str, object]]) -> dict[str, object]:
+        return {"metadata": {"name": name, "namespace": "ns", "ownerReferences": refs}}
+
+    handler.on_add(obj("run", [{"kind": "Cell", "name": "web", "controller": True}]))
+    handler.on_add(obj("user-made", []))
+    handler.on_add(obj("garbage-collected-only", [{"kind": "Cell", "name": "web"}]))
+    handler.on_update(obj("run", []), obj("run", [{"kind": "Cell", "controller": True}]))
+    assert made == [Request("run", "ns")]
+    assert [r.name for r in queued] == ["run", "user-made", "garbage-collected-only", "run"]
