@@ -60,7 +60,7 @@ def controlled(obj: Obj) -> bool:
 @dataclass
 class EnqueueForObject(_Filtered):
     """`made`: told of each new object that another controller made (it has a controlling
-    owner reference), before its Request is queued."""
+    owner reference) and the predicates let through, before its Request is queued."""
 
     made: Enqueue | None = None
 
@@ -68,9 +68,11 @@ class EnqueueForObject(_Filtered):
         return (request_for(obj),)
 
     def on_add(self, obj: Obj) -> None:
-        if self.made is not None and controlled(obj):
-            self.made(request_for(obj))
-        super().on_add(obj)
+        if all(p.create(obj) for p in self.predicates):
+            req = request_for(obj)
+            if self.made is not None and controlled(obj):
+                self.made(req)
+            self.enqueue(req)
 
     def on_update(self, old: Obj, new: Obj) -> None:  # same key: one request
         if all(p.update(old, new) for p in self.predicates):

@@ -93,10 +93,6 @@ class PriorityGate:
         """An item of a held lane started."""
         self._last_held_start = self._clock()
 
-    def finished(self) -> None:
-        """An item of a held lane finished: its worker is free, look at the waiting ones."""
-        self._wake_all()
-
     def wait(self, queue: Waker) -> None:
         """`queue` has held items and a worker waiting: wake it when they may start."""
         if queue not in self._waiting:

@@ -209,7 +209,6 @@ class WorkQueue(Generic[T]):
         # The manager's gate, which holds back the other lane while a change is in progress
         # (see okra_runtime.priority); with none, nothing is held.
         self.gate: PriorityGate | None = None
-        self._held_processing: set[T] = set()  # processing items the gate let start
         # dirty: needs processing -> when it was added; processing -> when it was handed out.
         # The times feed the metrics only (0.0 when metrics are off).
         self._dirty: dict[T, float] = {}
@@ -307,7 +306,6 @@ class WorkQueue(Generic[T]):
             self._first_run = 0
             if self.gate is not None:
                 self.gate.started()
-                self._held_processing.add(item)
         added = self._dirty.pop(item)
         mt = self._metrics
         if mt is not None:
@@ -328,10 +326,6 @@ class WorkQueue(Generic[T]):
         started = self._processing.pop(item, None)
         if started is None:
             return
-        if self._held_processing and item in self._held_processing:
-            self._held_processing.discard(item)
-            assert self.gate is not None
-            self.gate.finished()
         if self._metrics is not None:
             self._metrics.work_duration.observe(self._clock() - started)
         if item in self._dirty:

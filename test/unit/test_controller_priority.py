@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from okra_runtime.controller import Controller
 from okra_runtime.handler import EnqueueForObject
+from okra_runtime.predicates import Predicate
 from okra_runtime.reconcile import ReportedError, Request
 from support import eventually
 
@@ -138,3 +139,17 @@ def test_only_a_new_object_with_a_controlling_owner_is_told_as_made() -> None:
     handler.on_update(obj("run", []), obj("run", [{"kind": "Cell", "controller": True}]))
     assert made == [Request("run", "ns")]
     assert [r.name for r in queued] == ["run", "user-made", "garbage-collected-only", "run"]
+
+
+def test_a_made_object_the_predicates_refuse_is_neither_queued_nor_told() -> None:
+    class NoCreates(Predicate):
+        def create(self, obj: dict[str, object]) -> bool:
+            return False
+
+    made: list[Request] = []
+    queued: list[Request] = []
+    handler = EnqueueForObject(queued.append, (NoCreates(),), made=made.append)
+    ref = {"kind": "Cell", "name": "web", "controller": True}
+    handler.on_add({"metadata": {"name": "run", "namespace": "ns", "ownerReferences": [ref]}})
+    assert made == []
+    assert queued == []

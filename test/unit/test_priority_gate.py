@@ -50,7 +50,6 @@ def test_a_reconcile_in_progress_lets_one_held_item_start_per_max_wait() -> None
     assert gate.may_start()  # nothing held started for max_wait: one may
     gate.started()
     assert not gate.may_start()  # one per max_wait
-    gate.finished()
     assert not gate.may_start()
     clock.now += 0.75
     assert not gate.may_start()
@@ -65,7 +64,6 @@ def test_the_hold_lasts_past_the_last_in_progress_reconcile() -> None:
     clock = FakeClock()
     gate = PriorityGate(hold=0.3, max_wait=10.0, clock=clock)
     gate.started()  # something held started just now: the floor does not apply
-    gate.finished()
     gate.progress_started()
     gate.progress_finished(still=True)
     assert not gate.may_start()
@@ -79,7 +77,6 @@ def test_a_reconcile_that_ends_the_change_does_not_hold() -> None:
     clock = FakeClock()
     gate = PriorityGate(hold=0.3, max_wait=10.0, clock=clock)
     gate.started()
-    gate.finished()
     gate.progress_started()
     assert not gate.may_start()
     gate.progress_finished(still=False)
@@ -90,7 +87,6 @@ def test_a_change_that_begins_holds_from_its_end() -> None:
     clock = FakeClock()
     gate = PriorityGate(hold=0.3, max_wait=10.0, clock=clock)
     gate.started()
-    gate.finished()
     gate.touched(still=True)
     assert not gate.may_start()
     clock.now += 0.3
@@ -119,7 +115,6 @@ async def test_a_held_item_waits_and_an_item_of_the_first_lane_does_not(name: st
     q: WorkQueue[str] = WorkQueue(name, first=working.__contains__)
     q.gate = gate
     gate.started()  # a held item started just now: no floor for the next 30 s
-    gate.finished()
     gate.progress_started()
     q.add("new")
     waiting = asyncio.create_task(q.get())
@@ -155,7 +150,6 @@ async def test_held_items_start_one_per_max_wait_while_changes_never_stop(name: 
 async def test_the_gate_wakes_every_queue_it_held(name: str) -> None:
     gate = PriorityGate(hold=0.05, max_wait=30.0)
     gate.started()
-    gate.finished()
     queues: list[WorkQueue[str]] = []
     for i in range(3):
         q: WorkQueue[str] = WorkQueue(f"{name}-{i}")
@@ -173,7 +167,6 @@ async def test_the_gate_wakes_every_queue_it_held(name: str) -> None:
 async def test_a_queue_shutting_down_hands_out_held_items(name: str) -> None:
     gate = PriorityGate(hold=0.05, max_wait=30.0)
     gate.started()
-    gate.finished()
     gate.progress_started()
     q: WorkQueue[str] = WorkQueue(name)
     q.gate = gate
