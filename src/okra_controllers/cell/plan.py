@@ -485,24 +485,32 @@ def _gated(o: Observed) -> Plan:
 def _analysis_health_gate(p: Plan, o: Observed) -> Plan | None:
     """BlueGreen: the new version's target groups need a healthy target before an
     analysis is started against them (they have no traffic yet, so the load balancer's
-    health checks are the only sign they serve at all). Health is observed input;
-    unknown health asks for a look."""
+    health checks are the only sign they serve at all)."""
     canary = p.status.canary_version
     if not _blue_green(o.spec) or not canary or not p.create_runs:
         return None
     serving = {f.arn for f in p.forward or () if f.weight > 0}
-    tgs = [tg for tg in o.grouped.by_version.get(canary, []) if tg.arn not in serving]
-    unknown = tuple(tg.arn for tg in tgs if tg.arn not in o.health)
+    tgs = [(tg.name, tg.arn) for tg in o.grouped.by_version.get(canary, [])]
+    return _wait_for_health(
+        p, o, [t for t in tgs if t[1] not in serving], f"before analysing {canary}"
+    )
+
+
+def _wait_for_health(p: Plan, o: Observed, tgs: list[tuple[str, str]], before: str) -> Plan | None:
+    """`p` held until each of these (name, ARN) target groups has a healthy target, saying
+    which one it waits for `before` what; None when they all have one. Health is observed
+    input; unknown health asks for a look (`needs_health`)."""
+    unknown = tuple(arn for _, arn in tgs if arn not in o.health)
     if unknown:
-        names = ", ".join(tg.name for tg in tgs if tg.arn in unknown)
+        names = ", ".join(name for name, arn in tgs if arn in unknown)
         held = _hold(p, o, "Progressing", f"checking for a healthy target in {names}", None)
         held.needs_health = unknown
         return held
-    unhealthy = [tg.name for tg in tgs if not o.health[tg.arn]]
+    unhealthy = [(name, arn) for name, arn in tgs if not o.health[arn]]
     if not unhealthy:
         return None
-    message = f"waiting for a healthy target in {', '.join(unhealthy)} before analysing {canary}"
-    problems = _refused(o, [(tg.name, tg.arn) for tg in tgs if not o.health[tg.arn]])
+    message = f"waiting for a healthy target in {', '.join(n for n, _ in unhealthy)} {before}"
+    problems = _refused(o, unhealthy)
     if problems:
         message = f"{message}; {problems}"
     return _hold(
@@ -677,38 +685,15 @@ def _hold(
 
 def _health_gate(p: Plan, o: Observed) -> Plan:
     """Hold weights back from a target group that never had weight until it has a
-    healthy target. Health is observed input; unknown health asks for a look."""
+    healthy target."""
     if p.forward is None:
         return p
     weighted = {f.arn for f in o.forward or () if f.weight > 0}
     new = sorted({f.arn for f in p.forward if f.weight > 0} - weighted)
-    unknown = tuple(arn for arn in new if arn not in o.health)
-    if unknown:
-        names = ", ".join(f.name for f in p.forward if f.arn in unknown)
-        held = _hold(
-            p,
-            o,
-            "Progressing",
-            f"checking for a healthy target in {names}",
-            None,
-        )
-        held.needs_health = unknown
+    names = {f.arn: f.name for f in reversed(p.forward)}  # an ARN's first name in forward
+    held = _wait_for_health(p, o, [(names[arn], arn) for arn in new], "before sending it traffic")
+    if held is not None:
         return held
-    unhealthy = [arn for arn in new if not o.health[arn]]
-    if unhealthy:
-        names = ", ".join(f.name for f in p.forward if f.arn in unhealthy)
-        message = f"waiting for a healthy target in {names} before sending it traffic"
-        problems = _refused(o, [(f.name, f.arn) for f in p.forward if f.arn in unhealthy])
-        if problems:
-            message = f"{message}; {problems}"
-        return _hold(
-            p,
-            o,
-            "Progressing",
-            message,
-            Event("Warning", "TargetGroupUnhealthy", message),
-            ("TargetGroupsHealthy", "TargetGroupRefused" if problems else "NoHealthyTargets"),
-        )
     if any(c.type == "TargetGroupsHealthy" for c in p.status.conditions or []):
         _condition(
             p.status,
