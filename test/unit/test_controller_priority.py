@@ -21,38 +21,52 @@ async def until(cond: Callable[[], bool]) -> None:
     assert await eventually(check, within=10, interval=0.001)
 
 
-async def test_a_working_object_is_served_before_a_flood_of_new_and_failing_ones() -> None:
-    order: list[str] = []
-    gate = asyncio.Event()
-    release = asyncio.Event()
+class Worker:
+    """The reconcile of a one-worker controller: records the order of the names it
+    reconciles, raises ReportedError for the names in `failing`, and holds the only worker
+    on the name "blocker" until `release` is set, while the test queues the others."""
 
-    async def reconcile(req: Request) -> None:
-        order.append(req.name)
+    def __init__(self, failing: Callable[[str], bool] = lambda name: False) -> None:
+        self.order: list[str] = []
+        self.failing = failing
+        self.blocking = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, req: Request) -> None:
+        self.order.append(req.name)
         if req.name == "blocker":
-            gate.set()
-            await release.wait()  # holds the only worker while the others queue up
-        if req.name.startswith("broken"):
+            self.blocking.set()
+            await self.release.wait()
+        if self.failing(req.name):
             raise ReportedError("said in status")
 
-    ctrl = Controller("priority", reconcile, reported_base_delay=0.001, reported_max_delay=0.001)
+    async def block(self, ctrl: Controller) -> None:
+        """Queue the blocker and wait until it holds the worker; forget the order so far."""
+        ctrl.enqueue(Request("blocker", "ns"))
+        await self.blocking.wait()
+        self.order.clear()
+
+
+async def test_a_working_object_is_served_before_a_flood_of_new_and_failing_ones() -> None:
+    w = Worker(failing=lambda name: name.startswith("broken"))
+    ctrl = Controller("priority", w, reported_base_delay=0.001, reported_max_delay=0.001)
     task = asyncio.create_task(ctrl.run())
     try:
         ctrl.enqueue(Request("good", "ns"))
         ctrl.enqueue(Request("broken", "ns"))
         # good succeeded once; broken failed and was retried
-        await until(lambda: order.count("broken") >= 2)
-        ctrl.enqueue(Request("blocker", "ns"))
-        await gate.wait()
-        order.clear()
+        await until(lambda: w.order.count("broken") >= 2)
+        await w.block(ctrl)
         for i in range(20):
             ctrl.enqueue(Request(f"new-{i}", "ns"))
         ctrl.enqueue(Request("broken", "ns"))
         ctrl.enqueue(Request("good", "ns"))  # its next step, queued last
-        release.set()
-        await until(lambda: len(order) >= 22)
+        w.release.set()
+        await until(lambda: len(w.order) >= 22)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+    order = w.order
     assert order[0] == "good", order
     # the others keep their order; broken's own retry timer may have queued it among them
     others = [n for n in order[1:] if n != "broken"]
@@ -61,68 +75,44 @@ async def test_a_working_object_is_served_before_a_flood_of_new_and_failing_ones
 
 
 async def test_a_failure_takes_an_object_out_of_the_first_lane() -> None:
-    order: list[str] = []
-    fail = {"flaky"}
-    gate = asyncio.Event()
-    release = asyncio.Event()
-
-    async def reconcile(req: Request) -> None:
-        order.append(req.name)
-        if req.name == "blocker":
-            gate.set()
-            await release.wait()
-        if req.name in fail:
-            raise ReportedError("said in status")
-
-    ctrl = Controller("priority-fail", reconcile, reported_base_delay=30.0)
+    fail: set[str] = set()
+    w = Worker(failing=fail.__contains__)
+    ctrl = Controller("priority-fail", w, reported_base_delay=30.0)
     task = asyncio.create_task(ctrl.run())
     try:
-        fail.clear()
         ctrl.enqueue(Request("flaky", "ns"))  # succeeds: first lane
-        await until(lambda: "flaky" in order)
+        await until(lambda: "flaky" in w.order)
         fail.add("flaky")
         ctrl.enqueue(Request("flaky", "ns"))  # fails now: out of the first lane
-        await until(lambda: order.count("flaky") >= 2)
-        ctrl.enqueue(Request("blocker", "ns"))
-        await gate.wait()
-        order.clear()
+        await until(lambda: w.order.count("flaky") >= 2)
+        await w.block(ctrl)
         ctrl.enqueue(Request("new", "ns"))
         ctrl.enqueue(Request("flaky", "ns"))
-        release.set()
-        await until(lambda: len(order) >= 2)
+        w.release.set()
+        await until(lambda: len(w.order) >= 2)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    assert order[:2] == ["new", "flaky"], order
+    assert w.order[:2] == ["new", "flaky"], w.order
 
 
 async def test_an_object_another_controller_made_is_served_before_new_ones() -> None:
-    order: list[str] = []
-    gate = asyncio.Event()
-    release = asyncio.Event()
-
-    async def reconcile(req: Request) -> None:
-        order.append(req.name)
-        if req.name == "blocker":
-            gate.set()
-            await release.wait()
-
-    ctrl = Controller("priority-made", reconcile)
+    w = Worker()
+    ctrl = Controller("priority-made", w)
     task = asyncio.create_task(ctrl.run())
     try:
-        ctrl.enqueue(Request("blocker", "ns"))
-        await gate.wait()
+        await w.block(ctrl)
         for i in range(10):
             ctrl.enqueue(Request(f"new-{i}", "ns"))
         ctrl.made(Request("run-of-a-rollout", "ns"))
         ctrl.enqueue(Request("run-of-a-rollout", "ns"))
-        release.set()
-        await until(lambda: len(order) >= 12)
+        w.release.set()
+        await until(lambda: len(w.order) >= 11)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    assert order[1] == "run-of-a-rollout", order
-    assert order[2:] == [f"new-{i}" for i in range(10)], order
+    assert w.order[0] == "run-of-a-rollout", w.order
+    assert w.order[1:] == [f"new-{i}" for i in range(10)], w.order
 
 
 def test_only_a_new_object_with_a_controlling_owner_is_told_as_made() -> None:
