@@ -327,15 +327,22 @@ class ProgressiveRolloutReconciler:
         fired = rollout_triggers(before, p.status, ((e.reason, e.message) for e in p.events))
         outbox.stage(raw, before, p.status, fired, lambda f: fields(raw, p.status, f), self.clock())
         ns = req.namespace or ""
+        written = raw.get("status")
         if not await self._write_status(raw, p.status):
             self.notifier.track(PROGRESSIVE_ROLLOUT, ns, req.name, before.notifications or [])
             return Result(requeue=True)  # changed under us: plan again from fresh state
         self.notifier.track(PROGRESSIVE_ROLLOUT, ns, req.name, p.status.notifications or [])
         await self._act(raw, pr, p)
         self._report(raw, p)
-        if p.requeue_after is None:
-            return None
-        return Result(requeue_after=p.requeue_after)
+        # A rollout that just moved (a stage or cluster changed in its status) is between
+        # two hops: its next ones go before first reports on new objects. Its first status
+        # is a first report.
+        moving = (
+            written is not None
+            and raw.get("status") is not written
+            and p.status.phase == "Progressing"
+        )
+        return Result(requeue_after=p.requeue_after, in_progress=moving)
 
     # -- act -------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from okra_controllers.progressiverollout.controller import APPLICATION, setup
 from okra_controllers.settings import Settings
 from okra_runtime import Client, Manager, ManagerOptions
 from okra_runtime.errors import ConflictError, NotFoundError
+from okra_runtime.priority import PriorityGate
 from okra_runtime.timeutil import rfc3339
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import find_argocd
@@ -240,10 +241,14 @@ class AppController:
 
 
 @asynccontextmanager
-async def manager(client: Client, ns: str, *, analysis: bool = False) -> AsyncIterator[Manager]:
+async def manager(
+    client: Client, ns: str, *, analysis: bool = False, gate: PriorityGate | None = None
+) -> AsyncIterator[Manager]:
     """The ProgressiveRollout controller in-process (with the AnalysisRun controller when
-    stages have analysis)."""
+    stages have analysis); `gate`: the manager's PriorityGate, to watch what it is told."""
     mgr = Manager(client, ManagerOptions(namespace=ns, metrics_address=None, probe_address=None))
+    if gate is not None:
+        mgr.priority = gate
     settings = Settings(
         namespace=ns, okra_namespace=ns, aws=AwsConfig(region="us-east-1"), concurrency=2
     )

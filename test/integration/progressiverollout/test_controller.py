@@ -19,6 +19,7 @@ from okra_runtime import Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
 from okra_runtime.metrics import REGISTRY
+from okra_runtime.priority import PriorityGate
 from support import eventually
 
 EVENT = GVK("events.k8s.io", "v1", "Event")
@@ -123,6 +124,39 @@ async def test_the_seed_rollout_goes_stage_by_stage_to_every_cluster(
         reasons = [e.get("reason") for e in (await rt_client.list(EVENT, namespace)).items]
         assert "StageCompleted" in reasons
         assert "RolloutCompleted" in reasons
+
+
+class Told(PriorityGate):
+    """The manager's gate, recording what reconciles tell it: True for a reconcile that
+    left its object mid-change, False for one that ended an object's change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.told: list[bool] = []
+
+    def touched(self, still: bool) -> None:
+        self.told.append(still)
+        super().touched(still)
+
+
+async def test_a_rollout_between_stages_goes_before_first_reports(
+    world: dict[str, Any], rt_client: Client, namespace: str
+) -> None:
+    gate = Told()
+    async with manager(rt_client, namespace, gate=gate), argo(rt_client, namespace) as argocd:
+        await rt_client.create(rollout(namespace))
+        assert await eventually(lambda: phase_is(rt_client, namespace, "Completed"), 30)
+        assert gate.told == []  # its first status is a first report, not a move
+        await argocd.commit(NEW)
+        assert await eventually(lambda: phase_is(rt_client, namespace, "Completed"), 90)
+
+        async def said_done() -> bool:
+            return bool(gate.told) and gate.told[-1] is False
+
+        assert await eventually(said_done, 10)
+    # moving stage by stage, it said so after each hop (a reconcile that found nothing new
+    # to write, waiting on a sync, says it is not moving); done, it said so last
+    assert gate.told.count(True) >= 3, gate.told
 
 
 async def test_a_restarted_manager_resumes_without_resyncing_finished_clusters(
