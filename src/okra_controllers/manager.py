@@ -12,6 +12,7 @@ so the Deployment can set them either way.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import os
 import sys
@@ -199,6 +200,7 @@ async def run(a: argparse.Namespace) -> int:
             namespace=a.namespace or "*",
             aws_region=a.aws_region,
             aws_endpoint_url=a.aws_endpoint_url,
+            event_loop=type(asyncio.get_running_loop()).__module__.partition(".")[0],
         )
         try:
             await mgr.run_until_signal()

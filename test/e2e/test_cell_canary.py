@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from okra_runtime import GVK, Client
+from okra_runtime import loop as event_loop
 from support import eventually
 
 from .conftest import (
@@ -149,3 +150,17 @@ async def test_rollback_scale_out_and_steady_state(
     await asyncio.sleep(5)
     writes = [a for a in env.proxy.actions(since) if not a.startswith("Describe")]
     assert writes == []
+
+
+async def test_the_start_line_names_the_event_loop(okra: OkraManager) -> None:
+    """Which loop a manager runs on (uvloop when installed) is an operator's first question
+    about its CPU; its start line answers it."""
+
+    def start() -> dict[str, Any] | None:
+        return next((r for r in okra.records() if r.get("event") == "starting okra-manager"), None)
+
+    async def started() -> bool:
+        return start() is not None
+
+    assert await eventually(started, within=30), okra.tail()
+    assert (start() or {}).get("event_loop") == event_loop.loop_factory()[0], okra.tail()
