@@ -13,7 +13,10 @@ from typing import Any
 
 from kubernetes_asyncio import client, config
 
+from okra_runtime import GVK, Client
 from okra_testkit.envtest import ADMIN, ControlPlane
+
+EVENT = GVK("events.k8s.io", "v1", "Event")
 
 
 async def api_client(cp: ControlPlane, user: str = ADMIN) -> client.ApiClient:
@@ -34,6 +37,32 @@ async def eventually(
             return True
         await asyncio.sleep(interval)
     return await check()
+
+
+async def find_events(
+    c: Client, ns: str, reason: str, name: str | None = None
+) -> list[dict[str, Any]]:
+    """The events.k8s.io Events of `reason` in `ns` (about object `name`, if given)."""
+    return [
+        e
+        for e in (await c.list(EVENT, ns)).items
+        if e.get("reason") == reason and (name is None or e["regarding"].get("name") == name)
+    ]
+
+
+async def wait_events(
+    c: Client, ns: str, reason: str, name: str | None = None, within: float = 30
+) -> list[dict[str, Any]]:
+    """`find_events(...)` once there is one. A recorder posts an Event after the status write it
+    goes with, in the background: a test that has seen the status must wait for it."""
+    found: list[dict[str, Any]] = []
+
+    async def posted() -> bool:
+        found[:] = await find_events(c, ns, reason, name)
+        return bool(found)
+
+    assert await eventually(posted, within=within), f"no {reason} Event in {ns}"
+    return found
 
 
 class LogCapture:

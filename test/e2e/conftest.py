@@ -31,7 +31,6 @@ TG = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
 RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
 PAUSE = GVK("okra.mumo.co", "v1alpha1", "Pause")
 BLOCKLIST = GVK("okra.mumo.co", "v1alpha1", "VersionBlocklist")
-EVENT = GVK("events.k8s.io", "v1", "Event")
 VERSION_ARG = [
     {"name": "version", "valueFrom": {"fieldRef": {"fieldPath": "status.canaryVersion"}}}
 ]

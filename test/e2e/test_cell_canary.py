@@ -9,12 +9,11 @@ from typing import Any
 
 from okra_runtime import GVK, Client
 from okra_runtime import loop as event_loop
-from support import eventually
+from support import eventually, wait_events
 
 from .conftest import (
     BLOCKLIST,
     CELL,
-    EVENT,
     VERSION_ARG,
     Env,
     Metrics,
@@ -102,8 +101,8 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     blocklist = await rt_client.get(BLOCKLIST, "web", ns)
     assert [i["version"] for i in blocklist["spec"]["items"]] == ["v3"]
     assert "Failed" in blocklist["spec"]["items"][0]["cause"]
-    events = (await rt_client.list(EVENT, ns)).items
-    assert any(e["reason"] == "RolloutFailed" and e["type"] == "Warning" for e in events)
+    failed = await wait_events(rt_client, ns, "RolloutFailed")
+    assert [e["type"] for e in failed] == ["Warning"]
     # A blocked version is never retried while listed.
     await env.target_group("web-b-v3", "v3")
     await asyncio.sleep(2)

@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from okra_runtime import Client
-from support import eventually
+from support import eventually, wait_events
 
 from .conftest import (
     BLOCKLIST,
     CELL,
-    EVENT,
     VERSION_ARG,
     Env,
     Metrics,
@@ -52,8 +51,8 @@ async def test_a_stuck_analysis_is_reported_then_aborted_when_asked(
     assert "progressDeadlineSeconds (3s)" in st["message"]
     assert st["health"] == "Progressing"
     assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}  # reported, not moved
-    events = (await rt_client.list(EVENT, ns)).items
-    assert [e["type"] for e in events if e["reason"] == "ProgressDeadlineExceeded"] == ["Warning"]
+    exceeded = await wait_events(rt_client, ns, "ProgressDeadlineExceeded")
+    assert [e["type"] for e in exceeded] == ["Warning"]
 
     await rt_client.patch(CELL, "web", {"spec": {"progressDeadlineAbort": True}}, namespace=ns)
     st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded")

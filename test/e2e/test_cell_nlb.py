@@ -18,12 +18,11 @@ import pytest
 from okra_runtime import GVK, Client
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.seed import LoadBalancer, Seeder
-from support import eventually
+from support import eventually, wait_events
 
 from .conftest import (
     BLOCKLIST,
     CELL,
-    EVENT,
     RUN,
     VERSION_ARG,
     VERSION_LABEL,
@@ -146,9 +145,7 @@ async def test_blue_green_analysis_then_switch_and_a_failed_version_is_blocked(
 
     await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     await wait_weights(n, {"web-a-v1": 50, "web-b-v1": 50})
-    events = (await rt_client.list(EVENT, ns)).items
-    misplaced = [e for e in events if e["reason"] == "MisplacedListener"]
-    assert misplaced, [e["reason"] for e in events]
+    misplaced = await wait_events(rt_client, ns, "MisplacedListener")
     assert misplaced[0]["type"] == "Warning"
     assert "spec.ingress.awsNetworkLoadBalancer" in misplaced[0]["note"]
 

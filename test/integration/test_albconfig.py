@@ -30,10 +30,9 @@ from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer, Network, Seeder
 from receiver import Receiver, serve
-from support import LogCapture, eventually
+from support import LogCapture, eventually, find_events
 
 REPO = Path(__file__).resolve().parents[2]
-EVENT = GVK("events.k8s.io", "v1", "Event")
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
 WRITES = {"CreateRule", "ModifyRule", "DeleteRule", "SetRulePriorities", "AddTags", "RemoveTags"}
 
@@ -95,11 +94,7 @@ class Env:
         )
 
     async def events(self, name: str, reason: str) -> list[dict[str, Any]]:
-        return [
-            e
-            for e in (await self.client.list(EVENT, self.namespace)).items
-            if e["regarding"]["name"] == name and e["reason"] == reason
-        ]
+        return await find_events(self.client, self.namespace, reason, name)
 
     async def wait_synced(self, name: str, generation: int | None = None) -> dict[str, Any]:
         async def done() -> bool:

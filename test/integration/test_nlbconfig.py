@@ -25,15 +25,14 @@ import pytest
 from okra_controllers.aws import elbv2
 from okra_controllers.nlbconfig import NLB_CONFIG, register, setup
 from okra_controllers.settings import Settings
-from okra_runtime import GVK, Client, InvalidError, Manager, ManagerOptions
+from okra_runtime import Client, InvalidError, Manager, ManagerOptions
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer, Seeder
 from receiver import Receiver, serve
-from support import eventually
+from support import eventually, find_events
 
 REPO = Path(__file__).resolve().parents[2]
-EVENT = GVK("events.k8s.io", "v1", "Event")
 WRITES = {"ModifyListener", "CreateRule", "ModifyRule", "DeleteRule", "CreateListener"}
 
 
@@ -82,11 +81,7 @@ class Env:
         return await self.synced(name)
 
     async def events(self, name: str, reason: str) -> list[dict[str, Any]]:
-        return [
-            e
-            for e in (await self.client.list(EVENT, self.namespace)).items
-            if e["regarding"]["name"] == name and e["reason"] == reason
-        ]
+        return await find_events(self.client, self.namespace, reason, name)
 
 
 def config(env: Env, name: str, weights: list[int], listener: str | None = None) -> dict[str, Any]:

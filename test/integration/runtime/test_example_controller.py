@@ -17,12 +17,11 @@ from pathlib import Path
 
 from okra_runtime import GVK, Client, NotFoundError
 from okra_testkit.envtest import ControlPlane
-from support import eventually
+from support import eventually, wait_events
 
 REPO = Path(__file__).resolve().parents[3]
 CM = GVK("", "v1", "ConfigMap")
 LEASE = GVK("coordination.k8s.io", "v1", "Lease")
-EVENT = GVK("events.k8s.io", "v1", "Event")
 LEASE_DURATION, RENEW_DEADLINE, RETRY = 4.0, 3.0, 0.5
 
 
@@ -107,8 +106,7 @@ async def test_echo_controller_keeps_children_in_step(
         assert await eventually(
             lambda: _eq(child_data(rt_client, "web", namespace), {"color": "green"}), within=30
         )
-        events = (await rt_client.list(EVENT, namespace)).items
-        assert any(e["reason"] == "EchoCreated" for e in events)
+        await wait_events(rt_client, namespace, "EchoCreated")
 
         await rt_client.create(
             {**parent("plain", namespace), "metadata": {"name": "plain", "namespace": namespace}}
