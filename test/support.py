@@ -39,6 +39,16 @@ async def eventually(
     return await check()
 
 
+async def until(cond: Callable[[], bool], within: float = 10) -> None:
+    """Wait for a plain (not async) condition, checked every millisecond: for tests of
+    in-process asyncio machinery, where the condition is a change of local state."""
+
+    async def check() -> bool:
+        return cond()
+
+    assert await eventually(check, within=within, interval=0.001)
+
+
 async def find_events(
     c: Client, ns: str, reason: str, name: str | None = None
 ) -> list[dict[str, Any]]:

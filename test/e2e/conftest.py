@@ -344,13 +344,17 @@ async def cell_status(c: Client, namespace: str) -> dict[str, Any]:
 async def wait_status(
     c: Client, namespace: str, pred: Any, within: float = 120, interval: float = 0.1
 ) -> dict[str, Any]:
-    """The Cell's status once `pred` holds for it (failing with the last one seen)."""
+    """The Cell's status for which `pred` held (failing with the last one seen). The very
+    status read that held, not a read after it: the rollout may have moved on since."""
+    last: dict[str, Any] = {}
 
     async def ok() -> bool:
-        return bool(pred(await cell_status(c, namespace)))
+        nonlocal last
+        last = await cell_status(c, namespace)
+        return bool(pred(last))
 
-    assert await eventually(ok, within=within, interval=interval), await cell_status(c, namespace)
-    return await cell_status(c, namespace)
+    assert await eventually(ok, within=within, interval=interval), last
+    return last
 
 
 async def promote(c: Client, namespace: str) -> None:

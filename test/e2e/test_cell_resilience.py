@@ -12,7 +12,14 @@ import pytest
 from okra_runtime import GVK, Client, InvalidError
 from support import eventually, wait_events
 
-from .conftest import Env, Metrics, OkraManager, cell_obj, cell_status, error_rate_template
+from .conftest import (
+    Env,
+    Metrics,
+    OkraManager,
+    cell_obj,
+    error_rate_template,
+    wait_status,
+)
 
 RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
@@ -24,14 +31,6 @@ ANALYSIS = {
         "args": [{"name": "version", "valueFrom": CANARY_VERSION}],
     }
 }
-
-
-async def until(c: Client, ns: str, pred: Any, within: float = 60) -> dict[str, Any]:
-    async def ok() -> bool:
-        return bool(pred(await cell_status(c, ns)))
-
-    assert await eventually(ok, within=within), await cell_status(c, ns)
-    return await cell_status(c, ns)
 
 
 @pytest.mark.parametrize("kill_at", ["pause", "analysis"])
@@ -50,7 +49,7 @@ async def test_kill_9_mid_rollout_resumes_at_the_same_step(
         {"stepWeight": 40},
     ]
     await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps))
-    await until(rt_client, ns, lambda s: s.get("health") == "Healthy")
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
 
     totals: list[int] = []
 
@@ -65,7 +64,7 @@ async def test_kill_9_mid_rollout_resumes_at_the_same_step(
     try:
         await env.target_group("web-a-v2", "v2")
         index = 1 if kill_at == "pause" else 2
-        st = await until(rt_client, ns, lambda s: s.get("currentStepIndex") == index)
+        st = await wait_status(rt_client, ns, lambda s: s.get("currentStepIndex") == index)
         rollout = st["rolloutId"]
         if kill_at == "analysis":
 
@@ -79,7 +78,7 @@ async def test_kill_9_mid_rollout_resumes_at_the_same_step(
         await asyncio.sleep(1.5)
         assert await env.rule_weights() == before  # nothing moves while okra is down
         okra.start()
-        st = await until(
+        st = await wait_status(
             rt_client,
             ns,
             lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy",
@@ -124,7 +123,7 @@ async def test_bad_input_never_stops_the_manager(
     await rt_client.create(
         cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}], replicas=6, version="v1")
     )
-    await until(rt_client, ns, lambda s: s.get("health") == "Healthy")
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     for i in range(6):
         await env.target_group(f"web-{i}-v2", "v2")
     await rt_client.patch(CELL, "web", {"spec": {"version": None}}, namespace=ns)
@@ -136,7 +135,7 @@ async def test_bad_input_never_stops_the_manager(
         return st.get("message") == "no AWSTargetGroups match the target group selector"
 
     assert await eventually(lonely_says_so, within=30)
-    st = await until(
+    st = await wait_status(
         rt_client, ns, lambda s: "an ALB forward action holds at most 5" in (s.get("message") or "")
     )
     unparsable = await wait_events(rt_client, ns, "UnparsableVersion")
@@ -155,9 +154,9 @@ async def test_health_gate_holds_weight_until_a_target_is_healthy(
     ns = namespace
     await env.target_group("web-a-v1", "v1")
     await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}]))
-    await until(rt_client, ns, lambda s: s.get("health") == "Healthy")
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     arn = await env.target_group("web-a-v2", "v2", healthy=False)  # no targets yet
-    st = await until(
+    st = await wait_status(
         rt_client,
         ns,
         lambda s: "waiting for a healthy target in web-a-v2" in (s.get("message") or ""),
@@ -176,7 +175,7 @@ async def test_health_gate_holds_weight_until_a_target_is_healthy(
         {"metadata": {"annotations": {"nudge": "1"}}},
         namespace=ns,
     )
-    await until(
+    await wait_status(
         rt_client, ns, lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy"
     )
     assert await env.rule_weights() == {"web-a-v2": 100}
@@ -201,7 +200,7 @@ async def test_a_cell_on_a_listener_that_does_not_exist_says_so_without_an_error
             for c in s.get("conditions") or []
         )
 
-    st = await until(rt_client, ns, refused)
+    st = await wait_status(rt_client, ns, refused)
     assert "check the listener ARN" in st["message"]
 
     async def warned() -> bool:

@@ -11,14 +11,7 @@ from okra_runtime.controller import Controller
 from okra_runtime.handler import EnqueueForObject
 from okra_runtime.predicates import Predicate
 from okra_runtime.reconcile import ReportedError, Request
-from support import eventually
-
-
-async def until(cond: Callable[[], bool]) -> None:
-    async def check() -> bool:
-        return cond()
-
-    assert await eventually(check, within=10, interval=0.001)
+from support import until
 
 
 class Worker:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 
 import pytest
 
@@ -14,7 +13,7 @@ from okra_runtime.controller import Controller
 from okra_runtime.priority import PriorityGate
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.workqueue import WorkQueue
-from support import eventually
+from support import until
 
 
 class FakeClock:
@@ -23,13 +22,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-async def until(cond: Callable[[], bool], within: float = 10) -> None:
-    async def check() -> bool:
-        return cond()
-
-    assert await eventually(check, within=within, interval=0.001)
 
 
 # -- the gate alone, on a fake clock ------------------------------------------------------
