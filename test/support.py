@@ -39,6 +39,16 @@ async def eventually(
     return await check()
 
 
+class FakeClock:
+    """A monotonic clock a test moves by hand: `clock.now += 2.0`."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 async def until(cond: Callable[[], bool], within: float = 10) -> None:
     """Wait for a plain (not async) condition, checked every millisecond: for tests of
     in-process asyncio machinery, where the condition is a change of local state."""

@@ -13,16 +13,7 @@ from okra_runtime.controller import Controller
 from okra_runtime.priority import PriorityGate
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.workqueue import WorkQueue
-from support import until
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
+from support import FakeClock, until
 
 # -- the gate alone, on a fake clock ------------------------------------------------------
 

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from okra_controllers.aws.recent import RecentAnswers
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from support import FakeClock
 
 
 def test_an_answer_lasts_ttl_from_its_question_not_from_its_reply() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     answers: RecentAnswers[str, str] = RecentAnswers(5.0, clock)
     asked = clock()
     clock.now += 2.0  # the call took two seconds
@@ -28,7 +21,7 @@ def test_an_answer_lasts_ttl_from_its_question_not_from_its_reply() -> None:
 
 
 def test_forget_drops_an_answer_and_other_keys_keep_theirs() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     answers: RecentAnswers[str, bool] = RecentAnswers(5.0, clock)
     answers.put("arn:a", True, clock())
     answers.put("arn:b", True, clock())
@@ -39,7 +32,7 @@ def test_forget_drops_an_answer_and_other_keys_keep_theirs() -> None:
 
 
 def test_at_most_kept_keys_then_all_forgotten_at_once() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     answers: RecentAnswers[int, bool] = RecentAnswers(5.0, clock, kept=3)
     for key in range(3):
         answers.put(key, True, clock())

@@ -17,14 +17,7 @@ from okra_runtime.workqueue import (
     WorkQueue,
     default_controller_rate_limiter,
 )
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from support import FakeClock
 
 
 @pytest.fixture
