@@ -12,14 +12,7 @@ import pytest
 from okra_runtime import GVK, Client, InvalidError
 from support import eventually, wait_events
 
-from .conftest import (
-    Env,
-    Metrics,
-    OkraManager,
-    cell_obj,
-    error_rate_template,
-    wait_status,
-)
+from .conftest import Env, Metrics, OkraManager, cell_obj, error_rate_template, wait_status
 
 RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
