@@ -184,9 +184,11 @@ class Controller:
             if was and gate is not None:
                 gate.progress_started()
             still = False
+            next_hop: float | None = None
             try:
                 result = await self._reconcile(req) or Result()
                 still = result.in_progress
+                next_hop = result.requeue_after if still else None
             except asyncio.CancelledError:
                 self.queue.add(req)  # not finished: whoever runs next must see it
                 raise
@@ -234,9 +236,9 @@ class Controller:
                     self._in_progress.discard(req)
                 if gate is not None and (was or still):
                     if was:
-                        gate.progress_finished(still)
+                        gate.progress_finished(still, next_hop)
                     else:
-                        gate.touched(still)
+                        gate.touched(still, next_hop)
             if len(self._succeeded) >= SUCCEEDED_KEPT:
                 self._succeeded.clear()
             self._succeeded.add(req)

@@ -35,7 +35,9 @@ class Result:
     """`requeue_after`: reconcile again after that many seconds (and forget the
     failure backoff). `requeue`: again soon, with rate-limited backoff. `in_progress`:
     the object is mid-change (a rollout between two steps); its next reconciles go
-    before first reports on new or failing objects (see `okra_runtime.priority`)."""
+    before first reports on new or failing objects (see `okra_runtime.priority`), and
+    with a short `requeue_after` (its next step is due then) they keep waiting until
+    that step."""
 
     requeue: bool = False
     requeue_after: float | None = None

@@ -20,9 +20,10 @@ Invariants (as client-go's queue.go states them):
   lane is never starved: after `first_burst` items in a row from the first lane while others
   wait, the next item comes from the other lane.
 - With a `gate` (the manager's `PriorityGate`), items of the other lane start only when the
-  gate allows: not while a change in progress anywhere in the manager is moving (see
-  `okra_runtime.priority`). A worker never waits for the gate while an item of the first
-  lane is there to take.
+  gate allows: not while a change in progress anywhere in the manager is moving, unless
+  the item has waited the gate's `max_age` (see `okra_runtime.priority`). A worker never
+  waits for the gate while an item of the first lane is there to take, and a worker that
+  takes an item wakes another idle one when more may start.
 - `add_after` keeps every delayed item in one heap served by one timer per queue, so a
   thousand pending requeues cost one scheduled callback, not a thousand tasks. For duplicate
   delayed adds the earliest ready time wins. Delayed items are dropped on shutdown.
@@ -209,8 +210,9 @@ class WorkQueue(Generic[T]):
         # The manager's gate, which holds back the other lane while a change is in progress
         # (see okra_runtime.priority); with none, nothing is held.
         self.gate: PriorityGate | None = None
-        # dirty: needs processing -> when it was added; processing -> when it was handed out.
-        # The times feed the metrics only (0.0 when metrics are off).
+        # dirty: needs processing -> when it was added (the gate lets a held item start
+        # once it has waited long enough); processing -> when it was handed out (for the
+        # metrics only: 0.0 when they are off).
         self._dirty: dict[T, float] = {}
         self._processing: dict[T, float] = {}
         self._getters: deque[asyncio.Future[None]] = deque()
@@ -235,9 +237,7 @@ class WorkQueue(Generic[T]):
         if mt is not None:
             mt.adds.inc()
             mt.depth.inc()
-            self._dirty[item] = self._clock()
-        else:
-            self._dirty[item] = 0.0
+        self._dirty[item] = self._clock()
         if item in self._processing:
             return
         self._enqueue(item)
@@ -284,7 +284,8 @@ class WorkQueue(Generic[T]):
             if self._shutting_down:
                 raise ShutDown
             if self._queue and self.gate is not None:
-                self.gate.wait(self)  # items wait for the gate: be woken when it opens
+                # items wait for the gate: be woken when it opens or the oldest is old enough
+                self.gate.wait(self, self._clock() - self._dirty[self._queue[0]])
             getter = asyncio.get_running_loop().create_future()
             self._getters.append(getter)
             try:
@@ -306,6 +307,8 @@ class WorkQueue(Generic[T]):
             self._first_run = 0
             if self.gate is not None:
                 self.gate.started()
+        if self._first or (self._queue and self._other_may_start()):
+            self._wake_one_getter()  # more to take now: another idle worker takes it
         added = self._dirty.pop(item)
         mt = self._metrics
         if mt is not None:
@@ -384,7 +387,10 @@ class WorkQueue(Generic[T]):
     # -- internals ------------------------------------------------------------------------
 
     def _other_may_start(self) -> bool:
-        return self.gate is None or self._shutting_down or self.gate.may_start()
+        if self.gate is None or self._shutting_down:
+            return True
+        waited = self._clock() - self._dirty[self._queue[0]] if self._queue else 0.0
+        return self.gate.may_start(waited)
 
     def _enqueue(self, item: T) -> None:
         first = self._is_first is not None and self._is_first(item)

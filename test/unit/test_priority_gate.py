@@ -78,10 +78,59 @@ def test_a_change_that_begins_holds_from_its_end() -> None:
     assert gate.may_start()
 
 
-@pytest.mark.parametrize(("hold", "max_wait"), [(-1.0, 1.0), (0.3, 0.0)])
-def test_bad_settings_are_refused(hold: float, max_wait: float) -> None:
+def test_a_next_hop_due_within_the_lookahead_holds_until_just_after_it() -> None:
+    """A rollout in a two-second pause: first reports wait out the pause and the hop."""
+    clock = FakeClock()
+    gate = PriorityGate(hold=0.3, max_wait=10.0, lookahead=5.0, clock=clock)
+    gate.started()
+    gate.progress_started()
+    gate.progress_finished(still=True, next_hop=2.0)
+    clock.now += 2.299
+    assert not gate.may_start()
+    clock.now += 0.001
+    assert gate.may_start()
+
+
+@pytest.mark.parametrize("next_hop", [600.0, 5.01, 0.0, None])
+def test_a_next_hop_beyond_the_lookahead_or_unknown_holds_only_hold(
+    next_hop: float | None,
+) -> None:
+    clock = FakeClock()
+    gate = PriorityGate(hold=0.3, max_wait=10.0, lookahead=5.0, clock=clock)
+    gate.started()
+    gate.touched(still=True, next_hop=next_hop)
+    clock.now += 0.299
+    assert not gate.may_start()
+    clock.now += 0.001
+    assert gate.may_start()
+
+
+def test_a_next_hop_of_an_object_no_longer_moving_holds_nothing() -> None:
+    clock = FakeClock()
+    gate = PriorityGate(hold=0.3, max_wait=10.0, clock=clock)
+    gate.started()
+    gate.touched(still=False, next_hop=2.0)
+    assert gate.may_start()
+
+
+def test_an_item_that_waited_max_age_starts_whatever_is_moving() -> None:
+    clock = FakeClock()
+    gate = PriorityGate(hold=0.3, max_wait=30.0, max_age=10.0, clock=clock)
+    gate.started()
+    gate.progress_started()  # never finishes
+    assert not gate.may_start(waited=9.99)
+    assert gate.may_start(waited=10.0)
+
+
+@pytest.mark.parametrize(
+    ("hold", "max_wait", "lookahead", "max_age"),
+    [(-1.0, 1.0, 5.0, 10.0), (0.3, 0.0, 5.0, 10.0), (0.3, 1.0, -1.0, 10.0), (0.3, 1.0, 5.0, 0.0)],
+)
+def test_bad_settings_are_refused(
+    hold: float, max_wait: float, lookahead: float, max_age: float
+) -> None:
     with pytest.raises(ValueError, match="hold"):
-        PriorityGate(hold, max_wait)
+        PriorityGate(hold, max_wait, lookahead=lookahead, max_age=max_age)
 
 
 # -- with queues ----------------------------------------------------------------------------
@@ -191,3 +240,52 @@ async def test_new_objects_wait_while_a_rollout_moves_and_start_once_it_rests() 
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     assert order == ["rolling"] * 4 + [f"new-{i}" for i in range(5)], order
+
+
+async def test_items_that_waited_max_age_start_on_every_idle_worker(name: str) -> None:
+    """A rollout that never stops moving: held items start once they have waited
+    `max_age`, all at once on the idle workers, not one per `max_wait`."""
+    gate = PriorityGate(hold=30.0, max_wait=30.0, max_age=0.2)
+    q: WorkQueue[str] = WorkQueue(name)
+    q.gate = gate
+    gate.started()  # a held item started just now: no floor for the next 30 s
+    gate.progress_started()  # never finishes
+    getters = [asyncio.create_task(q.get()) for _ in range(3)]
+    for i in range(3):
+        q.add(f"new-{i}")
+    await asyncio.sleep(0.05)
+    assert not any(g.done() for g in getters)  # held: younger than max_age
+    got = await asyncio.wait_for(asyncio.gather(*getters), 2)
+    assert sorted(got) == ["new-0", "new-1", "new-2"]
+
+
+async def test_new_objects_wait_through_a_short_pause_and_start_after_the_next_step() -> None:
+    """`rolling` moves, then waits out a short pause (its next step due in 0.3 s, no
+    reconcile in between), then rests: objects created during the pause start after
+    that step, not in the pause."""
+    order: list[str] = []
+    hops = {"n": 0}
+    ctrl: Controller
+
+    async def reconcile(req: Request) -> Result:
+        order.append(req.name)
+        if req.name != "rolling":
+            return Result()
+        hops["n"] += 1
+        if hops["n"] == 1:
+            for i in range(3):
+                ctrl.enqueue(Request(f"new-{i}", "ns"))
+            return Result(in_progress=True, requeue_after=0.3)
+        return Result()
+
+    ctrl = Controller("paused", reconcile, max_concurrent_reconciles=4)
+    ctrl.queue.gate = PriorityGate(hold=0.05, max_wait=30.0, lookahead=5.0)
+    task = asyncio.create_task(ctrl.run())
+    try:
+        ctrl.enqueue(Request("rolling", "ns"))
+        await until(lambda: len(order) >= 5)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert order[:2] == ["rolling", "rolling"], order
+    assert sorted(order[2:]) == [f"new-{i}" for i in range(3)], order

@@ -134,9 +134,9 @@ class Told(PriorityGate):
         super().__init__()
         self.told: list[bool] = []
 
-    def touched(self, still: bool) -> None:
+    def touched(self, still: bool, next_hop: float | None = None) -> None:
         self.told.append(still)
-        super().touched(still)
+        super().touched(still, next_hop)
 
 
 async def test_a_rollout_between_stages_goes_before_first_reports(
