@@ -285,7 +285,7 @@ class WorkQueue(Generic[T]):
                 raise ShutDown
             if self._queue and self.gate is not None:
                 # items wait for the gate: be woken when it opens or the oldest is old enough
-                self.gate.wait(self, self._clock() - self._dirty[self._queue[0]])
+                self.gate.wait(self, self._head_waited())
             getter = asyncio.get_running_loop().create_future()
             self._getters.append(getter)
             try:
@@ -389,8 +389,11 @@ class WorkQueue(Generic[T]):
     def _other_may_start(self) -> bool:
         if self.gate is None or self._shutting_down:
             return True
-        waited = self._clock() - self._dirty[self._queue[0]] if self._queue else 0.0
-        return self.gate.may_start(waited)
+        return self.gate.may_start(self._head_waited())
+
+    def _head_waited(self) -> float:
+        """Seconds the oldest item of the other lane has waited."""
+        return self._clock() - self._dirty[self._queue[0]] if self._queue else 0.0
 
     def _enqueue(self, item: T) -> None:
         first = self._is_first is not None and self._is_first(item)

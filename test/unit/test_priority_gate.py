@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 
 import pytest
 
@@ -207,41 +208,6 @@ async def test_a_queue_shutting_down_hands_out_held_items(name: str) -> None:
     assert await asyncio.wait_for(q.get(), 1) == "new"
 
 
-# -- with a controller ----------------------------------------------------------------------
-
-
-async def test_new_objects_wait_while_a_rollout_moves_and_start_once_it_rests() -> None:
-    """`rolling` moves for three hops (each queues the next at once, as the watch event of
-    its own write would) and rests on the fourth; five new objects created during its
-    second hop start only after its last, on idle workers, and all of them do."""
-    order: list[str] = []
-    hops = {"n": 0}
-    ctrl: Controller
-
-    async def reconcile(req: Request) -> Result:
-        order.append(req.name)
-        if req.name != "rolling":
-            return Result()
-        hops["n"] += 1
-        if hops["n"] == 2:
-            for i in range(5):
-                ctrl.enqueue(Request(f"new-{i}", "ns"))
-        if hops["n"] < 4:
-            ctrl.enqueue(req)
-        return Result(in_progress=hops["n"] < 4)
-
-    ctrl = Controller("gated", reconcile, max_concurrent_reconciles=4)
-    ctrl.queue.gate = PriorityGate(hold=0.5, max_wait=30.0)
-    task = asyncio.create_task(ctrl.run())
-    try:
-        ctrl.enqueue(Request("rolling", "ns"))
-        await until(lambda: len(order) >= 9)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-    assert order == ["rolling"] * 4 + [f"new-{i}" for i in range(5)], order
-
-
 async def test_items_that_waited_max_age_start_on_every_idle_worker(name: str) -> None:
     """A rollout that never stops moving: held items start once they have waited
     `max_age`, all at once on the idle workers, not one per `max_wait`."""
@@ -259,33 +225,72 @@ async def test_items_that_waited_max_age_start_on_every_idle_worker(name: str) -
     assert sorted(got) == ["new-0", "new-1", "new-2"]
 
 
+# -- with a controller ----------------------------------------------------------------------
+
+Hop = Callable[[int, Callable[[Request], None]], Result]
+"""The nth reconcile of `rolling`, given the controller's `enqueue`."""
+
+
+async def reconciled(name: str, gate: PriorityGate, hop: Hop, count: int) -> list[str]:
+    """The first `count` requests a four-worker controller behind `gate` reconciles, in
+    order: `rolling` first, then whatever its hops queue."""
+    order: list[str] = []
+    hops = 0
+    ctrl: Controller
+
+    async def reconcile(req: Request) -> Result:
+        nonlocal hops
+        order.append(req.name)
+        if req.name != "rolling":
+            return Result()
+        hops += 1
+        return hop(hops, ctrl.enqueue)
+
+    ctrl = Controller(name, reconcile, max_concurrent_reconciles=4)
+    ctrl.queue.gate = gate
+    task = asyncio.create_task(ctrl.run())
+    try:
+        ctrl.enqueue(Request("rolling", "ns"))
+        await until(lambda: len(order) >= count)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return order
+
+
+def new_objects(enqueue: Callable[[Request], None], n: int) -> None:
+    for i in range(n):
+        enqueue(Request(f"new-{i}", "ns"))
+
+
+async def test_new_objects_wait_while_a_rollout_moves_and_start_once_it_rests() -> None:
+    """`rolling` moves for three hops (each queues the next at once, as the watch event of
+    its own write would) and rests on the fourth; five new objects created during its
+    second hop start only after its last, on idle workers, and all of them do."""
+
+    def hop(n: int, enqueue: Callable[[Request], None]) -> Result:
+        if n == 2:
+            new_objects(enqueue, 5)
+        if n < 4:
+            enqueue(Request("rolling", "ns"))
+        return Result(in_progress=n < 4)
+
+    order = await reconciled("gated", PriorityGate(hold=0.5, max_wait=30.0), hop, 9)
+    assert order == ["rolling"] * 4 + [f"new-{i}" for i in range(5)], order
+
+
 async def test_new_objects_wait_through_a_short_pause_and_start_after_the_next_step() -> None:
     """`rolling` moves, then waits out a short pause (its next step due in 0.3 s, no
     reconcile in between), then rests: objects created during the pause start after
     that step, not in the pause."""
-    order: list[str] = []
-    hops = {"n": 0}
-    ctrl: Controller
 
-    async def reconcile(req: Request) -> Result:
-        order.append(req.name)
-        if req.name != "rolling":
+    def hop(n: int, enqueue: Callable[[Request], None]) -> Result:
+        if n > 1:
             return Result()
-        hops["n"] += 1
-        if hops["n"] == 1:
-            for i in range(3):
-                ctrl.enqueue(Request(f"new-{i}", "ns"))
-            return Result(in_progress=True, requeue_after=0.3)
-        return Result()
+        new_objects(enqueue, 3)
+        return Result(in_progress=True, requeue_after=0.3)
 
-    ctrl = Controller("paused", reconcile, max_concurrent_reconciles=4)
-    ctrl.queue.gate = PriorityGate(hold=0.05, max_wait=30.0, lookahead=5.0)
-    task = asyncio.create_task(ctrl.run())
-    try:
-        ctrl.enqueue(Request("rolling", "ns"))
-        await until(lambda: len(order) >= 5)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    gate = PriorityGate(hold=0.05, max_wait=30.0, lookahead=5.0)
+    order = await reconciled("paused", gate, hop, 5)
     assert order[:2] == ["rolling", "rolling"], order
     assert sorted(order[2:]) == [f"new-{i}" for i in range(3)], order
