@@ -27,13 +27,17 @@ from .conftest import (
 ANALYSIS = {"analysis": {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}}
 
 
-async def weights_match_plan(env: Env, st: dict[str, Any]) -> None:
+async def weights_match_plan(env: Env, st: dict[str, Any]) -> dict[str, int]:
+    """The rule's weights as AWS shows them once they are the ones `st` planned. Returned
+    rather than read again: a rollout that does not wait (an analysis that ends at once)
+    may have moved on by the next read."""
     planned = {t["name"]: t["weight"] for t in st.get("targetGroups") or []}
 
     async def same() -> bool:
         return await env.rule_weights() == planned
 
     assert await eventually(same, within=20), (await env.rule_weights(), planned)
+    return planned
 
 
 def canary_total(weights: dict[str, int], version: str) -> int:
@@ -76,8 +80,7 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
                 s.get("canaryWeight") == e and s.get("health") in ("Progressing", "Paused")
             ),
         )
-        await weights_match_plan(env, st)
-        seen.append(canary_total(await env.rule_weights(), "v2"))
+        seen.append(canary_total(await weights_match_plan(env, st), "v2"))
     assert seen == [30, 60]
     st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Paused")
     assert "paused at step 6 until promoted" in st["message"]
