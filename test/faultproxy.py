@@ -32,7 +32,7 @@ import socket
 import ssl
 import struct
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +224,10 @@ class ApiServerProxy:
       `resume_watches()` lets watches opened afterwards through.
     - `expire_watches(resources)`: the next watch of each resource that resumes from a
       resourceVersion is ended with kube-apiserver's `410 Gone` (Expired) event.
+    - `delay_watches(seconds)`: every watch event, on streams open or opened later, reaches
+      the client `seconds` after the server sent it (in order; the stream is not held up
+      by the delay of the one before): a cache that trails the API server, as on a loaded
+      control plane. `delay_watches(0)` ends it for events sent afterwards.
     - `calls` records every resource request with its time; `watches_opened` per resource.
     """
 
@@ -235,6 +239,7 @@ class ApiServerProxy:
         self.calls: list[tuple[float, KubeCall]] = []
         self._stalled = False
         self._expire: set[str] = set()
+        self._watch_delay = 0.0
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.port = 0
@@ -262,6 +267,9 @@ class ApiServerProxy:
 
     def resume_watches(self) -> None:
         self._stalled = False
+
+    def delay_watches(self, seconds: float) -> None:
+        self._watch_delay = seconds
 
     def expire_watches(self, resources: Iterable[str]) -> None:
         self._expire |= set(resources)
@@ -291,6 +299,32 @@ class ApiServerProxy:
             await self._runner.cleanup()
         if self._session is not None:
             await self._session.close()
+
+    async def _delayed(self, content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+        """The stream's chunks, each `_watch_delay` after it arrived: read ahead into a
+        queue, so that a chunk's delay runs while the ones before it wait out theirs."""
+        queue: asyncio.Queue[tuple[float, bytes | None]] = asyncio.Queue()
+
+        async def read() -> None:
+            try:
+                async for chunk in content.iter_any():
+                    queue.put_nowait((time.monotonic() + self._watch_delay, chunk))
+            finally:
+                queue.put_nowait((time.monotonic() + self._watch_delay, None))
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                due, chunk = await queue.get()
+                wait = due - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                if chunk is None:
+                    return
+                yield chunk
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
@@ -337,7 +371,8 @@ class ApiServerProxy:
             watch = call is not None and call.verb == "watch"
             try:
                 await resp.prepare(request)
-                async for chunk in up.content.iter_any():
+                chunks = self._delayed(up.content) if watch else up.content.iter_any()
+                async for chunk in chunks:
                     if watch and self._stalled:
                         await _dead(request)  # stalled for good: the client must notice
                     await resp.write(chunk)

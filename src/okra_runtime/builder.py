@@ -117,6 +117,7 @@ class Builder:
         )
         primary, preds = self._for
         mgr, filters = self._manager, tuple(self._filters)
+        ctrl.floors = mgr.informer_for(primary).floors  # read-your-writes
         mgr.informer_for(primary).add_handler(
             EnqueueForObject(ctrl.enqueue, (*filters, *preds), made=ctrl.made)
         )

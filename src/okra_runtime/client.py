@@ -120,6 +120,7 @@ class Client:
         self._user_agent = user_agent
         self._discovery: dict[str, dict[str, Resource]] = {}
         self._discovery_lock = asyncio.Lock()
+        self._write_observers: list[Callable[[dict[str, Any]], None]] = []
 
     # -- construction ----------------------------------------------------------
 
@@ -164,6 +165,18 @@ class Client:
         await self.close()
 
     # -- discovery -----------------------------------------------------------
+
+    def on_write(self, observer: Callable[[dict[str, Any]], None]) -> None:
+        """Call `observer` with the API server's answer to every create, update, patch and
+        apply made through this client (the object as written, with its new
+        resourceVersion): how a manager's caches learn what their own process wrote
+        (read-your-writes, `okra_runtime.freshness`). Observers must be cheap and not raise."""
+        self._write_observers.append(observer)
+
+    def _wrote(self, out: Any) -> None:
+        if self._write_observers and isinstance(out, dict) and "metadata" in out:
+            for observer in self._write_observers:
+                observer(out)
 
     async def resource(self, gvk: GVK) -> Resource:
         """The resource serving `gvk`; raises NoKindMatchError if none does."""
@@ -391,6 +404,7 @@ class Client:
             body=obj,
             query={"fieldManager": field_manager, "dryRun": "All" if dry_run else None},
         )
+        self._wrote(out)
         return out
 
     async def update(
@@ -401,6 +415,7 @@ class Client:
         out: dict[str, Any] = await self.request(
             "PUT", res.path(ns, name), body=obj, query={"fieldManager": field_manager}
         )
+        self._wrote(out)
         return out
 
     async def update_status(
@@ -410,6 +425,7 @@ class Client:
         out: dict[str, Any] = await self.request(
             "PUT", res.path(ns, name, "status"), body=obj, query={"fieldManager": field_manager}
         )
+        self._wrote(out)
         return out
 
     async def patch(
@@ -431,6 +447,7 @@ class Client:
             content_type=_PATCH_CONTENT_TYPES[patch_type],
             query={"fieldManager": field_manager},
         )
+        self._wrote(out)
         return out
 
     async def apply(
@@ -450,6 +467,7 @@ class Client:
             content_type="application/apply-patch+yaml",
             query={"fieldManager": field_manager, "force": "true" if force else None},
         )
+        self._wrote(out)
         return out
 
     async def delete(

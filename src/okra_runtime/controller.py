@@ -29,6 +29,12 @@ working objects in a row, one of them is served. The memory of successes is boun
 (`SUCCEEDED_KEPT`; past it, it starts over). A new object that another controller made (it
 has a controlling owner reference: a Cell's AnalysisRun or Pause) is in the first lane until
 its first reconcile: it is a step of its owner's change, not one of the flood.
+
+Read-your-writes: a Request is not reconciled from a cache that does not yet show what this
+process last wrote to its object (`okra_runtime.freshness`; the builder hands the primary
+informer's floors to the controller). The worker waits for the watch to deliver, up to
+`fresh_timeout`; if it has not by then, the Request is put back for later (a watch that
+slow is being restarted by its informer) and nothing is decided from the older object.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import structlog
 
 from okra_runtime import metrics as m
 from okra_runtime.errors import unreachable
+from okra_runtime.freshness import Floors
 from okra_runtime.logging import ContextBinder
 from okra_runtime.reconcile import (
     ReconcileFunc,
@@ -76,6 +83,8 @@ class Controller:
         unreachable_max_delay: float = 1.0,
         reported_base_delay: float = 1.0,
         reported_max_delay: float = 300.0,
+        floors: Floors | None = None,
+        fresh_timeout: float = 5.0,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -86,6 +95,9 @@ class Controller:
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.unreachable_max_delay = unreachable_max_delay
         self.reported_base_delay = reported_base_delay
+        # read-your-writes: the primary informer's floors (None: reconcile what is cached)
+        self.floors = floors
+        self.fresh_timeout = fresh_timeout
         # the Requests whose last reconcile succeeded: queued ahead of new and failing ones
         self._succeeded: set[Request] = set()
         # the Requests whose last reconcile said the object is mid-change (`in_progress`)
@@ -175,7 +187,23 @@ class Controller:
                 active.dec()
                 self.queue.done(req)
 
+    async def _fresh(self, req: Request) -> bool:
+        """Whether the cache shows `req`'s object at least as new as this process last
+        wrote it, waiting up to `fresh_timeout` for the watch to deliver; when it does not,
+        the Request is put back (not an error: nothing was tried)."""
+        floors = self.floors
+        if floors is None or floors.fresh(req.key):
+            return True
+        m.STALE_CACHE_WAITS.labels(self.name).inc()
+        if await floors.wait(req.key, self.fresh_timeout):
+            return True
+        log.debug("cache still older than our last write; later", controller=self.name, key=req.key)
+        self.queue.add_after(req, self.fresh_timeout)
+        return False
+
     async def _process(self, req: Request) -> None:
+        if not await self._fresh(req):
+            return
         reconcile_id = f"{random.getrandbits(48):012x}"  # as uuid4().hex[:12], no syscall
         with _LOG_CONTEXT(self.name, req.namespace, req.name, reconcile_id):
             start = time.perf_counter()

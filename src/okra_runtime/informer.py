@@ -67,6 +67,7 @@ from okra_runtime import metrics as m
 from okra_runtime.cache import Obj, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, GoneError, WatchStalledError, unreachable
+from okra_runtime.freshness import Floors
 from okra_runtime.gvk import GVK, object_key
 
 log = structlog.get_logger("okra_runtime.informer")
@@ -162,6 +163,8 @@ class Informer:
     gvk: GVK
     options: InformerOptions = field(default_factory=InformerOptions)
     store: Store = field(default_factory=Store)
+    # read-your-writes: what this process wrote and the cache does not show yet
+    floors: Floors = field(default_factory=Floors)
     _handlers: list[EventHandler] = field(default_factory=list, init=False)
     _synced: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _rv: str = field(default="", init=False)
@@ -189,6 +192,16 @@ class Informer:
         except TimeoutError:
             return False
         return True
+
+    def wrote(self, obj: Obj) -> None:
+        """This process wrote `obj` (the API server's answer): until the cache shows it at
+        that resourceVersion or later, its key is not fresh (`okra_runtime.freshness`). An
+        object the cache does not hold (a creation, one outside this informer's namespace or
+        selector) sets no floor: its first event is what brings it."""
+        meta = obj.get("metadata") or {}
+        key = object_key(obj)
+        if key in self.store:
+            self.floors.wrote(key, meta.get("resourceVersion"))
 
     def add_handler(self, handler: EventHandler) -> None:
         """Register a handler; if the cache is already filled, it first gets
@@ -284,6 +297,8 @@ class Informer:
             key = object_key(obj)
             seen.add(key)
             old = self.store.upsert(obj)
+            if len(self.floors):
+                self.floors.seen(key, obj["metadata"].get("resourceVersion"))
             if old is None:
                 for h in self._handlers:
                     h.on_add(obj)
@@ -292,6 +307,7 @@ class Informer:
                     h.on_update(old, obj)
         for key in [k for k in self.store.raw_items() if k not in seen]:
             gone = self.store.delete(key)
+            self.floors.gone(key)
             if gone is not None:
                 for h in self._handlers:
                     h.on_delete(gone)
@@ -325,13 +341,17 @@ class Informer:
             obj = self.options.transform(obj)
         if kind in ("ADDED", "MODIFIED"):
             old = self.store.upsert(obj)
+            if len(self.floors):
+                self.floors.seen(object_key(obj), rv)
             for h in self._handlers:
                 if old is None:
                     h.on_add(obj)
                 else:
                     h.on_update(old, obj)
         elif kind == "DELETED":
-            gone = self.store.delete(object_key(obj))
+            key = object_key(obj)
+            gone = self.store.delete(key)
+            self.floors.gone(key)
             for h in self._handlers:
                 h.on_delete(gone if gone is not None else obj)
 

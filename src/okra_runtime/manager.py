@@ -24,6 +24,7 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -78,6 +79,8 @@ class Manager:
         self.client = client
         self.options = options or ManagerOptions(**kwargs)  # type: ignore[arg-type]
         self._informers: dict[tuple[GVK, str | None], Informer] = {}
+        self._informers_of: dict[GVK, list[Informer]] = {}
+        client.on_write(self._wrote)
         self._runnables: list[_Runnable] = []
         self._controllers: list[Controller] = []
         # shared by every controller's queue: a change in progress goes before first reports
@@ -112,9 +115,19 @@ class Manager:
             opts = InformerOptions(**{**base.__dict__, "namespace": ns, "label_selector": selector})
             inf = Informer(self.client, gvk, opts)
             self._informers[key] = inf
+            self._informers_of.setdefault(gvk, []).append(inf)
             if self._started:
                 self._spawn(f"informer {inf.name}", inf.run())
         return self._informers[key]
+
+    def _wrote(self, obj: dict[str, Any]) -> None:
+        """Read-your-writes: an object this process wrote is not reconciled from a cache
+        that does not show the write yet (`okra_runtime.freshness`)."""
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            return
+        for inf in self._informers_of.get(GVK.of(api_version, kind), ()):
+            inf.wrote(obj)
 
     def builder(self, name: str) -> Builder:
         return Builder(self, name)

@@ -165,6 +165,14 @@ PRIORITY_HELD = Gauge(
     registry=REGISTRY,
 )
 
+# -- read-your-writes (okra_runtime's own, documented in docs/runtime.md) ---------
+STALE_CACHE_WAITS = Counter(
+    "okra_runtime_stale_cache_waits_total",
+    "Reconciles that waited for the cache to show this process's own last write first",
+    ["controller"],
+    registry=REGISTRY,
+)
+
 # -- informers (okra_runtime's own, documented in docs/runtime.md) --------------
 WATCH_RESTARTS = Counter(
     "okra_runtime_watch_restarts_total",
