@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets argocd helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell demo demo-fleet
+.PHONY: help venv assets argocd helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell bench-judge demo demo-fleet
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
@@ -27,6 +27,7 @@ help:
 	@echo "make lock    re-resolve requirements-dev.lock from pyproject.toml"
 	@echo "make bench-runtime  okra_runtime vs kopf vs controller-runtime, 10k objects"
 	@echo "make bench-cell     new target group -> first ModifyRule; idle Cell's AWS calls"
+	@echo "make bench-judge    canary judge: false positives, detection, CPU for 50 metrics"
 
 $(STAMP): pyproject.toml testkit/pyproject.toml requirements-dev.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "okra needs Python 3.11+")'
@@ -134,6 +135,9 @@ bench-runtime: $(STAMP)
 
 bench-cell: $(STAMP)
 	bench/cell/run.sh
+
+bench-judge: $(STAMP)
+	.venv/bin/python bench/judge/run.py
 
 # requirements-dev.lock: okra's dev extra and okra-testkit's dependencies; requirements.lock:
 # okra's runtime dependencies alone (the image's), at the same pins. okra-testkit requires the

@@ -168,6 +168,10 @@ def classify(
     effect = (cs.median - bs.median) / abs(bs.median) if bs.median != 0 else None
     p_value = _p(x, y, "two-sided")
     alpha = (1.0 - confidence) / 2
+    if p_value >= 2 * alpha:
+        # Not even a shift of zero is significant, and moving the canary towards the
+        # baseline by the tolerance only weakens the evidence: a Pass without more tests.
+        return MetricJudgment("Pass", cs, bs, p_value, effect, "Pass")
     allowed = tolerance * abs(bs.median)
     high = direction != "decrease" and _p(x - allowed, y, "greater") < alpha
     low = direction != "increase" and _p(x + allowed, y, "less") < alpha
