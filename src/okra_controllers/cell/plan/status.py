@@ -1,0 +1,105 @@
+"""The Cell's status as the plan writes it: conditions, health and phase, messages, holds.
+
+One place decides how a health (Progressing, Paused, Healthy, Degraded) maps to the
+lifecycle phase and the four standard conditions, so every phase module reports the
+same way; and one place decides what a gate that holds the plan back leaves behind
+(`hold`): the status as observed, saying why, and nothing written.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Literal
+
+from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.cell.plan.model import Event, Observed, Plan
+
+Health = Literal["Progressing", "Paused", "Healthy", "Degraded"]
+CONDITION_ORDER = ["Progressing", "Healthy", "Paused", "Degraded"]
+
+
+def condition(
+    status: CellStatus,
+    type_: str,
+    ok: bool,
+    reason: str,
+    message: str,
+    now: datetime.datetime,
+    generation: int,
+) -> None:
+    """Set condition `type_`; its transition time moves only when its status does."""
+    conds = {c.type: c for c in status.conditions or []}
+    old = conds.get(type_)
+    value: Literal["True", "False"] = "True" if ok else "False"
+    changed = old is None or old.status != value
+    conds[type_] = Condition(
+        type=type_,
+        status=value,
+        reason=reason,
+        message=message[:32000],
+        last_transition_time=now if changed or old is None else old.last_transition_time,
+        observed_generation=generation,
+    )
+    status.conditions = sorted(
+        conds.values(),
+        key=lambda c: CONDITION_ORDER.index(c.type) if c.type in CONDITION_ORDER else 99,
+    )
+
+
+def set_phase(p: Plan, o: Observed, phase: Health, message: str) -> None:
+    """The Cell's health (and its conditions) and, from it, its lifecycle phase: Healthy
+    is Completed, Degraded is Error; a Cell on its way is Migrating unless this pass put
+    it in Init or Completing (set before this call)."""
+    st = p.status
+    st.health = phase
+    if phase == "Healthy":
+        st.phase = "Completed"
+    elif phase == "Degraded":
+        st.phase = "Error"
+    elif st.phase not in ("Init", "Completing"):
+        st.phase = "Migrating"
+    st.message = message
+    g, now = o.generation, o.now
+    condition(st, "Progressing", phase in ("Progressing", "Paused"), phase, message, now, g)
+    condition(st, "Healthy", phase == "Healthy", phase, message, now, g)
+    condition(st, "Paused", phase == "Paused", st.paused_reason or phase, message, now, g)
+    condition(st, "Degraded", phase == "Degraded", phase, message, now, g)
+
+
+def add_to_message(status: CellStatus, message: str) -> None:
+    """Add `message` to what the status message already says (once): a condition that
+    holds the rollout back is said beside the phase's own message, not instead of it."""
+    if not status.message:
+        status.message = message
+    elif message not in status.message:
+        status.message = f"{status.message}; {message}"
+
+
+def hold(
+    p: Plan,
+    o: Observed,
+    phase: Literal["Progressing", "Degraded"],
+    message: str,
+    event: Event | None,
+    condition_: tuple[str, str] | None = None,
+) -> Plan:
+    """Hold the plan back: the status stays as observed but says why (phase, message,
+    optional condition); nothing is created, no weight written. A failure's blocklist
+    entry and the ending of runs and pauses that goes with it are kept (they only stop
+    things)."""
+    st = o.status.model_copy(deep=True)
+    st.observed_generation = o.generation
+    st.conditions = [c.model_copy() for c in p.status.conditions or []] or None
+    held = Plan(forward=None, status=st, block=p.block, held=True)
+    if p.block is not None:
+        held.terminate_runs = list(p.terminate_runs)
+        held.cancel_pauses = list(p.cancel_pauses)
+    held.events = [e for e in p.events if e.reason in ("UnparsableVersion", "WaitingForReplicas")]
+    if condition_ is not None:
+        type_, reason = condition_
+        condition(st, type_, False, reason, message, o.now, o.generation)
+    set_phase(held, o, phase, message)
+    if event is not None and (o.status.message != message or o.status.health != phase):
+        held.events.append(event)
+    return held
