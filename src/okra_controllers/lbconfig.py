@@ -27,6 +27,10 @@ from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK
 
 SYNCED = "Synced"
+READ_REFRESH = 300.0
+"""Seconds after which an idle look at AWS writes `lastReadTime` although nothing else
+changed: a reading is never reported older than this plus the look period while the
+manager runs, and idle configs cost one status write per config per this period."""
 
 Json = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
@@ -94,6 +98,26 @@ def with_synced(
             observed_generation=generation,
         ),
     ]
+    return new
+
+
+def with_read_time(
+    old: S, new: S, read_at: datetime.datetime | None, refresh: float = READ_REFRESH
+) -> S:
+    """`new` with `lastReadTime` = `read_at` (when AWS was read for it; None: this sync
+    could not read, and `applied` is the earlier reading) if anything else in the status
+    changed, none was recorded, or the recorded one is `refresh` seconds old; else the
+    recorded one, so that an idle look writes nothing."""
+    if read_at is None:
+        return new
+    previous = old.last_read_time
+    same = dump_status(old.model_copy(update={"last_read_time": None})) == dump_status(
+        new.model_copy(update={"last_read_time": None})
+    )
+    if same and previous is not None and (read_at - previous).total_seconds() < refresh:
+        new.last_read_time = previous
+    else:
+        new.last_read_time = read_at
     return new
 
 

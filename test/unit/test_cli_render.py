@@ -113,7 +113,10 @@ def tg(name: str, version: str, app: str = "web") -> dict[str, Any]:
 
 
 def config(
-    weights: dict[str, int], synced: bool = True, applied: dict[str, int] | None = None
+    weights: dict[str, int],
+    synced: bool = True,
+    applied: dict[str, int] | None = None,
+    read: float | None = 42,
 ) -> dict[str, Any]:
     forward = [
         {"name": n, "arn": f"{ARN}:targetgroup/{n}/abc", "weight": w} for n, w in weights.items()
@@ -127,6 +130,8 @@ def config(
             else cond("Synced", "False", "ThrottledByAWS", "Rate exceeded")
         ],
     }
+    if read is not None:
+        status["lastReadTime"] = ts(read)
     if applied is not None:
         status["applied"] = {
             "listenerARN": f"{ARN}:listener/app/web/1/2",
@@ -213,9 +218,10 @@ def test_steady_cell_shows_stable_at_100_in_sync_and_no_rollout() -> None:
     assert "Stable:   v1  100%" in out
     assert "Canary:   none" in out
     assert (
-        "AWSApplicationLoadBalancerConfig web: Synced (AWS shows these weights, applied 12s ago)"
-        in out
+        "AWSApplicationLoadBalancerConfig web: Synced (AWS showed these weights when read from "
+        "AWS 42s ago, applied 12s ago)" in out
     )
+    assert lines_with(out, "VERSION")[0].split()[:5] == ["VERSION", "NAME", "WEIGHT", "AWS", "(42s"]
     row = lines_with(out, "web-1-v1")[0].split()
     assert row[:5] == ["v1", "(stable)", "web-1-v1", "50", "✓"]
     assert lines_with(out, "web-2-v1")[0].split()[:3] == ["web-2-v1", "50", "✓"]
@@ -669,3 +675,31 @@ def test_a_version_waiting_for_replicas_is_shown_waiting() -> None:
         "False",
         "WaitingForReplicas",
     ]
+
+
+def test_the_marks_say_how_old_the_reading_of_aws_is() -> None:
+    """A hand edit in AWS shows in status only at okra's next look: until then the marks
+    are a reading of the past, and say how old it is, never that AWS shows it now."""
+    tgs = [tg("web-1-v1", "v1"), tg("web-2-v1", "v1")]
+    old_reading = config({"web-1-v1": 50, "web-2-v1": 50}, read=53)
+    view = select_view(STEADY, tgs, [old_reading], [], [])
+    out = render_cell(view.cell, view.target_groups, view.config, view.runs, view.blocklist, NOW)
+    assert "AWS shows" not in out
+    assert "read from AWS 53s ago" in out
+    assert lines_with(out, "VERSION")[0].split()[3:5] == ["AWS", "(53s"]
+    assert lines_with(out, "web-1-v1")[0].split()[4] == "✓"
+
+    at_weight = cell({**MID_CANARY["status"], "currentStepIndex": 0})
+    v = select_view(at_weight, [tg("web-1-v2", "v2")], [config({"web-1-v2": 20}, read=5)], [], [])
+    out = render_cell(v.cell, v.target_groups, v.config, v.runs, v.blocklist, NOW)
+    assert "AWS showed the weights 5s ago" in lines_with(out, "▶")[0]
+
+
+def test_a_status_without_its_reading_time_claims_no_age() -> None:
+    view = select_view(
+        STEADY, [tg("web-1-v1", "v1")], [config({"web-1-v1": 100}, read=None)], [], []
+    )
+    out = render_cell(view.cell, view.target_groups, view.config, view.runs, view.blocklist, NOW)
+    assert "AWS shows" not in out
+    assert "read from AWS at a time not recorded" in out
+    assert lines_with(out, "VERSION")[0].split()[3:5] == ["AWS", "ARN"]

@@ -6,7 +6,8 @@ not obviously own sits at the wanted priority). plan: `plan`, a pure function fr
 the spec and the listener's rules to one `Action`. act: that one write, none when in
 sync. report: read the rule back (DescribeRules) and write `status.applied` (what AWS
 now shows, in the config's own shape), `ruleARN`, `observedGeneration`,
-`lastAppliedTime` and a `Synced` condition; Events for writes and problems.
+`lastAppliedTime`, `lastReadTime` (when AWS was read for `applied`) and a `Synced`
+condition; Events for writes and problems.
 
 Why read back instead of trusting the write's answer: the Cell controller moves to its
 next canary step only when `status.applied` equals what it asked for (Argo Rollouts'
@@ -51,6 +52,7 @@ from okra_controllers.api.v1alpha1.cell import (
     QueryStringCondition,
 )
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import OWNER_TAG, Json
@@ -66,6 +68,7 @@ from okra_controllers.lbconfig import (
     status_of,
     tg_name,
     weights_note,
+    with_read_time,
     with_synced,
 )
 from okra_controllers.notifications.notifier import Notifier, notifier_for
@@ -328,6 +331,8 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     drift: str | None = None
     """What was found changed in AWS since okra last applied this spec (drift repaired)."""
+    read_at: datetime.datetime | None = None
+    """When AWS was read for `rule` (`status.lastReadTime`); None: AWS was not read."""
 
 
 class ListenerRules:
@@ -381,6 +386,12 @@ class ListenerRules:
             self._refused.forget(listener)
             self._cache[listener] = (started, rules)
             return rules
+
+    def age(self, listener: str) -> float:
+        """Seconds since the listener's shared listing was read from AWS (0 when none
+        is held: the next `get` reads it)."""
+        hit = self._cache.get(listener)
+        return 0.0 if hit is None else max(0.0, self._clock() - hit[0])
 
     def fresh_for(self, listener: str) -> float | None:
         """Seconds until the listener's shared listing expires (None: none held, as
@@ -468,6 +479,9 @@ class AlbConfigReconciler:
                 raw, status, Outcome("InvalidSpec", message, rule_arn=status.rule_arn)
             )
             return None
+        if raw["metadata"].get("generation") != status.observed_generation:
+            for warning in deprecated_spellings(config.kind, raw.get("spec")):
+                self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
 
         async def claim() -> None:
             # The finalizer goes on once AWS has shown the listener, before okra writes or
@@ -535,10 +549,13 @@ class AlbConfigReconciler:
         previous = status.rule_arn
         on_listener = previous if previous and listener_of(previous) == spec.listener_arn else None
         rules, action = await self._decide(elb, spec, owner, on_listener)
+        listed_at = self.clock() - datetime.timedelta(
+            seconds=self.listener_rules.age(spec.listener_arn)
+        )
         if isinstance(action, Conflict):
-            return Outcome("Conflict", action.message, rule_arn=previous)
+            return Outcome("Conflict", action.message, rule_arn=previous, read_at=listed_at)
         await claim()
-        out = Outcome("", "")
+        out = Outcome("", "", read_at=listed_at)
         if not isinstance(action, Nothing) and _was_synced(
             status, spec, config.metadata.generation
         ):
@@ -558,8 +575,11 @@ class AlbConfigReconciler:
                 # Conflict, as always.
                 log.info("priority in use after CreateRule; reading the listener again")
                 rules, action = await self._decide(elb, spec, owner, on_listener)
+                out.read_at = self.clock()
                 if isinstance(action, Conflict):
-                    return Outcome("Conflict", action.message, rule_arn=previous)
+                    return Outcome(
+                        "Conflict", action.message, rule_arn=previous, read_at=out.read_at
+                    )
                 if isinstance(action, Create):
                     raise  # still free: a real error, retried by the controller
         if isinstance(action, Nothing):
@@ -571,6 +591,7 @@ class AlbConfigReconciler:
             arn = await self._write(elb, spec.listener_arn, action, owner, out)
         if not isinstance(action, Nothing):
             rule = await self._read_back(elb, spec.listener_arn, arn)
+            out.read_at = self.clock()
         out.rule, out.rule_arn = rule, arn
         out.synced = in_sync(spec, rule)
         moved_listener = previous and previous != arn and listener_of(previous) != spec.listener_arn
@@ -748,6 +769,7 @@ class AlbConfigReconciler:
         if spec is not None:
             new.rule_arn = outcome.rule_arn
             new.applied = applied_from_rule(spec, outcome.rule) if outcome.rule else None
+        new = with_read_time(old, new, outcome.read_at)
         await patch_status(self.client, ALB_CONFIG, raw, _dump(old), _dump(new))
 
 

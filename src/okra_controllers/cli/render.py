@@ -289,11 +289,19 @@ def _header(
     return lines
 
 
+def read_age(config: Obj | None, now: datetime.datetime) -> str | None:
+    """How long ago okra read from AWS what the config's status says (`lastReadTime`,
+    `42s`); None when the status does not say (written by an older okra)."""
+    when = parse_time(((config or {}).get("status") or {}).get("lastReadTime"))
+    return age(when, now) if when else None
+
+
 def _sync_state(
     config: Obj | None, now: datetime.datetime, kind: str = ALB_CONFIG_KIND
 ) -> tuple[bool, str]:
-    """Whether AWS shows the config's weights, and a phrase saying so; `kind` is the
-    kind of config the Cell has (`config_kind`)."""
+    """Whether AWS showed the config's weights when okra last read them, and a phrase
+    saying so and how old that reading is (AWS may have changed since: a hand edit shows
+    at okra's next look); `kind` is the kind of config the Cell has (`config_kind`)."""
     if config is None:
         return False, f"no {kind} yet"
     name = _meta(config).get("name")
@@ -303,12 +311,16 @@ def _sync_state(
     where = f"{kind} {name}"
     if cond is None:
         return False, f"{where}: not applied to AWS yet"
+    read = read_age(config, now)
+    seen = f"read from AWS {read} ago" if read else "read from AWS at a time not recorded"
     if cond.get("status") == "True" and observed == gen:
         when = parse_time(st.get("lastAppliedTime"))
         ago = f", applied {age(when, now)} ago" if when else ""
-        return True, f"{where}: Synced (AWS shows these weights{ago})"
+        return True, f"{where}: Synced (AWS showed these weights when {seen}{ago})"
     if cond.get("status") == "True":
-        return False, f"{where}: applying generation {gen} (AWS shows generation {observed})"
+        return False, (
+            f"{where}: applying generation {gen} (AWS showed generation {observed} when {seen})"
+        )
     why = ": ".join(x for x in (cond.get("reason"), cond.get("message")) if x)
     return False, f"{where}: not synced" + (f" ({why})" if why else "")
 
@@ -345,8 +357,11 @@ def _target_groups(
     def weight(arn: str) -> str:
         return str(weights[arn]) if arn in weights else "-"
 
+    read = read_age(config, now)
+    aws_column = f"AWS ({read} ago)" if read and (synced or has_applied) else "AWS"
+
     rows: list[list[Col]] = [
-        [("VERSION", "2"), ("NAME", "2"), ("WEIGHT", "2"), ("AWS", "2"), ("ARN", "2")]
+        [("VERSION", "2"), ("NAME", "2"), ("WEIGHT", "2"), (aws_column, "2"), ("ARN", "2")]
     ]
     seen: set[str] = set()
     replicas = model.spec.replicas
@@ -497,7 +512,10 @@ def _current_note(
         )
     if step.set_weight is not None or step.step_weight is not None:
         synced, _ = _sync_state(config, now)
-        return "AWS shows the weights" if synced else ("waiting for AWS to apply the weights", "33")
+        if not synced:
+            return ("waiting for AWS to apply the weights", "33")
+        read = read_age(config, now)
+        return f"AWS showed the weights {read} ago" if read else "AWS showed the weights"
     if step.pause is not None:
         seconds = pause_seconds(step)
         if seconds is None:

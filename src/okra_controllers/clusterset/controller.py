@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from okra_controllers.api.v1alpha1.clusterset import ClusterSet, ClusterSetStatus
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
 from okra_controllers.clusterset.plan import (
@@ -102,6 +103,9 @@ class ClusterSetReconciler:
                 f"{'.'.join(map(str, err['loc']))}: {err['msg']}",
             )
             return None
+        if raw["metadata"].get("generation") != (raw.get("status") or {}).get("observedGeneration"):
+            for warning in deprecated_spellings("ClusterSet", raw.get("spec")):
+                self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
         if len(req.name) > 63:
             problem = (
                 f"name {req.name!r} is longer than 63 characters: it labels the ClusterSet's "

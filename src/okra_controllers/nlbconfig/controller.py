@@ -5,7 +5,8 @@ observe: ONE DescribeListeners of the listener. plan: `plan`, a pure function fr
 spec and the listener to one `Action`. act: that one write (ModifyListener with only
 `DefaultActions`), none when in sync. report: read the listener back and write
 `status.applied` (what AWS now shows, in the config's own shape), `observedGeneration`,
-`lastAppliedTime` and a `Synced` condition; Events for writes and problems.
+`lastAppliedTime`, `lastReadTime` (when AWS was read for `applied`) and a `Synced`
+condition; Events for writes and problems.
 
 Why the default action: an NLB listener has no rules; its default action is its only
 routing, and since November 2025 it may forward to up to five weighted target groups
@@ -51,6 +52,7 @@ from okra_controllers.lbconfig import (
     status_of,
     tg_name,
     weights_note,
+    with_read_time,
     with_synced,
 )
 from okra_controllers.notifications.notifier import Notifier, notifier_for
@@ -196,6 +198,8 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     found: str = ""
     """The forward found in AWS before a write (`name=70, other=30`)."""
+    read_at: datetime.datetime | None = None
+    """When AWS was read for `listener` (`status.lastReadTime`); None: not read."""
 
 
 def weights_of(spec: AWSNetworkLoadBalancerConfigSpec) -> str:
@@ -303,8 +307,8 @@ class NlbConfigReconciler:
         listener = await elbv2.describe_listener(elb, spec.listener_arn)
         action = plan(spec, listener)
         if isinstance(action, Refuse):
-            return Outcome(action.reason, action.message)
-        out = Outcome("", "")
+            return Outcome(action.reason, action.message, read_at=self.clock())
+        out = Outcome("", "", read_at=self.clock())
         if isinstance(action, ModifyDefault):
             out.found = weights_note((listener or {}).get("DefaultActions")).removeprefix(": ")
             if record_drift is not None:
@@ -316,6 +320,7 @@ class NlbConfigReconciler:
                 f"{weights_note(action.actions)}"
             )
             listener = await elbv2.describe_listener(elb, spec.listener_arn)
+            out.read_at = self.clock()
         out.listener = listener
         out.synced = in_sync(spec, listener)
         if out.synced:
@@ -350,6 +355,7 @@ class NlbConfigReconciler:
             new.applied = (
                 applied_from_listener(spec, outcome.listener) if outcome.listener else None
             )
+        new = with_read_time(old, new, outcome.read_at)
         await patch_status(self.client, NLB_CONFIG, raw, dump_status(old), dump_status(new))
 
 

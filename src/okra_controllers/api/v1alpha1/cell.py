@@ -5,7 +5,9 @@ Manifests written for the original okra (`okra.mumoshu.github.io` docs) keep
 their field names: `ingress.awsApplicationLoadBalancer.listenerARN`,
 `targetGroupSelector`, `replicas`, `version`, `versionedBy.label`,
 `updateStrategy.canary.{analysis,steps}` with Argo Rollouts' step kinds, and
-`forwardTargetGroups` on the load balancer config.
+`forwardTargetGroups` on the load balancer config. The original's Go API spells a few
+fields elsewhere (`targetGroupSelector.versionLabels`, `listener.rule`, the `experiment`
+and `setCanaryScale` steps): accepted and read as okra spells them (`spelling`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from okra_controllers.api.v1alpha1 import spelling
 from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
@@ -68,16 +71,67 @@ class ListenerRule(ApiModel):
         )
 
 
+class TargetGroupSelector(LabelSelector):
+    version_labels: list[str] | None = Field(default=None, max_length=8)
+    """The original okra's place for `spec.versionLabels`; read as that (with a
+    `DeprecatedSpelling` Event)."""
+
+
+class OriginalForwardTargetGroup(ApiModel):
+    name: str = ""
+    arn: str = ""
+    weight: int = Field(default=0, ge=0, le=999)
+
+
+class OriginalForward(ApiModel):
+    target_groups: list[OriginalForwardTargetGroup] = Field(default_factory=list, max_length=5)
+
+
+class OriginalListenerRule(ApiModel):
+    """The original okra's listener rule: conditions as in `listenerRule`, but `headers`
+    a map of name to values and `queryStrings` a map of key to value."""
+
+    priority: int = Field(default=0, ge=0, le=50000)
+    """0: okra's default (50000)."""
+    hosts: list[str] = Field(default_factory=list, max_length=5)
+    path_patterns: list[str] = Field(default_factory=list, max_length=5)
+    methods: list[str] = Field(default_factory=list, max_length=5)
+    source_i_ps: list[str] = Field(default_factory=list, max_length=5, alias="sourceIPs")
+    headers: dict[str, list[str]] = Field(default_factory=dict, max_length=5)
+    query_strings: dict[str, str] = Field(default_factory=dict, max_length=5)
+    forward: OriginalForward | None = None
+
+
+class OriginalListener(ApiModel):
+    """The original okra's spelling of `listenerRule` (and, on a load balancer config,
+    `forwardTargetGroups`): `listener.rule`."""
+
+    rule: OriginalListenerRule = Field(default_factory=OriginalListenerRule)
+
+
 class CellALB(ApiModel):
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.listener) || !has(self.listenerRule)",
+                    "message": "listener.rule (the original okra's spelling) and listenerRule "
+                    "say the same thing: write listenerRule only",
+                }
+            ]
+        }
+    }
     listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
-    target_group_selector: LabelSelector = Field(default_factory=LabelSelector)
+    target_group_selector: TargetGroupSelector = Field(default_factory=TargetGroupSelector)
     listener_rule: ListenerRule | None = None
     """Defaults to a catch-all (`pathPatterns: ["/*"]`) at priority 50000."""
+    listener: OriginalListener | None = None
+    """The original okra's spelling of `listenerRule` (`listener.rule`); read as that."""
 
 
 class CellNLB(ApiModel):
     listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
-    target_group_selector: LabelSelector = Field(default_factory=LabelSelector)
+    target_group_selector: TargetGroupSelector = Field(default_factory=TargetGroupSelector)
 
 
 class CellIngress(ApiModel):
@@ -158,16 +212,46 @@ class PauseStep(ApiModel):
     """A duration (`10m`, `30s`) or seconds; none means until promoted."""
 
 
+class ExperimentAnalysis(ApiModel):
+    name: str = ""
+    template_name: str = Field(min_length=1)
+    cluster_scope: bool = False
+    args: list[Argument] | None = None
+    required_for_completion: bool = False
+
+
+class ExperimentStep(ApiModel):
+    """Argo Rollouts' experiment step, as the original okra accepts it: okra runs its
+    `analyses` as one analysis step; `templates` (ReplicaSets) and `duration` have no
+    meaning for clusters."""
+
+    templates: list[dict[str, Any]] = Field(default_factory=list)
+    duration: str | int | None = None
+    analyses: list[ExperimentAnalysis] = Field(default_factory=list, max_length=10)
+
+
+class SetCanaryScale(ApiModel):
+    """Argo Rollouts' pod scaling step: changes nothing for clusters."""
+
+    weight: int | None = None
+    replicas: int | None = None
+    match_traffic_weight: bool = False
+
+
 class CanaryStep(ApiModel):
-    """Exactly one of the step kinds."""
+    """Exactly one of the step kinds. `experiment` and `setCanaryScale` (Argo Rollouts'
+    kinds the original okra accepts) are read as an analysis step and as a step that
+    changes nothing (`spelling`)."""
 
     model_config = ApiModel.model_config | {
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
                     "rule": "(has(self.setWeight) ? 1 : 0) + (has(self.stepWeight) ? 1 : 0) + "
-                    "(has(self.pause) ? 1 : 0) + (has(self.analysis) ? 1 : 0) == 1",
-                    "message": "a step has exactly one of setWeight, stepWeight, pause, analysis",
+                    "(has(self.pause) ? 1 : 0) + (has(self.analysis) ? 1 : 0) + "
+                    "(has(self.experiment) ? 1 : 0) + (has(self.setCanaryScale) ? 1 : 0) == 1",
+                    "message": "a step has exactly one of setWeight, stepWeight, pause, analysis "
+                    "(or, as the original okra, experiment or setCanaryScale)",
                 }
             ]
         }
@@ -176,6 +260,8 @@ class CanaryStep(ApiModel):
     step_weight: int | None = Field(default=None, ge=0, le=100)
     pause: PauseStep | None = None
     analysis: StepAnalysis | None = None
+    experiment: ExperimentStep | None = None
+    set_canary_scale: SetCanaryScale | None = None
 
 
 class CanaryStrategy(ApiModel):
@@ -351,6 +437,11 @@ class CellSpec(ApiModel):
     """With a deadline exceeded, send all traffic back to the stable version and block the
     new one (as a failed analysis does; `okra retry` unblocks it)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _original_spelling(cls, data: Any) -> Any:
+        return spelling.normalise_cell(data)
+
     def labels_for_version(self) -> list[str]:
         labels = list(self.version_labels)
         if self.versioned_by and self.versioned_by.label not in labels:
@@ -447,17 +538,55 @@ class ForwardTargetGroup(ApiModel):
 
 
 class AWSApplicationLoadBalancerConfigSpec(ApiModel):
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.forwardTargetGroups) || has(self.listener)",
+                    "message": "spec.forwardTargetGroups is required",
+                },
+                {
+                    "rule": "!has(self.listener) || "
+                    "(!has(self.listenerRule) && !has(self.forwardTargetGroups))",
+                    "message": "listener.rule (the original okra's spelling) says what "
+                    "listenerRule and forwardTargetGroups say: write one spelling",
+                },
+            ]
+        }
+    }
     listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
     listener_rule: ListenerRule | None = None
-    forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
+    forward_target_groups: list[ForwardTargetGroup] = Field(default_factory=list, max_length=5)
+    """At least one (here or, in the original okra's spelling, under
+    `listener.rule.forward.targetGroups`)."""
+    listener: OriginalListener | None = None
+    """The original okra's spelling: `listener.rule` is `listenerRule` and its
+    `forward.targetGroups` is `forwardTargetGroups`; read as those."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _original_spelling(cls, data: Any) -> Any:
+        return spelling.normalise_alb_config(data)
+
+    @model_validator(mode="after")
+    def _forward(self) -> AWSApplicationLoadBalancerConfigSpec:
+        if not self.forward_target_groups:
+            raise ValueError("forwardTargetGroups: at least one target group")
+        return self
 
 
 class LoadBalancerConfigStatus(ApiModel):
     """What every load balancer config reports: the generation seen, when okra last
-    wrote to AWS, and a `Synced` condition (AWS shows exactly the spec)."""
+    wrote to AWS, when it last read AWS, and a `Synced` condition (AWS showed exactly the
+    spec at that reading)."""
 
     observed_generation: int | None = None
     last_applied_time: datetime.datetime | None = None
+    last_read_time: datetime.datetime | None = None
+    """When okra read from AWS what `applied` and `Synced` say: they describe AWS at that
+    moment, not now (a hand edit in AWS shows here at okra's next look). Written with
+    every other status change and, while nothing changes, at most every 5 minutes (an
+    idle look writes nothing in between), so its age tells how old the reading is."""
     conditions: list[Condition] | None = None
 
 

@@ -2,16 +2,19 @@
 
 Field names follow the original okra's ClusterSet (`generators[].awseks.clusterSelector
 .matchTags`, `template.metadata.labels` with `{{.awseks.cluster.name}}` and
-`{{.awseks.cluster.tags.KEY}}`), so its manifests apply unchanged. The Secrets are written
-in the ClusterSet's namespace: put the ClusterSet where Argo CD looks for cluster Secrets.
+`{{.awseks.cluster.tags.KEY}}`), so its manifests apply unchanged; the original's Go API
+spells `clusterSelector` as `selector`, which is read as `clusterSelector` (with a
+`DeprecatedSpelling` Event). The Secrets are written in the ClusterSet's namespace: put the
+ClusterSet where Argo CD looks for cluster Secrets.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from okra_controllers.api.v1alpha1 import spelling
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
     GROUP,
@@ -29,7 +32,20 @@ class EKSClusterSelector(ApiModel):
 
 
 class AWSEKSGenerator(ApiModel):
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.selector) || !has(self.clusterSelector)",
+                    "message": "selector (the original okra's spelling) and clusterSelector "
+                    "say the same thing: write clusterSelector only",
+                }
+            ]
+        }
+    }
     cluster_selector: EKSClusterSelector = Field(default_factory=EKSClusterSelector)
+    selector: EKSClusterSelector | None = None
+    """The original okra's spelling of `clusterSelector`; read as that."""
     role_arn: str | None = Field(
         default=None,
         alias="roleARN",
@@ -55,6 +71,11 @@ class SecretTemplate(ApiModel):
 class ClusterSetSpec(ApiModel):
     generators: list[ClusterSetGenerator] = Field(min_length=1, max_length=16)
     template: SecretTemplate = Field(default_factory=SecretTemplate)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _original_spelling(cls, data: Any) -> Any:
+        return spelling.normalise_cluster_set(data)
 
 
 class ClusterSetStatus(ApiModel):

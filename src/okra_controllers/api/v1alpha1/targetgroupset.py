@@ -13,7 +13,7 @@ Other spellings the original documents use are accepted and normalised, with a w
 Event naming the preferred one (`spelling_warnings`): `awseks.clusterSelector.matchLabels`
 (EKS tags written as labels) means `matchTags`; `awseks.bindingSelector` means the spec's
 `bindingSelector`; a target's `nodeSelector` as `{labels: ...}` or a plain label map means
-`{matchLabels: ...}`.
+`{matchLabels: ...}`; the original's Go API has an `arn`, which nothing reads: ignored.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
+from okra_controllers.api.v1alpha1 import spelling
 from okra_controllers.api.v1alpha1.cell import LabelSelector
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
@@ -124,6 +125,13 @@ class AWSTargetGroupSetSpec(ApiModel):
     template: TargetGroupTemplate = Field(default_factory=TargetGroupTemplate)
     binding_template: TargetGroupBindingTemplate | None = None
     """When given, an AWSTargetGroupBinding is generated beside each AWSTargetGroup."""
+    arn: str | None = Field(default=None, max_length=ARN_MAX_LENGTH)
+    """In the original okra's Go API, read by nothing; ignored."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _original_spelling(cls, data: Any) -> Any:
+        return spelling.normalise_target_group_set(data)
 
     @model_validator(mode="after")
     def _binding_selector(self) -> AWSTargetGroupSetSpec:
@@ -157,7 +165,7 @@ def spelling_warnings(spec: dict[str, Any]) -> list[str]:
             out.append(f"spec.generators[{i}].awseks.bindingSelector: write spec.bindingSelector")
     targets = ((spec.get("bindingTemplate") or {}).get("spec") or {}).get("targets") or []
     out += node_selector_warnings(targets, "spec.bindingTemplate.spec.targets")
-    return out
+    return out + spelling.deprecated_spellings("AWSTargetGroupSet", spec)
 
 
 class ClusterStatus(ApiModel):
