@@ -595,6 +595,64 @@ def test_a_lost_operation_write_is_written_again() -> None:
     )
 
 
+def test_clusters_synced_in_the_same_second_get_their_own_sync_ids() -> None:
+    sim = Sim.seed()
+    sim.run()
+    sim.commit(NEW)
+    p = sim.reconcile()
+    assert len(p.syncs) == 2  # one per region of the first stage, in one plan, one instant
+    ids = [s.sync_id for s in p.syncs]
+    assert len(set(ids)) == 2, ids
+    members = (p.status.stages or [])[0].clusters or []
+    assert sorted(c.sync_id or "" for c in members if c.sync_id) == sorted(ids)
+
+
+def test_every_sync_of_a_rollout_and_its_rollback_has_its_own_id() -> None:
+    analysis = {"templates": [{"templateName": "success-rate"}]}
+    sim = Sim.seed(failurePolicy="Rollback", stage_overrides={1: {"analysis": analysis}})
+    sim.run()
+    sim.commit(NEW)
+    sim.run_outcome = "Failed"
+    sim.run()
+    assert phase_of(sim) == "RolledBack", sim.status.message
+    apps_of: dict[str, set[str]] = {}
+    for p in sim.history:
+        for s in p.syncs:
+            apps_of.setdefault(s.sync_id, set()).add(f"{s.application}@{s.revision}")
+    assert all(len(v) == 1 for v in apps_of.values()), apps_of
+    started = sum(1 for _, r in sim.sync_log if r in (NEW, OLD))
+    assert len(apps_of) == started  # no sync written twice (no lost writes here)
+
+
+def test_a_sync_id_is_planned_again_the_same_from_the_same_status() -> None:
+    """The ID comes from the status (`syncsStarted`), not the clock: a manager restarted
+    after the status write and before the operation write writes the same ID, and a plan
+    made again from the status before the write starts the same syncs with the same IDs."""
+    sim = Sim.seed()
+    sim.run()
+    sim.commit(NEW)
+    before = sim.observed()
+    first = plan(before)
+    again = plan(dataclasses.replace(before, now=before.now + datetime.timedelta(seconds=3)))
+    assert [s.sync_id for s in again.syncs] == [s.sync_id for s in first.syncs]
+    sim.reconcile()
+    for s in first.syncs:
+        sim.apps[s.application].op = None  # the manager stopped before writing them
+    sim.now += datetime.timedelta(seconds=1)
+    p = sim.reconcile()
+    assert [s.sync_id for s in p.syncs] == [s.sync_id for s in first.syncs]
+    assert p.status.syncs_started == first.status.syncs_started
+
+
+def test_a_recreated_rollout_never_reuses_an_earlier_objects_sync_id() -> None:
+    sim = Sim.seed()
+    sim.run()
+    sim.commit(NEW)
+    one = plan(dataclasses.replace(sim.observed(), uid="11111111-aaaa"))
+    two = plan(dataclasses.replace(sim.observed(), uid="22222222-bbbb"))
+    assert not {s.sync_id for s in one.syncs} & {s.sync_id for s in two.syncs}
+
+
 def test_a_restarted_manager_does_not_resync_finished_clusters() -> None:
     """All state is in status: planning again from the stored status (a new process) starts
     nothing twice."""

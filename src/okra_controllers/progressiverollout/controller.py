@@ -288,6 +288,7 @@ class ProgressiveRolloutReconciler:
             now=self.clock(),
             source_found=appset is not None,
             owner=self._owner(pr),
+            uid=pr.metadata.uid or "",
             apps=self._apps(ns, appset["metadata"]["uid"]) if appset else (),
             runs=runs,
             requests=Requests(

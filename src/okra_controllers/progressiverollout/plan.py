@@ -139,6 +139,9 @@ class Observed:
     source_found: bool = True
     owner: str | None = None
     """The ProgressiveRollout that rolls the ApplicationSet out, when it is another one."""
+    uid: str = ""
+    """This ProgressiveRollout's uid: part of its sync IDs, so that a rollout recreated under
+    the same name never takes an earlier object's sync for its own."""
     apps: tuple[App, ...] = ()
     runs: Mapping[str, str] = field(default_factory=dict)
     requests: Requests = Requests()
@@ -701,6 +704,17 @@ class _Planner:
         self.p.syncs.append(Sync(app.name, revision, c.sync_id, "rollout"))
         self.p.wake(POLL)
 
+    def _sync_id(self, revision: str, *, rollback: bool = False) -> str:
+        """A new sync's ID: `<revision>-<uid>-<n>` (`rollback-...` for a rollback), `n`
+        counting the syncs this object has started (`status.syncsStarted`, written before
+        the operation). Unique per sync, also for clusters synced in the same second, and
+        made only from what the API server holds: a manager that restarts before writing
+        the operation plans the same ID from the same status."""
+        n = (self.st.syncs_started or 0) + 1
+        self.st.syncs_started = n
+        who = (self.o.uid or self.o.name)[:8]
+        return f"{'rollback-' if rollback else ''}{short(revision)}-{who}-{n}"
+
     def _stall(self, c: ClusterStatus, message: str) -> None:
         c.message = message
         self.stalls.append(message)
@@ -776,7 +790,7 @@ class _Planner:
             c.revision = revision
             c.previous_revision = app.deployed_revision or None
             c.healthy_since, c.finished, c.next_attempt = None, None, None
-            c.sync_id = f"{short(revision)}-{self.now.strftime('%Y%m%dT%H%M%S')}"
+            c.sync_id = self._sync_id(revision)
             c.message = f"syncing to {short(revision)}"
             self.p.syncs.append(Sync(app.name, revision, c.sync_id, "rollout"))
             self.event(
@@ -898,7 +912,7 @@ class _Planner:
                     self.p.wake(POLL)
                     return
                 c.phase = "RollingBack"
-                c.sync_id = f"rollback-{short(prev)}-{self.now.strftime('%Y%m%dT%H%M%S')}"
+                c.sync_id = self._sync_id(prev, rollback=True)
                 c.started = self.now
                 c.message = f"rolling back to {short(prev)}"
                 self.p.syncs.append(Sync(app.name, prev, c.sync_id, "rollback"))

@@ -239,6 +239,10 @@ class ProgressiveRolloutStatus(ApiModel):
     handled: Handled | None = None
     unmanaged_clusters: list[str] | None = None
     """Clusters with an Application of the ApplicationSet that no stage selects."""
+    syncs_started: int | None = Field(default=None, ge=0)
+    """How many sync operations (rollouts and rollbacks) okra has started for this object:
+    each sync ID carries its number, so every sync has its own ID, and a manager restarted
+    between writing this and writing the operation writes the same ID again."""
     conditions: list[Condition] | None = None
     notifications: list[PendingNotification] | None = None
     """Notifications not yet accepted by their receiver (oldest first)."""
