@@ -1,8 +1,10 @@
 """The Check controller: a standing metric check on its own schedule.
 
-A Check's provider query is templated with `{{.Vars.NAME}}` from `spec.vars`
-(okra fills in `eksClusterName`, `albListenerARN`, `targetGroupARN` when it
-makes Checks per cluster). Every `interval` (and at once when the spec changes)
+A Check's provider query is templated with `{{.Vars.NAME}}` from `spec.vars`,
+which whoever writes the Check fills in (seed 002 names `eksClusterName`,
+`albListenerARN`, `targetGroupARN`). okra does not create Checks itself yet: no
+controller makes one per cluster of a Cell, so a Check runs only when a user or
+another tool writes it. Every `interval` (and at once when the spec changes)
 it measures, judges the result (conditions, then `min`/`max` for numbers),
 appends to a bounded history, and sets `status.lastPassed`, `status.lastRunTime`
 and `status.analysis.observedHash` (the `analysis-hash` annotation it ran with,
