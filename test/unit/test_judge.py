@@ -218,8 +218,14 @@ def test_score_thresholds_pass_marginal_fail() -> None:
 
 
 def test_no_data_metrics_are_left_out_of_the_score() -> None:
-    s = score([("a", "Pass", False), ("b", "NoData", True)])
+    s = score([("a", "Pass", False), ("b", "NoData", False)])
     assert (s.outcome, s.score, s.judged) == ("Pass", 100.0, 1)
+
+
+def test_a_critical_metric_without_data_keeps_the_run_from_passing() -> None:
+    s = score([("a", "Pass", False), ("errors", "NoData", True)])
+    assert (s.outcome, s.score) == ("NoData", 100.0)
+    assert score([("a", "High", False), ("errors", "NoData", True)]).outcome == "Fail"
 
 
 def test_only_no_data_is_no_data_never_pass() -> None:

@@ -27,8 +27,10 @@ One metric (`classify`)
 
 The run (`score`)
     NoData metrics are left out; the score is 100 * passing / judged. A **critical** metric
-    that is High or Low fails the run by itself (score 0). Score ≥ `pass_score` is a Pass,
-    ≥ `marginal_score` Marginal (the run is Inconclusive: a person decides), below it Fail.
+    that is High or Low fails the run by itself (score 0); a critical metric without data
+    keeps the run from passing (NoData at best: it cannot be vouched for). Score >=
+    `pass_score` is a Pass, >= `marginal_score` Marginal (the run is Inconclusive: a person
+    decides), below it Fail.
     A run with no judged metric at all is NoData (Inconclusive), never a Pass.
 
 numpy and scipy are imported on the first judgment, not with the module: importing
@@ -197,6 +199,8 @@ def score(
         outcome = "Fail"
     elif value < pass_score:
         outcome = "Marginal"
+    elif any(crit and c == "NoData" for _, c, crit in judgments):
+        outcome = "NoData"
     else:
         outcome = "Pass"
     return RunScore(outcome, value, len(judged), passed, critical)

@@ -23,11 +23,11 @@ import structlog
 from prometheus_client import Counter
 from pydantic import ValidationError
 
-from okra_controllers.analysis import verdict
+from okra_controllers.analysis import compare, judge, verdict
 from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, compile_condition
-from okra_controllers.analysis.measure import measure
+from okra_controllers.analysis.measure import MEASUREMENT_TIMEOUT, measure
 from okra_controllers.analysis.providers.base import (
     ProviderContext,
     ProviderError,
@@ -37,14 +37,18 @@ from okra_controllers.analysis.providers.registry import provider_for
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRun,
     AnalysisRunStatus,
+    Judgment,
     Measurement,
     Metric,
+    MetricJudgmentStatus,
     MetricResult,
     Phase,
+    SampleSummary,
 )
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
+from okra_controllers.templating import ARGS, TemplateError, render
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
@@ -108,7 +112,32 @@ def validate_metrics(metrics: list[Metric]) -> list[str]:
             provider_for(m.provider)
         except ProviderError as e:
             problems.append(f"{where}.provider: {e}")
+        if m.judge is not None:
+            if m.success_condition or m.failure_condition:
+                problems.append(
+                    f"{where}.judge: a judged metric is compared with the baseline; "
+                    "remove successCondition and failureCondition"
+                )
+            if m.provider.web is not None:
+                problems.append(
+                    f"{where}.judge: compares prometheus, cloudWatch or datadog metrics, not web"
+                )
     return problems
+
+
+def _judgment(judgment: Judgment | None, values: dict[str, str]) -> Judgment | None:
+    """The run's judgment settings with `{{args.NAME}}` replaced."""
+    if judgment is None:
+        return None
+    raw = judgment.model_dump_json(by_alias=True, exclude_none=True)
+    try:
+        return Judgment.model_validate_json(render(raw, {"args": values}, ARGS, escape="json"))
+    except TemplateError as e:
+        raise ArgumentError(f"judgment: {e}") from None
+
+
+def _summary(s: judge.Summary) -> SampleSummary:
+    return SampleSummary(count=s.count, median=s.median, p90=s.p90)
 
 
 class AnalysisRunReconciler:
@@ -160,19 +189,26 @@ class AnalysisRunReconciler:
         terminating = verdict.is_terminating(run.spec.terminate, results.values(), dry)
         due = verdict.due_metrics(metrics, results, started_at, now, terminating, self.error_retry)
         secrets: list[str] = []
+        judgment = run.spec.judgment
         if due:
+            owner = await self._owner(raw)
             try:
                 values, secrets = await resolve_args(
-                    merge_args(None, run.spec.args),
-                    req.namespace,
-                    self.read_secret,
-                    await self._owner(raw),
+                    merge_args(None, run.spec.args), req.namespace, self.read_secret, owner
                 )
                 due = [substitute(m, values) for m in due]
+                judgment = _judgment(judgment, values)
             except ArgumentError as e:
                 await self._fail(raw, f"unable to resolve metric arguments: {e}")
                 return None
-            measured = await asyncio.gather(*(self._measure(m, req.namespace) for m in due))
+            measured = await asyncio.gather(
+                *(
+                    self._measure(m, req.namespace)
+                    if m.judge is None
+                    else self._judge(m, req.namespace, judgment, owner, started_at)
+                    for m in due
+                )
+            )
             for metric, (measurement, kind, metric_meta) in zip(due, measured, strict=True):
                 for s in secrets:
                     if measurement.message:
@@ -184,12 +220,18 @@ class AnalysisRunReconciler:
                     ),
                 )
                 result.measurements.append(measurement)
-                if metric_meta:
+                if metric_meta and metric.judge is None:
                     result.metadata = {**(result.metadata or {}), **metric_meta}
-                verdict.record(result, measurement.phase)
+                if metric.judge is not None and measurement.phase != "Error":
+                    result.judgment = MetricJudgmentStatus.model_validate_json(
+                        metric_meta["judgment"]
+                    )
+                verdict.record(result, measurement.phase, not verdict.is_no_data(measurement))
                 MEASUREMENTS.labels(kind, measurement.phase).inc()
         ordered = [results[m.name] for m in metrics if m.name in results]
-        judged = verdict.assess_run(metrics, results, run.spec.terminate, dry)
+        judged = verdict.assess_run(
+            metrics, results, run.spec.terminate, dry, started_at, now, run.spec.judgment
+        )
         for r in ordered:
             keep = verdict.retention_limit(r.name, run.spec.measurement_retention)
             r.measurements = r.measurements[-keep:]
@@ -197,6 +239,7 @@ class AnalysisRunReconciler:
         status.started_at = started_at
         status.run_summary = judged.summary
         status.dry_run_summary = judged.dry_run_summary
+        status.judgment = judged.judgment
         status.observed_generation = run.metadata.generation
         old_phase = status.phase
         status.phase = judged.phase
@@ -256,6 +299,76 @@ class AnalysisRunReconciler:
             out.provider,
             out.result.metric_metadata,
         )
+
+    async def _judge(
+        self,
+        metric: Metric,
+        namespace: str,
+        judgment: Judgment | None,
+        owner: dict[str, Any] | None,
+        started_at: datetime.datetime,
+    ) -> tuple[Measurement, str, dict[str, str]]:
+        """A judged measurement: both sides fetched and compared. The metric result's
+        judgment travels in the third item, as JSON under `judgment`."""
+        started = self.clock()
+        kind = compare.kind_of(metric.provider)
+        ctx = ProviderContext(
+            namespace=namespace,
+            read_secret=self.read_secret,
+            aws=self.aws,
+            default_namespace=self.okra_namespace,
+        )
+        assert metric.judge is not None
+        try:
+            pair = compare.sides(judgment, owner)
+            async with asyncio.timeout(MEASUREMENT_TIMEOUT):
+                j = await compare.take(metric, pair, ctx, started_at, self.clock())
+        except ProviderError as e:
+            return (
+                Measurement(
+                    phase="Error", message=str(e), started_at=started, finished_at=self.clock()
+                ),
+                kind,
+                {},
+            )
+        except TimeoutError:
+            message = f"{kind}: no answer within {MEASUREMENT_TIMEOUT:.0f}s"
+            return (
+                Measurement(
+                    phase="Error", message=message, started_at=started, finished_at=self.clock()
+                ),
+                kind,
+                {},
+            )
+        line = judge.describe(metric.name, j, metric.judge.unit or "")
+        status = MetricJudgmentStatus(
+            classification=j.classification,
+            canary=_summary(j.canary),
+            baseline=_summary(j.baseline),
+            p_value=j.p_value,
+            effect_size=j.effect_size,
+            critical=metric.judge.critical or None,
+            message=line,
+        )
+        phase: Phase = {
+            "Pass": "Successful",
+            "High": "Failed",
+            "Low": "Failed",
+            "NoData": "Inconclusive",
+        }[j.classification]  # type: ignore[assignment]
+        measurement = Measurement(
+            phase=phase,
+            message=line,
+            value=j.classification,
+            metadata={
+                verdict.CLASSIFICATION: j.classification,
+                "canary": f"{pair[0].version} ({j.canary.count} points)",
+                "baseline": f"{pair[1].version} ({j.baseline.count} points)",
+            },
+            started_at=started,
+            finished_at=self.clock(),
+        )
+        return measurement, kind, {"judgment": status.model_dump_json(by_alias=True)}
 
     async def _owner(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         for ref in raw["metadata"].get("ownerReferences") or ():

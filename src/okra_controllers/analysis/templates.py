@@ -99,8 +99,10 @@ async def build_run(
     dry_run: list[Any] = []
     retention: list[Any] = []
     seen: dict[str, str] = {}
+    judgment = None
     for ref in templates:
         spec = _spec(await find_template(client, namespace, ref))
+        judgment = judgment or spec.judgment
         for m in spec.metrics:
             if m.name in seen:
                 raise TemplateError(
@@ -122,6 +124,7 @@ async def build_run(
             args=list(merged.values()) or None,
             dry_run=dry_run or None,
             measurement_retention=retention or None,
+            judgment=judgment,
         )
     except ValidationError as e:
         raise TemplateError(_short(e)) from None

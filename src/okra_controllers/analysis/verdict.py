@@ -18,6 +18,21 @@
 - Scheduling (`due_metrics`, `next_reconcile_time`): a metric's next measurement
   is `interval` after the last one finished (10 s after an Error when no interval
   is set), its first after `initialDelay` from the run's start.
+
+Where okra departs from Argo, on purpose (docs/judge.md):
+
+- A metric that ends with no measurement but errors (the run terminated, or another
+  metric failed first) is Inconclusive, not Successful: errors are no evidence.
+- Judged metrics (`judge`, compared with the baseline) take `count` judgments that
+  have data; a NoData judgment is not counted and the metric measures again (at
+  `interval`, else every 10 s) until `judge.waitForData` from the run's start, then
+  ends Inconclusive. A judged metric's phase follows its last judgment (Pass:
+  Successful, High/Low: Failed, NoData: Inconclusive) but, unless `critical`, it
+  neither ends the run early nor fails it: the run's judged metrics are scored
+  together (`judge.score`) once all are done, and the score's outcome (Pass:
+  Successful, Marginal or NoData: Inconclusive, Fail: Failed) joins the other
+  metrics' phases. failureLimit and inconclusiveLimit do not apply to judged
+  metrics; consecutiveErrorLimit does.
 """
 
 from __future__ import annotations
@@ -26,14 +41,18 @@ import datetime
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from okra_controllers.analysis import judge
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
 from okra_controllers.api.v1alpha1.analysis import (
     DryRun,
+    Judgment,
+    Measurement,
     MeasurementRetention,
     Metric,
     MetricResult,
     Phase,
+    RunJudgmentStatus,
     RunSummary,
 )
 
@@ -109,9 +128,87 @@ def limits_verdict(metric: Metric, result: MetricResult) -> tuple[Phase | None, 
     return phase, message
 
 
-def assess_metric(metric: Metric, result: MetricResult, terminating: bool) -> Phase:
+CLASSIFICATION = "classification"
+"""Measurement metadata key of a judged measurement's classification."""
+_CLASS_PHASE: dict[str, Phase] = {
+    "Pass": "Successful",
+    "High": "Failed",
+    "Low": "Failed",
+    "NoData": "Inconclusive",
+}
+
+
+def classification(m: Measurement) -> str | None:
+    return (m.metadata or {}).get(CLASSIFICATION)
+
+
+def is_no_data(m: Measurement) -> bool:
+    return classification(m) == "NoData"
+
+
+def last_judged(result: MetricResult) -> str:
+    """The classification of the metric's last judgment with data (NoData if none)."""
+    for m in reversed(result.measurements):
+        c = classification(m)
+        if c is not None and c != "NoData":
+            return c
+    return "NoData"
+
+
+def _data_deadline(metric: Metric, started_at: datetime.datetime) -> datetime.datetime:
+    assert metric.judge is not None
+    delay = parse_duration(metric.initial_delay) if metric.initial_delay else 0.0
+    wait = parse_duration(metric.judge.wait_for_data)
+    return started_at + datetime.timedelta(seconds=delay + wait)
+
+
+def _assess_judged(
+    metric: Metric,
+    result: MetricResult,
+    terminating: bool,
+    started_at: datetime.datetime | None,
+    now: datetime.datetime | None,
+) -> Phase:
+    assert metric.judge is not None
+    if not result.measurements:
+        return "Inconclusive" if terminating else "Pending"
+    last = result.measurements[-1]
+    if last.phase not in COMPLETED:
+        return "Running"
+    error_limit = _int(
+        metric.consecutive_error_limit, DEFAULT_CONSECUTIVE_ERROR_LIMIT, "consecutiveErrorLimit"
+    )
+    if result.consecutive_error > error_limit:
+        return "Error"
+    judged = last_judged(result)
+    if metric.judge.critical and judged in ("High", "Low"):
+        return "Failed"
+    count = effective_count(metric)
+    if count is not None and result.count >= count:
+        return _CLASS_PHASE[judged]
+    if (
+        is_no_data(last)
+        and started_at is not None
+        and now is not None
+        and now >= _data_deadline(metric, started_at)
+    ):
+        return "Inconclusive"
+    if terminating:
+        return _CLASS_PHASE[judged]
+    return "Running"
+
+
+def assess_metric(
+    metric: Metric,
+    result: MetricResult,
+    terminating: bool,
+    started_at: datetime.datetime | None = None,
+    now: datetime.datetime | None = None,
+) -> Phase:
     if result.phase in COMPLETED:
         return result.phase
+    if metric.judge is not None:
+        return _assess_judged(metric, result, terminating, started_at, now)
     if not result.measurements:
         return "Successful" if terminating else "Pending"
     if result.measurements[-1].phase not in COMPLETED:
@@ -122,7 +219,14 @@ def assess_metric(metric: Metric, result: MetricResult, terminating: bool) -> Ph
     count = effective_count(metric)
     if count is not None and result.count >= count:
         return "Successful"
+    if terminating and result.count == 0 and result.error > 0:
+        return "Inconclusive"  # nothing but errors: no evidence either way
     return "Successful" if terminating else "Running"
+
+
+def soft_metrics(metrics: Iterable[Metric]) -> set[str]:
+    """Judged metrics that are not critical: their High/Low/NoData ends nothing early."""
+    return {m.name for m in metrics if m.judge is not None and not m.judge.critical}
 
 
 def dry_run_names(metrics: Iterable[Metric], dry_run: Sequence[DryRun] | None) -> set[str]:
@@ -132,11 +236,18 @@ def dry_run_names(metrics: Iterable[Metric], dry_run: Sequence[DryRun] | None) -
     return names
 
 
-def is_terminating(terminate: bool, results: Iterable[MetricResult], dry: set[str]) -> bool:
+def is_terminating(
+    terminate: bool,
+    results: Iterable[MetricResult],
+    dry: set[str],
+    soft: set[str] | frozenset[str] = frozenset(),
+) -> bool:
     if terminate:
         return True
     return any(
-        r.phase in ("Failed", "Error", "Inconclusive") and r.name not in dry for r in results
+        r.name not in dry
+        and (r.phase == "Error" or (r.phase in ("Failed", "Inconclusive") and r.name not in soft))
+        for r in results
     )
 
 
@@ -147,13 +258,71 @@ class RunVerdict:
     summary: RunSummary
     dry_run_summary: RunSummary
     transitions: list[tuple[str, str, str]]  # (metric, old phase, new phase)
+    judgment: RunJudgmentStatus | None = None
+
+
+_OUTCOME_PHASE: dict[str, Phase] = {
+    "Pass": "Successful",
+    "Marginal": "Inconclusive",
+    "NoData": "Inconclusive",
+    "Fail": "Failed",
+}
+
+
+def judge_run(
+    metrics: Sequence[Metric],
+    results: dict[str, MetricResult],
+    dry: set[str],
+    judgment: Judgment | None,
+) -> RunJudgmentStatus | None:
+    """The score of the run's judged metrics (None when it has none)."""
+    judged = [m for m in metrics if m.judge is not None and m.name not in dry]
+    if not judged:
+        return None
+    labels: list[tuple[str, judge.Classification, bool]] = []
+    lines: list[str] = []
+    for m in judged:
+        assert m.judge is not None
+        r = results.get(m.name)
+        label = last_judged(r) if r is not None else "NoData"
+        labels.append((m.name, label, m.judge.critical))  # type: ignore[arg-type]
+        if label != "Pass" and r is not None and r.judgment is not None and r.judgment.message:
+            lines.append(r.judgment.message)
+        elif label == "NoData":
+            lines.append(f"{m.name} NoData")
+    thresholds = judgment.score_thresholds if judgment and judgment.score_thresholds else None
+    pass_score = thresholds.pass_ if thresholds else judge.DEFAULT_PASS_SCORE
+    marginal = thresholds.marginal if thresholds else judge.DEFAULT_MARGINAL_SCORE
+    s = judge.score(labels, pass_score=pass_score, marginal_score=marginal)
+    shown = "no data" if s.score is None else f"score {s.score:g}"
+    message = f"judgment {s.outcome}: {shown} (pass {pass_score:g}, marginal {marginal:g})"
+    if s.failed_critical:
+        message += f"; critical: {', '.join(s.failed_critical)}"
+    if lines:
+        message += ": " + "; ".join(lines)
+    return RunJudgmentStatus.model_validate(
+        {
+            "outcome": s.outcome,
+            "score": s.score,
+            "pass": pass_score,
+            "marginal": marginal,
+            "message": message,
+        }
+    )
 
 
 def assess_run(
-    metrics: Sequence[Metric], results: dict[str, MetricResult], terminate: bool, dry: set[str]
+    metrics: Sequence[Metric],
+    results: dict[str, MetricResult],
+    terminate: bool,
+    dry: set[str],
+    started_at: datetime.datetime | None = None,
+    now: datetime.datetime | None = None,
+    judgment: Judgment | None = None,
 ) -> RunVerdict:
     """Update each result's phase (and message) in place and return the run's verdict."""
-    terminating = is_terminating(terminate, results.values(), dry)
+    soft = soft_metrics(metrics)
+    terminating = is_terminating(terminate, results.values(), dry, soft)
     worst: Phase | None = None
     worst_message = "Run Terminated" if terminate else ""
     summary, dry_summary = RunSummary(), RunSummary()
@@ -166,7 +335,7 @@ def assess_run(
         if result is None:
             completed_all = False
             continue
-        phase = assess_metric(metric, result, terminating)
+        phase = assess_metric(metric, result, terminating, started_at, now)
         if phase != result.phase:
             transitions.append((metric.name, result.phase, phase))
             if result.measurements:
@@ -175,7 +344,13 @@ def assess_run(
         if phase not in COMPLETED:
             completed_all = False
             continue
-        limit_phase, why = limits_verdict(metric, result)
+        if metric.judge is not None:
+            limit_phase: Phase | None = phase if phase != "Successful" else None
+            why = ""
+        else:
+            limit_phase, why = limits_verdict(metric, result)
+            if limit_phase is None and phase == "Inconclusive":
+                limit_phase, why = "Inconclusive", "no measurement succeeded"
         bucket = dry_summary if is_dry else summary
         counted = limit_phase or "Successful"
         setattr(bucket, counted.lower(), getattr(bucket, counted.lower()) + 1)
@@ -185,24 +360,31 @@ def assess_run(
             if why:
                 result.message = f"Metric assessed {phase} due to {why}"
             continue
+        if metric.name in soft and phase != "Error":
+            if worst is None:
+                worst = "Successful"  # judged metrics count through the score, below
+            continue
         if worst is None or is_worse(worst, phase):
             worst = phase
             if why:
                 worst_message = f'Metric "{metric.name}" assessed {phase} due to {why}'
                 if result.message:
                     worst_message += f': "Error Message: {result.message}"'
-    if not terminating and is_terminating(terminate, results.values(), dry):
+    if not terminating and is_terminating(terminate, results.values(), dry, soft):
         # A metric just failed: Argo ends the others on its next pass; do it now.
-        again = assess_run(metrics, results, terminate, dry)
+        again = assess_run(metrics, results, terminate, dry, started_at, now, judgment)
         again.transitions[:0] = transitions
         return again
-    if terminating:
-        return RunVerdict(
-            worst or "Successful", worst_message.strip(), summary, dry_summary, transitions
-        )
-    if not completed_all or worst is None:
+    if not terminating and (not completed_all or worst is None):
         return RunVerdict("Running", "", summary, dry_summary, transitions)
-    return RunVerdict(worst, worst_message.strip(), summary, dry_summary, transitions)
+    scored = judge_run(metrics, results, dry, judgment)
+    if scored is not None:
+        scored_phase = _OUTCOME_PHASE[scored.outcome]
+        if worst is None or is_worse(worst, scored_phase):
+            worst, worst_message = scored_phase, scored.message or ""
+    return RunVerdict(
+        worst or "Successful", worst_message.strip(), summary, dry_summary, transitions, scored
+    )
 
 
 def _interval(metric: Metric) -> float | None:
@@ -272,17 +454,23 @@ def next_reconcile_time(
             wait: float | None = error_retry
         else:
             wait = _interval(metric)
+        if wait is None and is_no_data(last):
+            wait = error_retry  # a judged metric waiting for data asks again
         if wait is None:
             continue
         times.append(last.finished_at + datetime.timedelta(seconds=wait))
     return min(times) if times else None
 
 
-def record(result: MetricResult, phase: Phase) -> None:
-    """Count a completed measurement into its metric result."""
+def record(result: MetricResult, phase: Phase, counted: bool = True) -> None:
+    """Count a completed measurement into its metric result (a judged measurement without
+    data is not counted: it neither uses up `count` nor is an error)."""
     if phase == "Error":
         result.error += 1
         result.consecutive_error += 1
+        return
+    if not counted:
+        result.consecutive_error = 0
         return
     result.count += 1
     result.consecutive_error = 0

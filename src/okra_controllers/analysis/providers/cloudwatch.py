@@ -63,6 +63,66 @@ class CloudWatchProvider:
         )
         return ProviderResult(results, display, metadata)
 
+    async def samples(
+        self,
+        spec: CloudWatchMetric,
+        ctx: ProviderContext,
+        start: datetime.datetime,
+        end: datetime.datetime,
+        target_groups: list[str],
+    ) -> list[float]:
+        """Every value GetMetricData returns from `start` to `end` for the queries, each
+        `metricStat` without a `TargetGroup` dimension asked once per target group of
+        `target_groups` (ARNs) with that dimension added: the canary judge's sample of one
+        side. Metric math cannot be split per target group, so it is refused."""
+        if any(q.expression for q in spec.metric_data_queries):
+            raise ProviderError(
+                "cloudwatch judge: metric math (expression) cannot be split per target group; "
+                "use metricStat queries"
+            )
+        queries: list[dict[str, Any]] = []
+        for i, q in enumerate(metric_data_queries(spec.metric_data_queries)):
+            stat = q["MetricStat"]
+            dims = stat["Metric"].setdefault("Dimensions", [])
+            if any(d["Name"] == TARGET_GROUP for d in dims) or not target_groups:
+                queries.append({**q, "Id": f"q{i}", "ReturnData": True})
+                continue
+            for k, arn in enumerate(target_groups):
+                metric = {**stat["Metric"], "Dimensions": [*dims, _tg_dimension(arn)]}
+                queries.append(
+                    {
+                        **q,
+                        "Id": f"q{i}_{k}",
+                        "MetricStat": {**stat, "Metric": metric},
+                        "ReturnData": True,
+                    }
+                )
+        values: list[float] = []
+        token: str | None = None
+        try:
+            async with ctx.aws.client("cloudwatch") as cw:
+                while True:
+                    extra = {"NextToken": token} if token else {}
+                    answer = await cw.get_metric_data(
+                        StartTime=start, EndTime=end, MetricDataQueries=queries, **extra
+                    )
+                    for r in answer.get("MetricDataResults", []):
+                        values.extend(float(v) for v in r.get("Values", []))
+                    token = answer.get("NextToken")
+                    if not token:
+                        break
+        except (BotoCoreError, ClientError, ValueError) as e:
+            raise ProviderError(f"cloudwatch GetMetricData in {ctx.aws.region}: {e}") from None
+        return values
+
+
+TARGET_GROUP = "TargetGroup"
+
+
+def _tg_dimension(arn: str) -> dict[str, str]:
+    """CloudWatch's TargetGroup dimension of a target group ARN: `targetgroup/NAME/ID`."""
+    return {"Name": TARGET_GROUP, "Value": arn.rsplit(":", 1)[-1]}
+
 
 def _values(values: list[float]) -> str:
     return "[" + " ".join(go_sprint_float(v) for v in values) + "]"

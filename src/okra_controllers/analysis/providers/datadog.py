@@ -95,6 +95,43 @@ class DatadogProvider:
             value, display, extra = _read_v2(url, answer)
         return ProviderResult(value, display, {**metadata, **extra, "requestOutcome": "success"})
 
+    async def samples(
+        self, spec: DatadogMetric, ctx: ProviderContext, start: float, end: float
+    ) -> list[float]:
+        """Every point of every series of `spec.query` from `start` to `end` (Unix seconds),
+        through the v1 query API (the one that returns points): the canary judge's sample of
+        one side. A v2 formula over several queries is refused."""
+        if not spec.query:
+            raise ProviderError("datadog judge: set query (a formula over queries is not judged)")
+        address, api_key, app_key = await _credentials(spec, ctx)
+        url = f"{address or DEFAULT_ADDRESS}/api/v1/query"
+        headers = {"DD-API-KEY": api_key, "DD-APPLICATION-KEY": app_key}
+        params = {"query": spec.query, "from": str(int(start)), "to": str(int(end))}
+        try:
+            async with (
+                asyncio.timeout(REQUEST_TIMEOUT),
+                aiohttp.ClientSession() as session,
+                session.get(url, headers=headers, params=params) as resp,
+            ):
+                status, body = resp.status, await resp.read()
+        except TimeoutError:
+            raise ProviderError(f"datadog {url}: no answer within {REQUEST_TIMEOUT:.0f}s") from None
+        except (aiohttp.ClientError, ValueError) as e:
+            raise ProviderError(f"datadog {url}: {e}") from None
+        if status != 200:
+            text = body.decode(errors="replace")
+            raise ProviderError(f"datadog {url}: received response code: {status} {text}")
+        try:
+            answer = json.loads(body)
+        except ValueError as e:
+            raise ProviderError(f"datadog {url}: Could not parse JSON body: {e}") from None
+        out: list[float] = []
+        for series in (answer.get("series") if isinstance(answer, dict) else None) or ():
+            for point in (series.get("pointlist") if isinstance(series, dict) else None) or ():
+                if isinstance(point, list) and len(point) == 2 and point[1] is not None:
+                    out.append(_number(f"datadog {url}", point[1], "point"))
+        return out
+
 
 async def _credentials(spec: DatadogMetric, ctx: ProviderContext) -> tuple[str, str, str]:
     """(address, api key, app key), searched as Argo Rollouts searches for them."""

@@ -53,46 +53,81 @@ class PrometheusProvider:
     kind = "prometheus"
 
     async def measure(self, spec: PrometheusMetric, ctx: ProviderContext) -> ProviderResult:
-        address = spec.address or ctx.environ.get(ENV_ADDRESS, "")
-        if not address:
-            raise ProviderError(
-                f"prometheus: no address: set provider.prometheus.address (or {ENV_ADDRESS})"
-            )
-        parts = urlsplit(address)
-        if not (parts.scheme and parts.netloc):
-            raise ProviderError(
-                f"prometheus: address {address!r} is not a URL like http://prometheus:9090"
-            )
-        timeout = spec.timeout if spec.timeout is not None else DEFAULT_TIMEOUT
-        ssl = not spec.insecure
-        headers = {h.key: h.value for h in spec.headers or ()}
-        auth = spec.authentication
-        query = urlencode({"query": spec.query, "time": f"{time.time():.3f}"}, quote_via=quote)
-        url = f"{address.rstrip('/')}/api/v1/query?{query}"
-        try:
-            async with (
-                asyncio.timeout(timeout),
-                aiohttp.ClientSession() as session,
-            ):
-                if auth is not None and auth.oauth2 is not None and auth.oauth2.token_url:
-                    token = await _oauth2_token(session, auth.oauth2, ssl)
-                    headers["Authorization"] = f"Bearer {token}"
-                if _AMP_MARKER in address:
-                    sigv4 = auth.sigv4 if auth is not None else None
-                    headers = await _sigv4_headers(url, headers, sigv4, ctx.aws)
-                async with session.get(
-                    yarl.URL(url, encoded=True), headers=headers, ssl=ssl
-                ) as resp:
-                    status, body = resp.status, await resp.read()
-        except TimeoutError:
-            raise ProviderError(f"prometheus {address}: no answer within {timeout}s") from None
-        except (aiohttp.ClientError, ValueError) as e:
-            raise ProviderError(f"prometheus {address}: {e}") from None
-        data, warnings = _decode(address, status, body)
+        params = {"query": spec.query, "time": f"{time.time():.3f}"}
+        address, data, warnings = await _api(spec, ctx, "query", params)
         value, display = _result(address, data)
         metadata = {"warnings": ", ".join(f'"{w}"' for w in warnings)} if warnings else {}
         metric_metadata = {RESOLVED_QUERY: spec.query} if spec.query else {}
         return ProviderResult(value, display, metadata, metric_metadata)
+
+    async def samples(
+        self, spec: PrometheusMetric, ctx: ProviderContext, start: float, end: float, step: float
+    ) -> list[float]:
+        """Every point of every series of `spec.query` as a range query from `start` to
+        `end` (Unix seconds) at `step`: the sample the canary judge compares."""
+        params = {
+            "query": spec.query,
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+            "step": f"{max(step, 0.001):g}",
+        }
+        address, data, _ = await _api(spec, ctx, "query_range", params)
+        where = f"prometheus {address}"
+        kind, result = data.get("resultType"), data.get("result")
+        if kind == "scalar":
+            return [_sample(where, result)]
+        if kind not in ("matrix", "vector") or not isinstance(result, list):
+            raise ProviderError(f"{where}: range query answered {kind!r}, not a matrix")
+        out: list[float] = []
+        for series in result:
+            if not isinstance(series, dict):
+                continue
+            if "values" in series:
+                out.extend(_sample(where, pair) for pair in series.get("values") or ())
+            elif "value" in series:
+                out.append(_sample(where, series["value"]))
+        return out
+
+
+async def _api(
+    spec: PrometheusMetric, ctx: ProviderContext, endpoint: str, params: dict[str, str]
+) -> tuple[str, dict[str, Any], list[str]]:
+    """(address, the answer's `data`, its warnings) of GET /api/v1/`endpoint`."""
+    address = spec.address or ctx.environ.get(ENV_ADDRESS, "")
+    if not address:
+        raise ProviderError(
+            f"prometheus: no address: set provider.prometheus.address (or {ENV_ADDRESS})"
+        )
+    parts = urlsplit(address)
+    if not (parts.scheme and parts.netloc):
+        raise ProviderError(
+            f"prometheus: address {address!r} is not a URL like http://prometheus:9090"
+        )
+    timeout = spec.timeout if spec.timeout is not None else DEFAULT_TIMEOUT
+    ssl = not spec.insecure
+    headers = {h.key: h.value for h in spec.headers or ()}
+    auth = spec.authentication
+    query = urlencode(params, quote_via=quote)
+    url = f"{address.rstrip('/')}/api/v1/{endpoint}?{query}"
+    try:
+        async with (
+            asyncio.timeout(timeout),
+            aiohttp.ClientSession() as session,
+        ):
+            if auth is not None and auth.oauth2 is not None and auth.oauth2.token_url:
+                token = await _oauth2_token(session, auth.oauth2, ssl)
+                headers["Authorization"] = f"Bearer {token}"
+            if _AMP_MARKER in address:
+                sigv4 = auth.sigv4 if auth is not None else None
+                headers = await _sigv4_headers(url, headers, sigv4, ctx.aws)
+            async with session.get(yarl.URL(url, encoded=True), headers=headers, ssl=ssl) as resp:
+                status, body = resp.status, await resp.read()
+    except TimeoutError:
+        raise ProviderError(f"prometheus {address}: no answer within {timeout}s") from None
+    except (aiohttp.ClientError, ValueError) as e:
+        raise ProviderError(f"prometheus {address}: {e}") from None
+    data, warnings = _decode(address, status, body)
+    return address, data, warnings
 
 
 def _decode(address: str, status: int, body: bytes) -> tuple[dict[str, Any], list[str]]:

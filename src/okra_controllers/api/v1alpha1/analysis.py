@@ -44,10 +44,45 @@ class Argument(ApiModel):
     value_from: ValueFrom | None = None
 
 
+class MetricJudge(ApiModel):
+    """Judge this metric by comparison instead of by a threshold: okra queries `provider`
+    once for the canary version and once for the stable version (the baseline) over the
+    same window, and compares the two samples with a Mann-Whitney U test, as Kayenta's
+    NetflixACAJudge does (docs/judge.md). The query names its side with `{{judge.version}}`
+    (or `{{judge.targetGroups}}`, `{{judge.side}}`); a CloudWatch query needs none: okra
+    adds the `TargetGroup` dimension of each of the side's target groups."""
+
+    direction: Literal["increase", "decrease", "either"] = "either"
+    """Which change is a regression (Kayenta `direction`): `increase` for latency and
+    errors, `decrease` for throughput or success rate, `either` for both."""
+    confidence: float = Field(default=0.98, gt=0.5, lt=1)
+    """Confidence level of the test (Kayenta `confLevel`, Netflix 0.98)."""
+    tolerance: float = Field(default=0.25, ge=0)
+    """Shift tolerated, as a fraction of the baseline's median (Kayenta `tolerance`, 0.25):
+    High or Low only when the canary is shifted beyond it at the confidence level."""
+    critical: bool = False
+    """A High or Low here fails the run whatever the score (Kayenta `critical`)."""
+    min_samples: int = Field(default=10, ge=1)
+    """Points each side needs before the metric can be judged; fewer is NoData."""
+    min_total: float | None = Field(default=None, ge=0)
+    """The least each side's values must sum to (requests, for a RequestCount-style
+    query); less is NoData."""
+    wait_for_data: str = Field(default="10m", pattern=DURATION_PATTERN)
+    """How long a NoData metric keeps measuring (from the run's start) before it ends
+    Inconclusive; NoData never passes."""
+    lookback: str | None = Field(default=None, pattern=DURATION_PATTERN)
+    """Window compared, ending at each measurement (default: since the run started)."""
+    step: str = Field(default="1m", pattern=DURATION_PATTERN)
+    """Prometheus range-query resolution: one point per step and series."""
+    unit: str | None = None
+    """Unit shown beside the medians in messages, e.g. `ms`."""
+
+
 class Metric(ApiModel):
     """One measurement loop: query `provider` every `interval`, `count` times (forever
     when `interval` is set without `count`; once when neither is), judging each result
-    with `successCondition` / `failureCondition`."""
+    with `successCondition` / `failureCondition`, or, with `judge`, comparing the canary
+    with the baseline."""
 
     name: str = Field(min_length=1)
     interval: str | None = Field(default=None, pattern=DURATION_PATTERN)
@@ -59,6 +94,7 @@ class Metric(ApiModel):
     inconclusive_limit: IntOrString | None = None
     consecutive_error_limit: IntOrString | None = None
     provider: MetricProvider
+    judge: MetricJudge | None = None
 
 
 class DryRun(ApiModel):
@@ -71,11 +107,37 @@ class MeasurementRetention(ApiModel):
     limit: int = Field(ge=1)
 
 
+class JudgmentSide(ApiModel):
+    """One side of a comparison; `{{args.NAME}}` may be used."""
+
+    version: str | None = None
+    target_groups: list[str] | None = None
+    """Target group ARNs (CloudWatch's `TargetGroup` dimension is derived from them)."""
+
+
+class ScoreThresholds(ApiModel):
+    """Kayenta's `scoreThresholds`: score >= pass passes, below marginal fails, between
+    is Inconclusive (the Cell pauses until `okra promote` or `okra abort`)."""
+
+    pass_: float = Field(default=90, ge=0, le=100, alias="pass")
+    marginal: float = Field(default=75, ge=0, le=100)
+
+
+class Judgment(ApiModel):
+    """Run-wide settings of the metrics that have `judge`. Each side defaults to what the
+    owning Cell says: its canary (or stable) version and that version's target groups."""
+
+    canary: JudgmentSide | None = None
+    baseline: JudgmentSide | None = None
+    score_thresholds: ScoreThresholds | None = None
+
+
 class AnalysisTemplateSpec(ApiModel):
     metrics: list[Metric] = Field(min_length=1, max_length=32)
     args: list[Argument] | None = None
     dry_run: list[DryRun] | None = None
     measurement_retention: list[MeasurementRetention] | None = None
+    judgment: Judgment | None = None
 
 
 class AnalysisTemplate(ApiModel):
@@ -120,6 +182,7 @@ class AnalysisRunSpec(ApiModel):
     """Set to stop the run: in-flight measurements finish, no new ones start."""
     dry_run: list[DryRun] | None = None
     measurement_retention: list[MeasurementRetention] | None = None
+    judgment: Judgment | None = None
 
 
 class Measurement(ApiModel):
@@ -130,6 +193,37 @@ class Measurement(ApiModel):
     value: str | None = None
     metadata: dict[str, str] | None = None
     resume_at: datetime.datetime | None = None
+
+
+class SampleSummary(ApiModel):
+    count: int = 0
+    median: float | None = None
+    p90: float | None = None
+
+
+class MetricJudgmentStatus(ApiModel):
+    """The last comparison of a judged metric."""
+
+    classification: Literal["Pass", "High", "Low", "NoData"]
+    canary: SampleSummary
+    baseline: SampleSummary
+    p_value: float | None = None
+    """Two-sided Mann-Whitney p-value of "no shift"."""
+    effect_size: float | None = None
+    """Relative change of the medians: (canary - baseline) / |baseline|."""
+    critical: bool | None = None
+    message: str | None = None
+
+
+class RunJudgmentStatus(ApiModel):
+    """The score of the run's judged metrics (Kayenta's canary score)."""
+
+    outcome: Literal["Pass", "Marginal", "Fail", "NoData"]
+    score: float | None = None
+    """Share of judged metrics that pass, 0 to 100 (0 when a critical metric failed)."""
+    pass_: float = Field(alias="pass")
+    marginal: float
+    message: str | None = None
 
 
 class MetricResult(ApiModel):
@@ -145,6 +239,7 @@ class MetricResult(ApiModel):
     consecutive_error: int = 0
     dry_run: bool | None = None
     metadata: dict[str, str] | None = None
+    judgment: MetricJudgmentStatus | None = None
 
 
 class RunSummary(ApiModel):
@@ -164,6 +259,7 @@ class AnalysisRunStatus(ApiModel):
     run_summary: RunSummary | None = None
     dry_run_summary: RunSummary | None = None
     observed_generation: int | None = None
+    judgment: RunJudgmentStatus | None = None
 
 
 class AnalysisRun(ApiModel):

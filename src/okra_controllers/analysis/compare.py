@@ -1,0 +1,144 @@
+"""Take one judged measurement: the canary's and the baseline's samples of a metric over the
+same window, fetched through its provider, then compared by the judge (`judge.classify`).
+
+Which side is which: `spec.judgment.canary` / `.baseline` when the run sets them, otherwise
+the owning Cell's status: its canary and stable versions and the target groups of each. A
+query names its side with `{{judge.version}}`, `{{judge.side}}` (canary or baseline) or
+`{{judge.targetGroups}}` (the side's AWS target group names joined by `|`, for a PromQL
+regex); a CloudWatch query needs none of them: each `metricStat` is asked once per target
+group of the side, with its `TargetGroup` dimension.
+
+A provider failure on either side is an error (the measurement is an Error); too few points
+is not: the judge says NoData.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from okra_controllers.analysis import judge
+from okra_controllers.analysis.duration import parse_duration
+from okra_controllers.analysis.providers import cloudwatch, datadog, prometheus
+from okra_controllers.analysis.providers.base import ProviderContext, ProviderError
+from okra_controllers.api.v1alpha1.analysis import Judgment, Metric, MetricJudge
+from okra_controllers.api.v1alpha1.providers import MetricProvider
+from okra_controllers.templating import Syntax, TemplateError, render
+
+__all__ = ["JUDGE", "Side", "sides", "take"]
+
+JUDGE = Syntax(dot="none", roots=frozenset({"judge"}))
+"""`{{judge.version}}`, `{{judge.side}}`, `{{judge.targetGroups}}`."""
+
+
+@dataclass(frozen=True)
+class Side:
+    name: Literal["canary", "baseline"]
+    version: str
+    target_groups: tuple[str, ...]  # ARNs
+
+    def variables(self) -> dict[str, Any]:
+        names = [arn.rsplit(":", 1)[-1].split("/")[1] for arn in self.target_groups if "/" in arn]
+        return {
+            "judge": {
+                "version": self.version,
+                "side": self.name,
+                "targetGroups": "|".join(names),
+            }
+        }
+
+
+def sides(judgment: Judgment | None, owner: dict[str, Any] | None) -> tuple[Side, Side]:
+    """(canary, baseline): from the run's `judgment`, else from the owning Cell's status."""
+    status = (owner or {}).get("status") or {} if (owner or {}).get("kind") == "Cell" else {}
+    groups = status.get("targetGroups") or []
+    out: list[Side] = []
+    for name, given, field in (
+        ("canary", judgment.canary if judgment else None, "canaryVersion"),
+        ("baseline", judgment.baseline if judgment else None, "stableVersion"),
+    ):
+        version = (given.version if given else None) or status.get(field) or ""
+        arns = list(given.target_groups or ()) if given and given.target_groups else []
+        if not arns and version:
+            arns = [g["arn"] for g in groups if g.get("version") == version and g.get("arn")]
+        if not version and not arns:
+            raise ProviderError(
+                f"judge: no {name} to compare: set spec.judgment.{name}.version "
+                "(or run the analysis from a Cell)"
+            )
+        out.append(Side(name, version, tuple(sorted(arns))))  # type: ignore[arg-type]
+    if out[0].version and out[0].version == out[1].version:
+        raise ProviderError(f"judge: canary and baseline are both version {out[0].version}")
+    return out[0], out[1]
+
+
+def _for_side(provider: MetricProvider, side: Side) -> MetricProvider:
+    raw = provider.model_dump_json(by_alias=True, exclude_none=True)
+    try:
+        rendered = render(raw, side.variables(), JUDGE, escape="json")
+    except TemplateError as e:
+        raise ProviderError(f"judge: {e}") from None
+    return MetricProvider.model_validate(json.loads(rendered))
+
+
+async def _samples(
+    provider: MetricProvider,
+    settings: MetricJudge,
+    side: Side,
+    ctx: ProviderContext,
+    start: datetime.datetime,
+    end: datetime.datetime,
+) -> list[float]:
+    spec = _for_side(provider, side)
+    if spec.prometheus is not None:
+        step = parse_duration(settings.step)
+        return await prometheus.PROVIDER.samples(
+            spec.prometheus, ctx, start.timestamp(), end.timestamp(), step
+        )
+    if spec.cloud_watch is not None:
+        return await cloudwatch.PROVIDER.samples(
+            spec.cloud_watch, ctx, start, end, list(side.target_groups)
+        )
+    if spec.datadog is not None:
+        return await datadog.PROVIDER.samples(spec.datadog, ctx, start.timestamp(), end.timestamp())
+    raise ProviderError("judge: compares prometheus, cloudWatch or datadog metrics, not web")
+
+
+def kind_of(provider: MetricProvider) -> str:
+    if provider.prometheus is not None:
+        return "prometheus"
+    if provider.cloud_watch is not None:
+        return "cloudwatch"
+    if provider.datadog is not None:
+        return "datadog"
+    return "web"
+
+
+async def take(
+    metric: Metric,
+    pair: tuple[Side, Side],
+    ctx: ProviderContext,
+    run_started: datetime.datetime,
+    now: datetime.datetime,
+) -> judge.MetricJudgment:
+    """Fetch both sides over the same window and judge them; ProviderError if either
+    side cannot be fetched."""
+    settings = metric.judge or MetricJudge()
+    start = run_started
+    if settings.lookback:
+        start = now - datetime.timedelta(seconds=parse_duration(settings.lookback))
+    canary, baseline = await asyncio.gather(
+        *(_samples(metric.provider, settings, side, ctx, start, now) for side in pair)
+    )
+    return judge.classify(
+        canary,
+        baseline,
+        direction=settings.direction,
+        confidence=settings.confidence,
+        tolerance=settings.tolerance,
+        min_samples=settings.min_samples,
+        min_total=settings.min_total,
+    )

@@ -1,0 +1,203 @@
+"""Verdict rules for judged metrics and for runs with too little evidence
+(okra_controllers.analysis.verdict, the parts where okra departs from Argo on purpose)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from okra_controllers.analysis import verdict
+from okra_controllers.api.v1alpha1.analysis import (
+    Judgment,
+    Measurement,
+    Metric,
+    MetricJudgmentStatus,
+    MetricResult,
+    Phase,
+    SampleSummary,
+)
+
+T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+PROM = {"prometheus": {"address": "http://p", "query": 'x{v="{{judge.version}}"}'}}
+WEB = {"web": {"url": "http://x"}}
+PHASE: dict[str, Phase] = {
+    "Pass": "Successful",
+    "High": "Failed",
+    "Low": "Failed",
+    "NoData": "Inconclusive",
+}
+
+
+def judged(name: str = "m", critical: bool = False, **kw: Any) -> Metric:
+    return Metric.model_validate(
+        {"name": name, "provider": PROM, "judge": {"critical": critical, "waitForData": "5m"}, **kw}
+    )
+
+
+def result(*labels: str, name: str = "m", at: datetime.datetime = T0) -> MetricResult:
+    r = MetricResult(name=name, phase="Running")
+    for label in labels:
+        if label == "Error":
+            m = Measurement(phase="Error", started_at=at, finished_at=at)
+        else:
+            m = Measurement(
+                phase=PHASE[label],
+                started_at=at,
+                finished_at=at,
+                metadata={verdict.CLASSIFICATION: label},
+            )
+            r.judgment = MetricJudgmentStatus(
+                classification=label,  # type: ignore[arg-type]
+                canary=SampleSummary(),
+                baseline=SampleSummary(),
+                message=f"{name} {label}: details",
+            )
+        r.measurements.append(m)
+        verdict.record(r, m.phase, not verdict.is_no_data(m))
+    return r
+
+
+def at(minutes: float) -> datetime.datetime:
+    return T0 + datetime.timedelta(minutes=minutes)
+
+
+def test_no_data_is_not_counted_and_the_metric_keeps_waiting() -> None:
+    r = result("NoData", "NoData")
+    assert (r.count, r.inconclusive, r.consecutive_error) == (0, 0, 0)
+    assert verdict.assess_metric(judged(), r, False, T0, at(1)) == "Running"
+
+
+def test_no_data_past_wait_for_data_is_inconclusive_never_successful() -> None:
+    assert verdict.assess_metric(judged(), result("NoData"), False, T0, at(5)) == "Inconclusive"
+    # initialDelay moves the deadline
+    m = judged(initialDelay="2m")
+    assert verdict.assess_metric(m, result("NoData"), False, T0, at(6)) == "Running"
+
+
+def test_data_after_waiting_is_judged() -> None:
+    assert verdict.assess_metric(judged(), result("NoData", "Pass"), False, T0, at(1)) == (
+        "Successful"
+    )
+    assert verdict.assess_metric(judged(), result("NoData", "High"), False, T0, at(1)) == "Failed"
+
+
+def test_count_counts_judgments_with_data_and_the_last_decides() -> None:
+    m = judged(interval="1m", count=3)
+    assert verdict.assess_metric(m, result("High", "NoData", "Pass"), False, T0, at(1)) == (
+        "Running"
+    )
+    assert verdict.assess_metric(m, result("High", "Pass", "Pass"), False, T0, at(1)) == (
+        "Successful"
+    )
+    assert verdict.assess_metric(m, result("Pass", "Pass", "Low"), False, T0, at(1)) == "Failed"
+
+
+def test_critical_high_fails_at_once_others_wait_for_count() -> None:
+    m = judged(critical=True, interval="1m", count=5)
+    assert verdict.assess_metric(m, result("High"), False, T0, at(1)) == "Failed"
+    soft = judged(interval="1m", count=5)
+    assert verdict.assess_metric(soft, result("High"), False, T0, at(1)) == "Running"
+
+
+def test_judged_errors_follow_consecutive_error_limit() -> None:
+    assert verdict.assess_metric(judged(), result(*["Error"] * 4), False, T0, at(1)) == "Running"
+    assert verdict.assess_metric(judged(), result(*["Error"] * 5), False, T0, at(1)) == "Error"
+
+
+def test_terminated_without_judgment_is_inconclusive() -> None:
+    assert verdict.assess_metric(judged(), MetricResult(name="m", phase=""), True) == (
+        "Inconclusive"
+    )
+    assert verdict.assess_metric(judged(), result("NoData"), True, T0, at(1)) == "Inconclusive"
+
+
+def test_threshold_metric_with_only_errors_is_never_successful() -> None:
+    m = Metric.model_validate({"name": "m", "provider": WEB, "interval": "1s"})
+    r = MetricResult(name="m", phase="Running")
+    for _ in range(3):
+        r.measurements.append(Measurement(phase="Error", started_at=T0, finished_at=T0))
+        verdict.record(r, "Error")
+    assert verdict.assess_metric(m, r, terminating=True) == "Inconclusive"
+    v = verdict.assess_run([m], {"m": r}, terminate=True, dry=set())
+    assert v.phase == "Inconclusive"
+    assert v.summary.inconclusive == 1
+
+
+def test_run_score_decides_judged_metrics() -> None:
+    metrics = [judged("a"), judged("b"), judged("c"), judged("d")]
+    results = {
+        "a": result("Pass", name="a"),
+        "b": result("Pass", name="b"),
+        "c": result("Pass", name="c"),
+        "d": result("High", name="d"),
+    }
+    v = verdict.assess_run(metrics, results, False, set(), T0, at(1))
+    assert v.phase == "Inconclusive"  # 75: marginal
+    assert v.judgment is not None
+    assert (v.judgment.outcome, v.judgment.score) == ("Marginal", 75.0)
+    assert v.message == "judgment Marginal: score 75 (pass 90, marginal 75): d High: details"
+    assert results["d"].phase == "Failed"  # the metric says what it saw
+
+
+def test_a_soft_high_does_not_end_the_others() -> None:
+    metrics = [judged("a"), judged("b", interval="1m", count=2)]
+    results = {"a": result("High", name="a"), "b": result("Pass", name="b")}
+    v = verdict.assess_run(metrics, results, False, set(), T0, at(1))
+    assert v.phase == "Running"
+    assert results["b"].phase == "Running"
+
+
+def test_score_thresholds_from_the_judgment() -> None:
+    metrics = [judged("a"), judged("b")]
+    results = {"a": result("Pass", name="a"), "b": result("Low", name="b")}
+    j = Judgment.model_validate({"scoreThresholds": {"pass": 50, "marginal": 25}})
+    v = verdict.assess_run(metrics, results, False, set(), T0, at(1), j)
+    assert v.phase == "Successful"
+    fail = verdict.assess_run(
+        metrics,
+        {"a": result("Pass", name="a"), "b": result("Low", name="b")},
+        False,
+        set(),
+        T0,
+        at(1),
+    )
+    assert fail.phase == "Failed"
+    assert fail.message.startswith("judgment Fail: score 50 (pass 90, marginal 75): b Low")
+
+
+def test_critical_failure_terminates_and_fails_the_run() -> None:
+    metrics = [judged("errors", critical=True), judged("lat", interval="1m", count=5)]
+    results = {"errors": result("High", name="errors"), "lat": result("Pass", name="lat")}
+    v = verdict.assess_run(metrics, results, False, set(), T0, at(1))
+    assert v.phase == "Failed"
+    assert results["lat"].phase == "Successful"  # ended by the termination, last judgment
+    assert v.judgment is not None
+    assert v.judgment.score == 0
+
+
+def test_all_no_data_run_is_inconclusive() -> None:
+    metrics = [judged("a"), judged("b")]
+    results = {"a": result("NoData", name="a"), "b": result("NoData", name="b")}
+    v = verdict.assess_run(metrics, results, False, set(), T0, at(6))
+    assert v.phase == "Inconclusive"
+    assert v.message.startswith("judgment NoData: no data")
+
+
+def test_judged_and_threshold_metrics_combine_worst_first() -> None:
+    threshold = Metric.model_validate({"name": "t", "provider": WEB})
+    tr = MetricResult(name="t", phase="Running")
+    tr.measurements.append(Measurement(phase="Successful", started_at=T0, finished_at=T0))
+    verdict.record(tr, "Successful")
+    v = verdict.assess_run(
+        [threshold, judged("a")], {"t": tr, "a": result("Pass", name="a")}, False, set(), T0, at(1)
+    )
+    assert v.phase == "Successful"
+
+
+def test_waiting_for_data_is_rescheduled_without_an_interval() -> None:
+    m = judged()
+    results = {"m": result("NoData")}
+    assert verdict.next_reconcile_time([m], results, T0, 10.0) == T0 + datetime.timedelta(
+        seconds=10
+    )
+    assert verdict.due_metrics([m], results, T0, T0 + datetime.timedelta(seconds=10), False) == [m]
