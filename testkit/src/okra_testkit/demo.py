@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -58,6 +59,29 @@ PHASE_TIMEOUT = 120.0
 
 def say(text: str) -> None:
     print(text, flush=True)
+
+
+async def observe(
+    read_weights: Callable[[], Awaitable[dict[str, int]]],
+    read_status: Callable[[], Awaitable[dict[str, Any]]],
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The Cell's status and the weights in AWS for one line: the weights first, then the
+    status. The Cell writes its status before the weights it plans reach AWS, so a status
+    read after the weights is never older than them: a line never says "waiting for v3"
+    beside weights that already give v3 traffic. (The status may be newer: a step that
+    AWS does not show yet says so itself.)"""
+    weights = await read_weights()
+    status = await read_status()
+    return status, weights
+
+
+def narration(elapsed: float, status: Mapping[str, Any], weights: Mapping[str, int]) -> str:
+    """One line (and the status message under it) of the demo's story."""
+    w = " ".join(f"{n}={v}" for n, v in sorted(weights.items())) or "-"
+    return (
+        f"[{elapsed:6.1f}s] {status.get('phase', '-'):<11} "
+        f"AWS: {w}\n{'':10}{status.get('message', '')}"
+    )
 
 
 class Demo:
@@ -116,21 +140,20 @@ class Demo:
                 }
         return {}
 
+    async def cell_status(self) -> dict[str, Any]:
+        status: dict[str, Any] = (await self.client.get(CELL, "web", NS)).get("status") or {}
+        return status
+
     async def watch_until(self, done: Any, what: str) -> dict[str, Any]:
         """Print a line whenever the Cell or the weights in AWS change, until `done`."""
         last = None
         deadline = time.monotonic() + PHASE_TIMEOUT
         while time.monotonic() < deadline:
-            st = (await self.client.get(CELL, "web", NS)).get("status") or {}
-            weights = await self.aws_weights()
+            st, weights = await observe(self.aws_weights, self.cell_status)
             frame = (st.get("phase"), st.get("message"), tuple(sorted(weights.items())))
             if frame != last:
                 last = frame
-                w = " ".join(f"{n}={v}" for n, v in sorted(weights.items())) or "-"
-                say(
-                    f"[{time.monotonic() - self.start:6.1f}s] {st.get('phase', '-'):<11} "
-                    f"AWS: {w}\n{'':10}{st.get('message', '')}"
-                )
+                say(narration(time.monotonic() - self.start, st, weights))
             if done(st, weights):
                 return st
             await asyncio.sleep(0.25)
