@@ -7,7 +7,10 @@ pinned version set mid-rollout; the plan is then driven for 40 reconciles agains
 world of test/unit/test_cell_plan.py. The invariants are those of the unit property (every
 status has a phase and a message; weights total 100, at most two versions; steps never go back
 within a rollout; a failure sends stable 100 at once; an ended rollout leaves no Pause running)
-plus: within one rollout the canary's share never goes backward unless the rollout fails.
+plus: within one rollout the canary's share never goes backward unless the rollout fails. A
+second run has target groups of newer versions arrive mid-rollout, at generated ticks: no plan
+gives weight to a version but the stable one and the one desired as the plan runs (a version
+that a higher eligible one supersedes is never written).
 
 `make fuzz` runs 10,000 (OKRA_FUZZ_EXAMPLES=N to change); a bare pytest run of this file, 200.
 The run prints the count and the time.
@@ -23,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from okra_controllers.cell.plan.waiting import desired
 from unit.test_cell_plan import LABEL, World, spec, step_kinds
 
 EXAMPLES = int(os.environ.get("OKRA_FUZZ_EXAMPLES", "200"))
@@ -112,3 +116,57 @@ def test_cell_plan_invariants_hold_for_every_generated_rollout(
         if p.block:
             assert p.forward is not None
             assert {f.version for f in p.forward} == {p.status.stable_version}
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    steps=st.lists(step_kinds, max_size=10),
+    replicas=st.integers(1, 2),
+    arrivals=st.lists(
+        st.tuples(st.sampled_from(["v2", "v3", "v2.0.1", "bad"]), st.integers(0, 30)),
+        min_size=1,
+        max_size=8,
+    ),
+    outcomes=st.lists(
+        st.sampled_from(["Successful", "Failed", "Inconclusive", "Error"]), min_size=1, max_size=6
+    ),
+    unhealthy_until=st.integers(0, 10),
+    pin_at=st.integers(0, 40),
+    pin=st.sampled_from([None, "v1", "v2", "v3"]),
+)
+def test_no_superseded_version_gets_weight_whenever_newer_versions_arrive(
+    steps: list[dict[str, Any]],
+    replicas: int,
+    arrivals: list[tuple[str, int]],
+    outcomes: list[str],
+    unhealthy_until: int,
+    pin_at: int,
+    pin: str | None,
+) -> None:
+    COUNT["inputs"] += 1
+    it = iter(outcomes * 100)
+    w = World(spec(steps, replicas=replicas), outcome=lambda name: next(it))
+    for n in range(replicas):
+        w.add_tg(f"web-{n}-v1", "v1")
+    for tick in range(40):
+        if tick == pin_at:
+            w.spec = spec(steps, replicas=replicas, version=pin)
+        for i, (version, at) in enumerate(arrivals):
+            if at == tick:
+                w.add_tg(f"web-{i}-{version}", version)
+                if tick < unhealthy_until:
+                    w.unhealthy.add(f"web-{i}-{version}")
+        if tick == unhealthy_until:
+            w.unhealthy.clear()
+        to = desired(w.observed())[0]
+        p = w.tick()
+        COUNT["plans"] += 1
+        if p.forward is not None:
+            assert sum(f.weight for f in p.forward) == 100
+            allowed = {p.status.stable_version, to.text if to else None}
+            assert {f.version for f in p.forward} <= allowed, (to, p.forward, p.status.message)

@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 from prometheus_client import Gauge
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.analysis.run_controller import ANALYSIS_RUN, with_run_messages
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
 from okra_controllers.api.v1alpha1.cell import (
     DEFAULT_VERSION_LABEL,
@@ -82,6 +82,7 @@ class TargetGroupRefusedError(ReportedError):
 
 CLUSTER_SECRET = {SECRET_TYPE_LABEL: "cluster"}
 HEALTH_RECHECK = 5.0  # seconds between health checks of a target group waiting for traffic
+HEALTH_ROUNDS = 3  # health reads in one pass: target groups may arrive during each
 log = structlog.get_logger("okra.cell")
 
 CANARY_WEIGHT = Gauge(
@@ -253,17 +254,25 @@ class CellReconciler:
         blocklist = await self._blocklist(req.name, req.namespace or "")
         observed, config = self._observe(raw, cell, blocklist)
         p = plan(observed)
+        health: dict[str, bool] = {}
         refused: dict[str, str] = {}
-        if p.needs_health:
+        for _ in range(HEALTH_ROUNDS):
+            if not p.needs_health:
+                break
             # Target health is observed only for target groups about to get weight for
             # the first time (one DescribeTargetHealth each, all at once), then planned with.
             arns = list(p.needs_health)
             found = await asyncio.gather(*(self._healthy(arn) for arn in arns))
-            health: dict[str, bool] = {}
             for arn, (ok, why) in zip(arns, found, strict=True):
                 health[arn] = ok
                 if why:
                     refused[arn] = why
+            # Observed again: while AWS answered, the caches may have moved on (a newer
+            # version's target groups arrived); a plan from the observation before the read
+            # would write weight for a version already superseded. Target groups new in it
+            # ask for their health in the next round; a plan still asking after the last
+            # round holds (it writes nothing) and is looked at again soon.
+            observed, config = self._observe(raw, cell, blocklist)
             p = plan(dataclasses.replace(observed, health=health, health_problems=refused))
         written = raw.get("status")
         if not await self._act(raw, cell, p, config):
@@ -389,8 +398,9 @@ class CellReconciler:
         for pause_name in p.cancel_pauses:
             await self._stop(PAUSE, self.pauses, pause_name, ns, "cancelled")
         for e in p.events:
-            self.events.event(raw, e.type, e.reason, e.message)
-            log.info("cell event", reason=e.reason, message=e.message)
+            message = with_run_messages(e.message, lambda n: self.runs.get(n, ns))
+            self.events.event(raw, e.type, e.reason, message)
+            log.info("cell event", reason=e.reason, message=message)
         report_info(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
