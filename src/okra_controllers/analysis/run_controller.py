@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -74,6 +75,23 @@ MEASUREMENTS = Counter(
     ["provider", "phase"],
     registry=REGISTRY,
 )
+
+
+_RUN_VERDICT = re.compile(r"analysis (\S+) (Failed|Error|Inconclusive)")
+
+
+def with_run_messages(
+    message: str, lookup: Callable[[str], dict[str, Any] | None], limit: int = 600
+) -> str:
+    """`message` with the status message of each AnalysisRun it names as failed: a Cell's
+    Event then says which metrics failed and by how much, not only which run."""
+    details = []
+    for name, _ in _RUN_VERDICT.findall(message):
+        run = lookup(name)
+        said = ((run or {}).get("status") or {}).get("message")
+        if said:
+            details.append(said if len(said) <= limit else said[: limit - 3] + "...")
+    return message if not details else f"{message}: {'; '.join(details)}"
 
 
 def validate_metrics(metrics: list[Metric]) -> list[str]:

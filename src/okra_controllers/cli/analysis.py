@@ -90,11 +90,70 @@ async def wait_run(ctx: Context, name: str) -> int:
     return 130
 
 
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def judgment_table(run: Obj) -> str:
+    """The judged metrics of a run as a table (empty when it has none): each side's count,
+    median and p90, the p-value, the change of the medians, the classification; then the
+    score."""
+    status = AnalysisRunStatus.model_validate(run.get("status") or {})
+    rows = [r for r in status.metric_results or [] if r.judgment is not None]
+    if not rows and status.judgment is None:
+        return ""
+    header = (
+        "METRIC",
+        "CANARY N",
+        "MEDIAN",
+        "P90",
+        "BASELINE N",
+        "MEDIAN",
+        "P90",
+        "P-VALUE",
+        "CHANGE",
+        "RESULT",
+    )
+    table: list[tuple[str, ...]] = [header]
+    for r in rows:
+        j = r.judgment
+        assert j is not None
+        change = "-" if j.effect_size is None else f"{j.effect_size * 100:+.0f} %"
+        label = j.classification + (" (critical)" if j.critical else "")
+        table.append(
+            (
+                r.name,
+                str(j.canary.count),
+                _num(j.canary.median),
+                _num(j.canary.p90),
+                str(j.baseline.count),
+                _num(j.baseline.median),
+                _num(j.baseline.p90),
+                _num(j.p_value),
+                change,
+                label,
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = ["", "Judgment (canary vs baseline):"]
+    lines += [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in table
+    ]
+    if status.judgment is not None:
+        score = "-" if status.judgment.score is None else f"{status.judgment.score:g}"
+        lines.append(
+            f"  Score: {score}  ->  {status.judgment.outcome} "
+            f"(pass {status.judgment.pass_:g}, marginal {status.judgment.marginal:g})"
+        )
+    return "\n".join(lines) + "\n"
+
+
 async def cmd_get_analysisrun(ctx: Context, args: argparse.Namespace) -> int:
     def text(run: Obj) -> str:
         if args.output:
             return dump(strip(run), args.output)
-        return render_analysis_run(run, now(), color=ctx.color)
+        return render_analysis_run(run, now(), color=ctx.color) + judgment_table(run)
 
     run = await get_or_none(ctx.client, ANALYSIS_RUN, args.name, ctx.namespace)
     if run is None:

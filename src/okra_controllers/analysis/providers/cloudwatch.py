@@ -71,46 +71,43 @@ class CloudWatchProvider:
         end: datetime.datetime,
         target_groups: list[str],
     ) -> list[float]:
-        """Every value GetMetricData returns from `start` to `end` for the queries, each
-        `metricStat` without a `TargetGroup` dimension asked once per target group of
-        `target_groups` (ARNs) with that dimension added: the canary judge's sample of one
-        side. Metric math cannot be split per target group, so it is refused."""
-        if any(q.expression for q in spec.metric_data_queries):
-            raise ProviderError(
-                "cloudwatch judge: metric math (expression) cannot be split per target group; "
-                "use metricStat queries"
-            )
-        queries: list[dict[str, Any]] = []
-        for i, q in enumerate(metric_data_queries(spec.metric_data_queries)):
-            stat = q["MetricStat"]
-            dims = stat["Metric"].setdefault("Dimensions", [])
-            if any(d["Name"] == TARGET_GROUP for d in dims) or not target_groups:
-                queries.append({**q, "Id": f"q{i}", "ReturnData": True})
-                continue
-            for k, arn in enumerate(target_groups):
-                metric = {**stat["Metric"], "Dimensions": [*dims, _tg_dimension(arn)]}
-                queries.append(
-                    {
-                        **q,
-                        "Id": f"q{i}_{k}",
-                        "MetricStat": {**stat, "Metric": metric},
-                        "ReturnData": True,
-                    }
+        """Every value GetMetricData returns from `start` to `end` for the queries that
+        return data, asked once per target group of `target_groups` (ARNs) with that target
+        group's `TargetGroup` dimension added to each `metricStat` that has none (metric math
+        over them then works per target group too): the canary judge's sample of one side."""
+        queries = metric_data_queries(spec.metric_data_queries)
+        calls: list[list[dict[str, Any]]] = []
+        for arn in target_groups or [""]:
+            call = []
+            for q in queries:
+                stat = q.get("MetricStat")
+                if stat is None or not arn:
+                    call.append(q)
+                    continue
+                dims = stat["Metric"].get("Dimensions") or []
+                if not any(d["Name"] == TARGET_GROUP for d in dims):
+                    dims = [*dims, _tg_dimension(arn)]
+                call.append(
+                    {**q, "MetricStat": {**stat, "Metric": {**stat["Metric"], "Dimensions": dims}}}
                 )
+            calls.append(call)
+        returned = {q["Id"] for q in queries if q.get("ReturnData", True)}
         values: list[float] = []
-        token: str | None = None
         try:
             async with ctx.aws.client("cloudwatch") as cw:
-                while True:
-                    extra = {"NextToken": token} if token else {}
-                    answer = await cw.get_metric_data(
-                        StartTime=start, EndTime=end, MetricDataQueries=queries, **extra
-                    )
-                    for r in answer.get("MetricDataResults", []):
-                        values.extend(float(v) for v in r.get("Values", []))
-                    token = answer.get("NextToken")
-                    if not token:
-                        break
+                for call in calls:
+                    token: str | None = None
+                    while True:
+                        extra = {"NextToken": token} if token else {}
+                        answer = await cw.get_metric_data(
+                            StartTime=start, EndTime=end, MetricDataQueries=call, **extra
+                        )
+                        for r in answer.get("MetricDataResults", []):
+                            if r.get("Id") in returned:
+                                values.extend(float(v) for v in r.get("Values", []))
+                        token = answer.get("NextToken")
+                        if not token:
+                            break
         except (BotoCoreError, ClientError, ValueError) as e:
             raise ProviderError(f"cloudwatch GetMetricData in {ctx.aws.region}: {e}") from None
         return values

@@ -1,0 +1,96 @@
+"""How a judgment is shown: the CLI's table of a judged run and a Cell Event naming the
+metrics that failed (cli/analysis.py, analysis/run_controller.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from okra_controllers.analysis.run_controller import with_run_messages
+from okra_controllers.cli.analysis import judgment_table
+
+RUN: dict[str, Any] = {
+    "metadata": {"name": "r", "namespace": "ns"},
+    "status": {
+        "phase": "Failed",
+        "message": "judgment Fail: score 50 (pass 90, marginal 75): latency-p99 High: "
+        "canary median 212 ms vs baseline 161 ms, +32 %, p = 0.001",
+        "metricResults": [
+            {
+                "name": "latency-p99",
+                "phase": "Failed",
+                "judgment": {
+                    "classification": "High",
+                    "canary": {"count": 30, "median": 212.0, "p90": 250.0},
+                    "baseline": {"count": 31, "median": 161.0, "p90": 190.0},
+                    "pValue": 0.001,
+                    "effectSize": 0.3168,
+                    "critical": True,
+                },
+            },
+            {
+                "name": "errors",
+                "phase": "Successful",
+                "judgment": {
+                    "classification": "Pass",
+                    "canary": {"count": 30, "median": 0.0, "p90": 0.0},
+                    "baseline": {"count": 31, "median": 0.0, "p90": 0.0},
+                    "pValue": 1.0,
+                },
+            },
+        ],
+        "judgment": {"outcome": "Fail", "score": 50, "pass": 90, "marginal": 75},
+    },
+}
+
+
+def test_table_has_both_sides_p_value_change_and_score() -> None:
+    lines = judgment_table(RUN).splitlines()
+    assert lines[1] == "Judgment (canary vs baseline):"
+    assert lines[2].split() == [
+        "METRIC",
+        "CANARY",
+        "N",
+        "MEDIAN",
+        "P90",
+        "BASELINE",
+        "N",
+        "MEDIAN",
+        "P90",
+        "P-VALUE",
+        "CHANGE",
+        "RESULT",
+    ]
+    assert lines[3].split() == [
+        "latency-p99",
+        "30",
+        "212",
+        "250",
+        "31",
+        "161",
+        "190",
+        "0.001",
+        "+32",
+        "%",
+        "High",
+        "(critical)",
+    ]
+    assert lines[4].split() == ["errors", "30", "0", "0", "31", "0", "0", "1", "-", "Pass"]
+    assert lines[5].strip() == "Score: 50  ->  Fail (pass 90, marginal 75)"
+
+
+def test_no_table_for_a_run_without_judged_metrics() -> None:
+    assert judgment_table({"status": {"phase": "Successful", "metricResults": []}}) == ""
+
+
+def test_cell_event_names_the_failed_metrics() -> None:
+    message = "version 2.0.0 failed: analysis cell-2-0-0-a-step-1 Failed; all traffic back to 1.0.0"
+    runs = {"cell-2-0-0-a-step-1": RUN}
+    out = with_run_messages(message, runs.get)
+    assert out == (
+        f"{message}: judgment Fail: score 50 (pass 90, marginal 75): latency-p99 High: "
+        "canary median 212 ms vs baseline 161 ms, +32 %, p = 0.001"
+    )
+    assert with_run_messages("version 2.0.0 is rolling out", runs.get) == (
+        "version 2.0.0 is rolling out"
+    )
+    assert with_run_messages("analysis gone Failed", runs.get) == "analysis gone Failed"
