@@ -228,7 +228,8 @@ class ApiServerProxy:
       the client `seconds` after the server sent it (in order; the stream is not held up
       by the delay of the one before): a cache that trails the API server, as on a loaded
       control plane. `delay_watches(0)` ends it for events sent afterwards.
-    - `calls` records every resource request with its time; `watches_opened` per resource.
+    - `calls` records every resource request with its time; `watches_opened` per resource;
+      `statuses` the body of every status write.
     """
 
     def __init__(self, server: str, ca_pem: bytes) -> None:
@@ -237,6 +238,8 @@ class ApiServerProxy:
         self.on_request: Callable[[KubeCall], bool] | None = None
         self.on_response: Callable[[KubeCall], None] | None = None
         self.calls: list[tuple[float, KubeCall]] = []
+        # every status write's body: (resource, name, status), in the order they were sent
+        self.statuses: list[tuple[str, str, dict[str, Any]]] = []
         self._stalled = False
         self._expire: set[str] = set()
         self._watch_delay = 0.0
@@ -333,6 +336,7 @@ class ApiServerProxy:
         if call is not None:
             if call.subresource == "status" and body:
                 status = json.loads(body).get("status") or {}
+                self.statuses.append((call.resource, call.name, status))
                 call = dataclasses.replace(call, phase=str(status.get("phase") or ""))
             self.calls.append((time.monotonic(), call))
             if self.on_request is not None and self.on_request(call):

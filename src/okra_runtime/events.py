@@ -89,6 +89,14 @@ class EventRecorder:
         """Record an event about `regarding` (an object dict). Fire and forget."""
         meta = regarding.get("metadata") or {}
         note = _note(note)
+        log.debug(
+            "event",
+            kind=regarding.get("kind"),
+            object=f"{meta.get('namespace') or ''}/{meta.get('name')}",
+            type=type_,
+            reason=reason,
+            note=note,
+        )
         key = (
             meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}",
             type_,
