@@ -172,6 +172,14 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
             " are not requested today (KEEP grants them)",
         ),
         rule(
+            GROUP,
+            "awsroute53recordsetconfigs",
+            verbs=KEEP,
+            reason="the Cell controller's Route 53 Cells (server-side apply: patch), not in the"
+            " audited ALB rollout; covered by test/e2e/test_cell_route53.py; get, create and"
+            " update are not requested today (KEEP grants them)",
+        ),
+        rule(
             "batch",
             "jobs",
             verbs=(*READ, "create"),
@@ -229,6 +237,19 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         "the NLB config controller (nlbconfig/controller.py), not run by the audited rollout"
         " (an ALB Cell); covered by test/integration/test_nlbconfig.py, test/e2e/test_cell_nlb.py",
         *_primary("awsnetworkloadbalancerconfigs"),
+        rule(GROUP, "cells", verbs=("get",)),
+        rule(GROUP, "cells/status", verbs=STATUS),
+        rule(CORE, "configmaps", verbs=("get",)),
+        rule(CORE, "secrets", verbs=("get",)),
+        EVENTS,
+    ),
+    # Makes one name's weighted records in a Route 53 zone match its config (no finalizer:
+    # deleting the config leaves the records answering). A repaired drift is notified to
+    # the owning Cell, as for ALB configs.
+    "route53config": _because(
+        "the Route 53 config controller (route53config/controller.py), not run by the audited"
+        " rollout; covered by test/e2e/test_cell_route53.py",
+        *_primary("awsroute53recordsetconfigs"),
         rule(GROUP, "cells", verbs=("get",)),
         rule(GROUP, "cells/status", verbs=STATUS),
         rule(CORE, "configmaps", verbs=("get",)),

@@ -16,6 +16,7 @@ from okra_controllers.clusterset.controller import setup_clustersets
 from okra_controllers.clusterset.plan import SECRET_TYPE_LABEL
 from okra_controllers.nlbconfig.controller import setup as setup_nlbconfigs
 from okra_controllers.progressiverollout.controller import setup as setup_progressiverollouts
+from okra_controllers.route53config.controller import setup as setup_route53configs
 from okra_controllers.settings import Setup
 from okra_controllers.targetgroupbinding.controller import setup_targetgroupbindings
 from okra_controllers.targetgroupset.controller import setup_targetgroupsets
@@ -24,6 +25,7 @@ from okra_runtime.gvk import GVK
 CONTROLLERS: dict[str, Setup] = {
     "albconfig": setup_albconfigs,
     "nlbconfig": setup_nlbconfigs,
+    "route53config": setup_route53configs,
     "analysisrun": setup_analysisruns,
     "check": setup_checks,
     "cell": setup_cells,

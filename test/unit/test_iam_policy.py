@@ -46,6 +46,7 @@ IAM_PREFIX = {
     "eks": "eks",
     "sts": "sts",
     "cloudwatch": "cloudwatch",
+    "route53": "route53",
 }
 """botocore service name -> IAM action prefix (they differ: elbv2, and cloudwatch signs as
 `monitoring`). A service missing here fails the test: add it and its actions to the policy."""

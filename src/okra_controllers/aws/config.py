@@ -35,7 +35,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -61,6 +61,18 @@ class AwsConfig:
     exponential backoff, a client-side retry quota). 1: no retries."""
     on_call: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     reuse_clients: bool = field(default=False, compare=False)
+    role_arn: str | None = field(default=None, repr=False)
+    """An IAM role every client of this config acts as (`assume`): assumed with the
+    config's own credentials, cached per role and refreshed before expiry."""
+
+    def assuming(self, role_arn: str | None) -> AwsConfig:
+        """This config acting as `role_arn` (None: as itself)."""
+        if role_arn == self.role_arn:
+            return self
+        return replace(self, role_arn=role_arn)
+
+    def _base(self) -> AwsConfig:
+        return replace(self, role_arn=None)
 
     def _client_kwargs(self) -> dict[str, Any]:
         from aiobotocore.config import AioConfig  # with the first client (see shared_session)
@@ -73,7 +85,7 @@ class AwsConfig:
         }
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
-        if self.access_key_id and self.secret_access_key:
+        if self.access_key_id and self.secret_access_key and not self.role_arn:
             kwargs["aws_access_key_id"] = self.access_key_id
             kwargs["aws_secret_access_key"] = self.secret_access_key
         return kwargs
@@ -87,7 +99,7 @@ class AwsConfig:
             if self.reuse_clients and session is None:
                 yield await self._pooled(service)
                 return
-            sess: Any = session or shared_session()  # typed per-service overloads need a Literal
+            sess: Any = session or self._session()  # typed per-service overloads need a Literal
             async with sess.create_client(service, **self._client_kwargs()) as c:
                 self._instrument(c, service)
                 yield c
@@ -95,6 +107,13 @@ class AwsConfig:
             if refused(e) and not isinstance(e, AwsRefusalError):
                 raise AwsRefusalError.of(e) from e
             raise
+
+    def _session(self) -> Any:
+        if self.role_arn is None:
+            return shared_session()
+        from okra_controllers.aws.assume import role_session
+
+        return role_session(self._base(), self.role_arn)
 
     def _instrument(self, c: Any, service: str) -> None:
         c.meta.events.register("before-call", _Started(service))
@@ -111,7 +130,7 @@ class AwsConfig:
             held = _POOL.get(key)
             if held is not None and now - held.created < CLIENT_MAX_AGE:
                 return held.client
-            sess: Any = shared_session()
+            sess: Any = self._session()
             context = sess.create_client(service, **self._client_kwargs())
             c = await context.__aenter__()
             self._instrument(c, service)

@@ -33,6 +33,9 @@ from okra_controllers.analysis.templates import TemplateError, TemplateRef, buil
 from okra_controllers.api.v1alpha1.cell import (
     DEFAULT_VERSION_LABEL,
     Cell,
+    CellALB,
+    CellNLB,
+    CellRoute53,
     CellStatus,
     ListenerRule,
     PauseSpec,
@@ -50,6 +53,7 @@ from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import fields_for, notifier_for
 from okra_controllers.notifications.triggers import triggers
+from okra_controllers.route53config.controller import ROUTE53_CONFIG
 from okra_controllers.settings import Settings
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
@@ -173,6 +177,7 @@ class CellReconciler:
         self.target_groups: Store = mgr.informer_for(TARGET_GROUP).store
         self.configs: Store = mgr.informer_for(ALB_CONFIG).store
         self.nlb_configs: Store = mgr.informer_for(NLB_CONFIG).store
+        self.route53_configs: Store = mgr.informer_for(ROUTE53_CONFIG).store
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
         self.pauses: Store = mgr.informer_for(PAUSE).store
         self.jobs: Store = mgr.informer_for(JOB).store
@@ -207,9 +212,12 @@ class CellReconciler:
             tgs = self.target_groups.list(
                 ns, selector_from_dict({"matchLabels": selector}), copy=False
             )
-            config = (self.nlb_configs if ingress.network else self.configs).get(
-                name, ns, copy=False
-            )
+            store = self.configs
+            if ingress.network:
+                store = self.nlb_configs
+            elif ingress.route53:
+                store = self.route53_configs
+            config = store.get(name, ns, copy=False)
         secrets: list[dict[str, Any]] = []
         apps: list[dict[str, Any]] | None = []
         if cell.spec.argocd is not None:
@@ -244,11 +252,11 @@ class CellReconciler:
         ingress = cell.spec.ingress
         if ingress is not None and ingress.listener() is None:  # the CRD's rules say this too
             key = "awsNetworkLoadBalancer" if ingress.network else "awsApplicationLoadBalancer"
+            needs = "listenerARN, targetGroupSelector"
+            if ingress.route53:
+                key, needs = "awsRoute53", "hostedZoneID, recordName, targetGroupSelector"
             await self._report_only(
-                raw,
-                cell,
-                f"spec.ingress: type {ingress.type} needs ingress.{key} "
-                "(listenerARN, targetGroupSelector)",
+                raw, cell, f"spec.ingress: type {ingress.type} needs ingress.{key} ({needs})"
             )
             return None
         blocklist = await self._blocklist(req.name, req.namespace or "")
@@ -453,18 +461,11 @@ class CellReconciler:
         assert cell.spec.ingress is not None
         lb = cell.spec.ingress.listener()
         assert lb is not None
-        spec: dict[str, Any] = {"listenerARN": lb.listener_arn}
-        kind = "AWSNetworkLoadBalancerConfig"
-        if not cell.spec.ingress.network:  # an ALB: okra's rule; an NLB: the default action
-            kind = "AWSApplicationLoadBalancerConfig"
-            rule = getattr(lb, "listener_rule", None) or DEFAULT_RULE
-            spec["listenerRule"] = rule.model_dump(
-                by_alias=True, exclude_defaults=False, mode="json"
-            )
-        spec["forwardTargetGroups"] = [
-            {"name": f.name, "arn": f.arn, "weight": f.weight}
-            for f in sorted(forward, key=lambda f: f.name)
-        ]
+        spec: dict[str, Any]
+        if isinstance(lb, CellRoute53):
+            kind, spec = ROUTE53_CONFIG.kind, route53_spec(lb, forward)
+        else:
+            kind, spec = self._listener_spec(cell, lb, forward)
         if config is not None and config.get("spec") == spec:
             return  # nothing to write: keeps an idle Cell from touching anything
         obj = {
@@ -479,6 +480,26 @@ class CellReconciler:
             "spec": spec,
         }
         await self.client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+
+    @staticmethod
+    def _listener_spec(
+        cell: Cell, lb: CellALB | CellNLB, forward: Iterable[Forward]
+    ) -> tuple[str, dict[str, Any]]:
+        """The ALB or NLB config's spec: the listener and the weighted forward."""
+        assert cell.spec.ingress is not None
+        spec: dict[str, Any] = {"listenerARN": lb.listener_arn}
+        kind = "AWSNetworkLoadBalancerConfig"
+        if not cell.spec.ingress.network:  # an ALB: okra's rule; an NLB: the default action
+            kind = "AWSApplicationLoadBalancerConfig"
+            rule = getattr(lb, "listener_rule", None) or DEFAULT_RULE
+            spec["listenerRule"] = rule.model_dump(
+                by_alias=True, exclude_defaults=False, mode="json"
+            )
+        spec["forwardTargetGroups"] = [
+            {"name": f.name, "arn": f.arn, "weight": f.weight}
+            for f in sorted(forward, key=lambda f: f.name)
+        ]
+        return kind, spec
 
     async def _create_run(self, raw: dict[str, Any], cell: Cell, run: RunRequest, p: Plan) -> bool:
         ns = cell.metadata.namespace or ""
@@ -573,6 +594,27 @@ class CellReconciler:
             await self._write_status(raw, status)
 
 
+def route53_spec(lb: CellRoute53, forward: Iterable[Forward]) -> dict[str, Any]:
+    """The AWSRoute53RecordSetConfig's spec: one weighted record per target group with
+    weight, named by the target group (`SetIdentifier`) and pointing at its load balancer;
+    a version's share is its records' weight (Route 53 weights are relative, and the
+    shares total 100). Every field spelled out, defaults too, so that an unchanged spec
+    compares equal to the one the API server holds."""
+    spec: dict[str, Any] = {
+        "hostedZoneID": lb.hosted_zone_id,
+        "recordName": lb.record_name,
+        "recordType": lb.record_type,
+        "ttl": lb.ttl,
+        "records": [
+            {"setIdentifier": f.name, "weight": f.weight, "targetGroupARN": f.arn}
+            for f in sorted(forward, key=lambda f: f.name)
+        ],
+    }
+    if lb.role_arn:
+        spec["roleARN"] = lb.role_arn
+    return spec
+
+
 def _blocked_versions(blocklist: dict[str, Any] | None) -> set[str]:
     items = ((blocklist or {}).get("spec") or {}).get("items") or []
     return {i["version"] for i in items if isinstance(i, dict) and "version" in i}
@@ -637,6 +679,8 @@ def _target_group_selector(cell: dict[str, Any]) -> dict[str, Any] | None:
         if ingress.get("type") == "AWSNetworkLoadBalancer"
         else None
     ) or ingress.get("awsApplicationLoadBalancer")
+    if ingress.get("type") == "AWSRoute53":
+        lb = ingress.get("awsRoute53")
     if not lb:
         return None
     sel: dict[str, Any] = (lb.get("targetGroupSelector") or {}).get("matchLabels") or {}
@@ -733,6 +777,7 @@ def setup(mgr: Manager, s: Settings) -> None:
         .owns(PAUSE)
         .owns(ALB_CONFIG)
         .owns(NLB_CONFIG)
+        .owns(ROUTE53_CONFIG)
         .owns(JOB)
         .watches(TARGET_GROUP, cells_for_target_group(cells))
         .watches(

@@ -23,18 +23,23 @@ PAUSED = "okra.mumo.co/pause"  # "true": hold the rollout before its next step (
 Obj = dict[str, Any]
 ALB_CONFIG_KIND = "AWSApplicationLoadBalancerConfig"
 NLB_CONFIG_KIND = "AWSNetworkLoadBalancerConfig"
+ROUTE53_CONFIG_KIND = "AWSRoute53RecordSetConfig"
 
 
 def config_kind(cell: Cell | Obj) -> str:
     """The kind of the Cell's load balancer config, by its ingress type: the NLB config
-    (the listener's default action) for `AWSNetworkLoadBalancer`, else the ALB config
-    (okra's listener rule). Takes the model or the object as the API server sends it."""
+    (the listener's default action) for `AWSNetworkLoadBalancer`, the Route 53 config
+    (weighted records) for `AWSRoute53`, else the ALB config (okra's listener rule).
+    Takes the model or the object as the API server sends it."""
     if isinstance(cell, Cell):
-        network = cell.spec.ingress is not None and cell.spec.ingress.network
+        kind = cell.spec.ingress.type if cell.spec.ingress is not None else ""
     else:
-        ingress = (cell.get("spec") or {}).get("ingress") or {}
-        network = ingress.get("type") == "AWSNetworkLoadBalancer"
-    return NLB_CONFIG_KIND if network else ALB_CONFIG_KIND
+        kind = ((cell.get("spec") or {}).get("ingress") or {}).get("type") or ""
+    if kind == "AWSNetworkLoadBalancer":
+        return NLB_CONFIG_KIND
+    if kind == "AWSRoute53":
+        return ROUTE53_CONFIG_KIND
+    return ALB_CONFIG_KIND
 
 
 def config_gvk(cell: Cell | Obj) -> GVK:
@@ -98,6 +103,14 @@ def observe(
         forward = tuple(
             Forward(f["name"], f["arn"], int(f["weight"]), version_of.get(f["arn"], ""))
             for f in config["spec"].get("forwardTargetGroups") or []
+        ) or tuple(  # a Route 53 config: one weighted record per target group
+            Forward(
+                r["setIdentifier"],
+                r.get("targetGroupARN", ""),
+                int(r["weight"]),
+                version_of.get(r.get("targetGroupARN", ""), ""),
+            )
+            for r in config["spec"].get("records") or []
         )
         cst = config.get("status") or {}
         synced = cst.get("observedGeneration") == config["metadata"].get("generation") and any(
@@ -137,9 +150,16 @@ def observe(
     )
 
 
-CONFIG_PROBLEMS = ("AWSError", "InvalidSpec", "Conflict", "ListenerNotFound", "NotNetworkListener")
-"""`Synced` reasons of a load balancer config (ALB or NLB) that wait on someone fixing
-something."""
+CONFIG_PROBLEMS = (
+    "AWSError",
+    "InvalidSpec",
+    "Conflict",
+    "ListenerNotFound",
+    "NotNetworkListener",
+    "NoLoadBalancer",
+)
+"""`Synced` reasons of a load balancer config (ALB, NLB or Route 53) that wait on someone
+fixing something."""
 
 
 def config_problem(config: Obj) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from okra_controllers.analysis.run_controller import ANALYSIS_RUN
-from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
+from okra_controllers.api.v1alpha1.cell import Cell, CellRoute53, CellStatus
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import (
     DEFAULT_RULE,
@@ -174,6 +174,8 @@ async def forwarding(aws: AwsConfig, cell: Cell) -> Obj:
     lb = ingress.listener() if ingress else None
     assert ingress is not None
     assert lb is not None
+    if isinstance(lb, CellRoute53):
+        return {}  # weighted DNS records: no listener forwards (the config says the weights)
     if ingress.network:
         try:
             listener = await describe_listener(aws, lb.listener_arn)

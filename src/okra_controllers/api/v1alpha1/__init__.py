@@ -4,12 +4,14 @@ from okra_controllers.api.v1alpha1.analysis import ANALYSIS_MODELS
 from okra_controllers.api.v1alpha1.cell import CELL_MODELS
 from okra_controllers.api.v1alpha1.clusterset import CLUSTERSET_MODELS
 from okra_controllers.api.v1alpha1.progressiverollout import PROGRESSIVEROLLOUT_MODELS
+from okra_controllers.api.v1alpha1.route53 import ROUTE53_MODELS
 from okra_controllers.api.v1alpha1.targetgroupbinding import TARGETGROUPBINDING_MODELS
 from okra_controllers.api.v1alpha1.targetgroupset import TARGETGROUPSET_MODELS
 
 CRD_MODELS = (
     *ANALYSIS_MODELS,
     *CELL_MODELS,
+    *ROUTE53_MODELS,
     *CLUSTERSET_MODELS,
     *TARGETGROUPSET_MODELS,
     *TARGETGROUPBINDING_MODELS,

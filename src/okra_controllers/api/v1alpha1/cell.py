@@ -134,11 +134,37 @@ class CellNLB(ApiModel):
     target_group_selector: TargetGroupSelector = Field(default_factory=TargetGroupSelector)
 
 
+class CellRoute53(ApiModel):
+    """A weighted DNS name in front of one load balancer per cluster: okra owns the
+    records of `recordName`/`recordType` in the zone (an AWSRoute53RecordSetConfig), one
+    per selected target group, named by it (`SetIdentifier`) and pointing at the load
+    balancer the target group is attached to. A version's share (0..100) is the weight
+    of its records."""
+
+    hosted_zone_id: str = Field(alias="hostedZoneID", min_length=1, max_length=32)
+    record_name: str = Field(min_length=1, max_length=1024)
+    record_type: Literal["A", "AAAA", "CNAME"] = "A"
+    """A or AAAA: alias records to each load balancer; CNAME: its DNS name as a value."""
+    ttl: int = Field(default=60, ge=0, le=172800)
+    """Seconds resolvers keep an answer (see AWSRoute53RecordSetConfig `spec.ttl`): a
+    step's weights count as in effect this long after Route 53 says INSYNC."""
+    role_arn: str | None = Field(
+        default=None,
+        alias="roleARN",
+        pattern=r"^arn:[a-z0-9-]+:iam::[0-9]{12}:role/.+",
+        max_length=ARN_MAX_LENGTH,
+    )
+    """An IAM role to assume for Route 53 (the zone in another account)."""
+    target_group_selector: TargetGroupSelector = Field(default_factory=TargetGroupSelector)
+
+
 class CellIngress(ApiModel):
     """Where the Cell's traffic comes in. `AWSApplicationLoadBalancer`: okra owns one
     listener rule (`awsApplicationLoadBalancer`). `AWSNetworkLoadBalancer`: okra owns the
     listener's default action (`awsNetworkLoadBalancer`; the original okra's docs nest
-    it under `awsApplicationLoadBalancer`, which is accepted with a warning Event)."""
+    it under `awsApplicationLoadBalancer`, which is accepted with a warning Event).
+    `AWSRoute53`: okra owns the weighted records of one DNS name (`awsRoute53`), one per
+    cluster's load balancer."""
 
     model_config = ApiModel.model_config | {
         "json_schema_extra": {
@@ -150,7 +176,7 @@ class CellIngress(ApiModel):
                     "(listenerARN, targetGroupSelector)",
                 },
                 {
-                    "rule": "self.type == 'AWSNetworkLoadBalancer' || "
+                    "rule": "self.type != 'AWSApplicationLoadBalancer' || "
                     "has(self.awsApplicationLoadBalancer)",
                     "message": "type AWSApplicationLoadBalancer needs awsApplicationLoadBalancer "
                     "(listenerARN, targetGroupSelector)",
@@ -160,22 +186,39 @@ class CellIngress(ApiModel):
                     "!has(self.awsNetworkLoadBalancer)",
                     "message": "awsNetworkLoadBalancer is for type AWSNetworkLoadBalancer",
                 },
+                {
+                    "rule": "self.type != 'AWSRoute53' || has(self.awsRoute53)",
+                    "message": "type AWSRoute53 needs awsRoute53 (hostedZoneID, recordName, "
+                    "targetGroupSelector)",
+                },
+                {
+                    "rule": "self.type == 'AWSRoute53' || !has(self.awsRoute53)",
+                    "message": "awsRoute53 is for type AWSRoute53",
+                },
             ]
         }
     }
-    type: Literal["AWSApplicationLoadBalancer", "AWSNetworkLoadBalancer"] = (
+    type: Literal["AWSApplicationLoadBalancer", "AWSNetworkLoadBalancer", "AWSRoute53"] = (
         "AWSApplicationLoadBalancer"
     )
     aws_application_load_balancer: CellALB | None = None
     aws_network_load_balancer: CellNLB | None = None
+    aws_route53: CellRoute53 | None = Field(default=None, alias="awsRoute53")
 
     @property
     def network(self) -> bool:
         return self.type == "AWSNetworkLoadBalancer"
 
-    def listener(self) -> CellALB | CellNLB | None:
-        """The load balancer section that applies: for an NLB `awsNetworkLoadBalancer`,
-        else the seed's spelling (`awsApplicationLoadBalancer`) if only that is given."""
+    @property
+    def route53(self) -> bool:
+        return self.type == "AWSRoute53"
+
+    def listener(self) -> CellALB | CellNLB | CellRoute53 | None:
+        """The traffic section that applies: for an NLB `awsNetworkLoadBalancer`, else the
+        seed's spelling (`awsApplicationLoadBalancer`) if only that is given; for Route 53
+        `awsRoute53`."""
+        if self.route53:
+            return self.aws_route53
         if self.network:
             return self.aws_network_load_balancer or self.aws_application_load_balancer
         return self.aws_application_load_balancer

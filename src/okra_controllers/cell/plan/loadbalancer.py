@@ -14,12 +14,16 @@ from okra_controllers.cell.plan.weights import applied
 
 MAX_FORWARD = 5  # target groups in one ALB forward action
 MAX_WEIGHT = 999  # an ALB target group weight
+MAX_RECORDS = 100  # weighted records of one Route 53 name and type
+MAX_RECORD_WEIGHT = 255  # a Route 53 record's weight
 
 
 def limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[str, str] | None:
     """Load balancer limits the config would break, as (Event reason, what to fix). An
     NLB forward has the ALB's limits (5 target groups, weights 0..999) and no rule."""
     assert o.spec.ingress is not None
+    if o.spec.ingress.route53:
+        return _route53_problem(forward)
     lb = "NLB" if o.spec.ingress.network else "ALB"
     alb = o.spec.ingress.aws_application_load_balancer
     if (
@@ -47,6 +51,25 @@ def limit_problem(o: Observed, forward: tuple[Forward, ...] | None) -> tuple[str
         return "InvalidWeight", (
             f"weights out of range for {', '.join(f.name for f in bad)}: an {lb} target "
             f"group weight is 0..{MAX_WEIGHT}"
+        )
+    return None
+
+
+def _route53_problem(forward: tuple[Forward, ...] | None) -> tuple[str, str] | None:
+    """Route 53's limits: 100 weighted records of a name and type, weights 0..255 (a
+    share is 0..100, so only a hand-made forward could break the second)."""
+    if forward is None:
+        return None
+    if len(forward) > MAX_RECORDS:
+        return "TooManyTargetGroups", (
+            f"cannot route to {len(forward)} target groups: Route 53 holds at most "
+            f"{MAX_RECORDS} weighted records of one name and type"
+        )
+    bad = [f for f in forward if not 0 <= f.weight <= MAX_RECORD_WEIGHT]
+    if bad:
+        return "InvalidWeight", (
+            f"weights out of range for {', '.join(f.name for f in bad)}: a Route 53 "
+            f"record weight is 0..{MAX_RECORD_WEIGHT}"
         )
     return None
 
