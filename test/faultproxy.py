@@ -32,7 +32,7 @@ import socket
 import ssl
 import struct
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -303,28 +303,32 @@ class ApiServerProxy:
         if self._session is not None:
             await self._session.close()
 
-    async def _delayed(self, content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
-        """The stream's chunks, each `_watch_delay` after it arrived: read ahead into a
-        queue, so that a chunk's delay runs while the ones before it wait out theirs."""
+    async def _relay(
+        self, request: web.Request, content: aiohttp.StreamReader, resp: web.StreamResponse
+    ) -> None:
+        """A watch stream's chunks to the client, each `_watch_delay` after it arrived
+        (read ahead into a queue, so that a chunk's delay runs while the ones before it
+        wait out theirs); a stalled watch goes dead (see `stall_watches`)."""
         queue: asyncio.Queue[tuple[float, bytes | None]] = asyncio.Queue()
 
         async def read() -> None:
             try:
                 async for chunk in content.iter_any():
                     queue.put_nowait((time.monotonic() + self._watch_delay, chunk))
-            finally:
+            finally:  # the server closed it (its timeoutSeconds), or the connection broke
                 queue.put_nowait((time.monotonic() + self._watch_delay, None))
 
         reader = asyncio.create_task(read())
         try:
             while True:
                 due, chunk = await queue.get()
-                wait = due - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
+                if due > time.monotonic():
+                    await asyncio.sleep(due - time.monotonic())
+                if self._stalled:
+                    await _dead(request)  # stalled for good: the client must notice
                 if chunk is None:
                     return
-                yield chunk
+                await resp.write(chunk)
         finally:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
@@ -375,13 +379,11 @@ class ApiServerProxy:
             watch = call is not None and call.verb == "watch"
             try:
                 await resp.prepare(request)
-                chunks = self._delayed(up.content) if watch else up.content.iter_any()
-                async for chunk in chunks:
-                    if watch and self._stalled:
-                        await _dead(request)  # stalled for good: the client must notice
-                    await resp.write(chunk)
-                if watch and self._stalled:  # the server closed it (its timeoutSeconds): the
-                    await _dead(request)  # client must not see that either
+                if watch:
+                    await self._relay(request, up.content, resp)
+                else:
+                    async for chunk in up.content.iter_any():
+                        await resp.write(chunk)
                 await resp.write_eof()
             except (ConnectionError, aiohttp.ClientError):
                 pass  # the client went away (killed, or gave up on a stalled watch)
