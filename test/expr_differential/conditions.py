@@ -5,6 +5,14 @@ with deliberate type mismatches mixed in, so both engines' errors are compared t
 have the shapes Argo's providers hand to EvalCondition: float64 (Prometheus scalar, CloudWatch,
 Datadog), []float64 (vectors, series), nil (an empty Datadog answer), and JSON documents from
 the web provider (maps, strings, booleans; numbers as float64).
+
+Shapes where the two engines once differed are drawn on purpose (issue 28): vectors holding NaN
+or ±Inf compared with themselves (`result == result`), int arrays under the float-only helpers
+(`all([1, 2, 3], !isNaN(#))`), operands expr-lang's checker refuses under `==` and `in`
+(`$env.result == "1"`, `result in [0, 1]`), string operators on missing fields
+(`result.n matches "b$"`), a string built-in's result indexed (`trim("abc")[0]`),
+`findIndex`/`findLastIndex` without a match, `isNil` of a missing field, `$env.result`, and ints
+beyond 2^53 next to floats.
 """
 
 from __future__ import annotations
@@ -18,10 +26,29 @@ _FLOATS = st.sampled_from(
 ) | st.sampled_from([float("nan"), float("inf"), float("-inf")])
 _STRINGS = st.sampled_from(["ok", "OK", "error", "", "a.b", "1", "2.5", "x y", "NaN"])
 _KEYS = ["count", "ok", "value", "name", "items"]
+_NAN, _INF = float("nan"), float("inf")
+_BIG = 9007199254740992.0  # 2^53: the ints around it are not all floats
+_SPECIAL_RESULTS = st.sampled_from(
+    [
+        [_NAN],
+        [1.0, _NAN, 2.0],
+        [0.5, _NAN],
+        [_INF],
+        [-_INF, 1.0],
+        [_BIG],
+        _BIG,
+        -_BIG,
+        9.223372036854776e18,
+        {"count": _NAN, "items": [_NAN, 1.0]},
+        {"value": _BIG, "name": "b"},
+        {"items": []},
+    ]
+)
 
 RESULTS: st.SearchStrategy[Any] = st.one_of(
     _FLOATS,
     st.lists(_FLOATS, max_size=4),
+    _SPECIAL_RESULTS,
     st.none(),
     _STRINGS,
     st.booleans(),
@@ -32,7 +59,22 @@ RESULTS: st.SearchStrategy[Any] = st.one_of(
     ),
 )
 
-_NUM_LITERALS = ["0", "1", "2", "0.5", "0.95", "100", "-1", "2.5e-1", "1_000", "0x10", "3"]
+_NUM_LITERALS = [
+    "0",
+    "1",
+    "2",
+    "0.5",
+    "0.95",
+    "100",
+    "-1",
+    "2.5e-1",
+    "1_000",
+    "0x10",
+    "3",
+    "9007199254740993",
+    "9223372036854775807",
+    "-9007199254740993",
+]
 _NUM_ATOMS = [
     "result",
     "asFloat(result)",
@@ -70,6 +112,23 @@ _NUM_ATOMS = [
     "find(result, # > 0.5)",
     "result.items[0]",
     "len(result.items)",
+    "findIndex(result, # > 1e9)",
+    "findLastIndex(result, isNaN(#))",
+    "findIndex([1, 2, 3], # > 5)",
+    "findIndex(result, # > 1e9) ?? -1",
+    "$env.result",
+    '$env["result"]',
+    "$env?.result",
+    "len(trim(result))",
+    "indexOf(result, 'o')",
+    "lastIndexOf(upper(result), 'K')",
+    "count([1, 2, 3], # > 1)",
+    "[1, 2, 3][1]",
+    "(0..3)[-1]",
+    "first(0..2)",
+    "sum([1, 2, 3])",
+    "asInt(result) + 9007199254740993",
+    "result.missing",
 ]
 _STR_ATOMS = [
     '"ok"',
@@ -82,6 +141,13 @@ _STR_ATOMS = [
     "trim(result)",
     "result + 'x'",
     "type(result)",
+    "trim('abc')[0]",
+    "upper(result)[0]",
+    "split(result, '.')[0]",
+    "lower(result)[1:]",
+    "result.missing",
+    "$env.result",
+    "string(result)[0]",
 ]
 _BOOL_ATOMS = [
     "true",
@@ -111,6 +177,79 @@ _BOOL_ATOMS = [
     "result endsWith 'r'",
     "result matches '^[a-z]+$'",
     "result not contains 'x'",
+    "result == result",
+    "result != result",
+    "result == [result[0]]",
+    "result.items == result.items",
+    "result[0:2] == result[0:2]",
+    "all([1, 2, 3], !isNaN(#))",
+    "any(0..3, isInf(#))",
+    "all(result, isNaN(#) || # > 0)",
+    "isNaN(result.count)",
+    "isNaN(1)",
+    "!isNaN(len(result) + 1)",
+    "!isInf(-(2 - 3))",
+    "let x = [1, 2]; !isNaN(x[0])",
+    "isNil(result.missing)",
+    "isNil(result.count)",
+    "isNil(result?.items?.x)",
+    "result.missing matches 'b$'",
+    "not (result.missing matches 'b$')",
+    "result.missing contains 'x'",
+    "not (result.missing startsWith 'x')",
+    "result.name endsWith 'b'",
+    "result in [0, 1]",
+    "result not in [0, 1]",
+    "result in ['ok', 'error']",
+    "'k' in result",
+    "result.items in [[1], []]",
+    "nil in result",
+    "$env.result == '1'",
+    "$env.result != nil",
+    "$env.result > 0.5",
+    "$env.missing == nil",
+    "indexOf(result, 'a') == true",
+    "len(result) != '1'",
+    "upper(result) == 1",
+    "findIndex(result, # > 1e9) == -1",
+    "findLastIndex(result, # < -1e9) != -1",
+    "findIndex(result, # > 1e9) == nil",
+    "findIndex(result, # > 1e9) < 0",
+    "result == {'count': 1}",
+    "result == {'value': 0.5, 'name': 'b'}",
+    "result == 0..1",
+    "[1.0, 2.0] == 1..2",
+    "9007199254740993 == 9007199254740992.0",
+    "result < 9007199254740993",
+    "result != 9007199254740993",
+    "result == -9223372036854775807 - 1",
+]
+_ANY_ATOMS = [
+    "result",
+    "result.items",
+    "result.count",
+    "result.missing",
+    "result[0]",
+    "result[0:1]",
+    "[1, 2]",
+    "[0.5, 1.0]",
+    "['ok']",
+    "[]",
+    "0..2",
+    "{'count': 1}",
+    "nil",
+    "1",
+    "0.5",
+    "'ok'",
+    "true",
+    "map(result, #)",
+    "filter(result, # > 0)",
+    "split(result, '.')",
+    "$env.result",
+    "trim(result)",
+    "indexOf(result, 'o')",
+    "findIndex(result, # > 1e9)",
+    "find(result, # > 1e9)",
 ]
 _CMP = ["==", "!=", "<", ">", "<=", ">="]
 _ARITH = ["+", "-", "*", "/", "%", "**"]
@@ -136,7 +275,7 @@ def numbers(draw: st.DrawFn, depth: int = 2) -> str:
 
 @st.composite
 def conditions(draw: st.DrawFn, depth: int = 2) -> str:
-    kind = draw(st.integers(0, 9 if depth > 0 else 2))
+    kind = draw(st.sampled_from(range(11) if depth > 0 else (0, 1, 2, 10)))
     if kind == 0:
         return draw(st.sampled_from(_BOOL_ATOMS))
     if kind == 1:
@@ -156,6 +295,9 @@ def conditions(draw: st.DrawFn, depth: int = 2) -> str:
         a, b, c = (draw(numbers(0)) for _ in range(3))
         op1, op2 = draw(st.sampled_from(_CMP)), draw(st.sampled_from(_CMP))
         return f"{a} {op1} {b} {op2} {c}"
+    if kind == 10:  # loosely typed operands: expr-lang's checker refuses some pairs
+        op = draw(st.sampled_from(["==", "!=", "in", "not in"]))
+        return f"{draw(st.sampled_from(_ANY_ATOMS))} {op} {draw(st.sampled_from(_ANY_ATOMS))}"
     if kind == 7:
         op = draw(st.sampled_from(["==", "!="]))
         return f"{draw(numbers(0))} {draw(st.sampled_from(_CMP))} {draw(numbers(0))} {op} true"

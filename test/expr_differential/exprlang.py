@@ -31,8 +31,10 @@ def exprlang_binary() -> str:
 
 
 def tag(value: Any, *, vectors: bool = True) -> dict[str, Any]:
-    """A Python value as exprlang reads it. Lists of floats become []float64 (as Argo's
-    providers hand them over) unless `vectors` is false; lists of ints become []int."""
+    """A Python value as exprlang reads it. A list of floats becomes []float64 (as Argo's
+    providers hand over a vector) and a list of ints []int, unless `vectors` is false; lists
+    and maps inside others are []interface {} and map[string]interface {}, as the web
+    provider's JSON documents are."""
     if value is None:
         return {"nil": True}
     if isinstance(value, bool):
@@ -48,9 +50,9 @@ def tag(value: Any, *, vectors: bool = True) -> dict[str, Any]:
             return {"fv": [tag(v) for v in value]}
         if vectors and value and all(type(v) is int for v in value):
             return {"iv": value}
-        return {"a": [tag(v, vectors=vectors) for v in value]}
+        return {"a": [tag(v, vectors=False) for v in value]}
     if isinstance(value, dict):
-        return {"m": {k: tag(v, vectors=vectors) for k, v in value.items()}}
+        return {"m": {k: tag(v, vectors=False) for k, v in value.items()}}
     raise TypeError(f"cannot send {type(value).__name__} to exprlang")
 
 

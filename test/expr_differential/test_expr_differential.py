@@ -218,6 +218,8 @@ def same_value(a: Any, b: Any) -> bool:
     """Equal values of the same kind (int is not float; NaN is NaN), element-wise."""
     if isinstance(a, float) and isinstance(b, float):
         return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, list) and isinstance(b, list):  # okra's lists may be typed (a Go []int)
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is not type(b) and not (isinstance(b, Opaque) and isinstance(a, str)):
         return False
     if isinstance(a, list):

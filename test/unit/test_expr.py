@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import math
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,12 @@ def compile_fails(source: str) -> ExprError:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal, counting NaN equal to NaN and telling ints from floats and bools."""
+    """Equal, counting NaN equal to NaN and telling ints from floats and bools (a list is a
+    list, whichever Go slice type the evaluator gave it)."""
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
 
 
@@ -168,7 +172,7 @@ def test_argo_documented_conditions(condition: str, result: Any, expected: bool)
         ("'k' in result", [0.5], "cannot use string as type float64 in array"),
         ("result == 'true'", True, "invalid operation: == (mismatched types bool and string)"),
         ("true || result.name == 'x'", 0.5, "type float64 has no field name"),
-        ("isNaN(len(result))", [0.5], "cannot use int as argument (type float64) to call isNaN"),
+        ("isNaN(len(result))", [0.5], "interface {} is int, not float64"),
         ("result[0] >= 0.95", [], "index out of range: 0 (array length is 0)"),
         ("all(result, {# < 0.1})", None, "builtin all takes only array (got unknown)"),
         ("asInt(result) > 1", True, "asInt() not supported on bool true"),
@@ -329,7 +333,7 @@ def test_arithmetic_and_unary(source: str, value: Any) -> None:
         ("[1, 2] == [1.0, 2]", True),
         ("[1, 2] == [2, 1]", False),
         ("[1] == [1, 1]", False),
-        ("{a: [1]} == {a: [1.0]}", True),
+        ("{a: [1]} == {a: [1.0]}", False),  # maps compare as Go's reflect.DeepEqual: 1 is no 1.0
         ("{a: 1} == {b: 1}", False),
         ("{a: 1} == [1]", False),
         ("x == x", True),
@@ -385,7 +389,6 @@ def test_nan_compares_false(left: float, op: str, right: float) -> None:
         ("1 in {a: 1}", "cannot use int as a map key"),
         ("1 contains 'a'", "invalid operation: contains (mismatched types int and string)"),
         ("'a' startsWith 1", "invalid operation: startsWith (mismatched types string and int)"),
-        ("nil endsWith 'a'", "invalid operation: endsWith (mismatched types <nil> and string)"),
         ("1 matches 'a'", "invalid operation: matches (mismatched types int and string)"),
         ("1.5..3", "invalid operation: .. (mismatched types float64 and int)"),
     ],
@@ -655,15 +658,11 @@ def test_nil_coalescing_cannot_mix_with_other_operators() -> None:
         ("round(1 / 0)", INF),
         ("isNaN(0 / 0)", True),
         ("isNaN(1.0)", False),
-        ("isNaN(1)", False),
         ("isInf(1 / 0)", True),
         ("isInf(-1 / 0)", True),
         ("isInf(1.0)", False),
         ("isNil(nil)", True),
-        ("isNil(0)", False),
         ("default(nil, 5)", 5),
-        ("default(0, 5)", 0),
-        ("default(0 / 0, 5)", NAN),  # NaN is not nil
         ("asInt('42')", 42),
         ("asInt('+42')", 42),
         ("asInt(-3.9)", -3),
@@ -722,7 +721,7 @@ def test_builtin_functions(source: str, value: Any) -> None:
         ("join('a')", "invalid argument for join (type string)"),
         ("repeat('a', -1)", "invalid argument for repeat (expected positive integer, got -1)"),
         ("ceil('1')", "invalid argument for ceil (type string)"),
-        ("isInf('x')", "invalid argument for isInf (type string)"),
+        ("isInf('x')", "interface conversion: interface {} is string, not float64"),
         ("asInt('99999999999999999999')", "value out of range"),
         ("asInt(' 1')", 'strconv.ParseInt: parsing " 1": invalid syntax'),
         ("asFloat('1e400')", 'strconv.ParseFloat: parsing "1e400": value out of range'),
@@ -777,11 +776,11 @@ def test_call_errors_are_compile_errors(source: str, message: str) -> None:
         ("find([1, 2, 3], # > 1)", 2),
         ("find([1, 2, 3], # > 5)", None),
         ("findIndex([1, 2, 3], # > 1)", 1),
-        ("findIndex([1, 2, 3], # > 5)", -1),
+        ("findIndex([1, 2, 3], # > 5)", None),  # expr-lang v1.17.7's value, not -1
         ("findLast([1, 2, 3], # < 3)", 2),
         ("findLast([], # < 3)", None),
         ("findLastIndex([1, 2, 3], # < 3)", 1),
-        ("findLastIndex([1, 2, 3], # > 5)", -1),
+        ("findLastIndex([1, 2, 3], # > 5)", None),
         ("reduce([1, 2, 3], #acc + #)", 6),
         ("reduce([1, 2, 3], #acc + #, 10)", 16),
         ("reduce([], #acc + #, 10)", 10),
@@ -836,6 +835,47 @@ def test_predicate_errors(source: str, message: str) -> None:
 )
 def test_pointer_errors(source: str, message: str) -> None:
     assert message in compile_fails(source).reason
+
+
+ISSUE_28_SHAPES = [
+    # Shapes where okra once answered true and Argo (expr-lang v1.17.7) false or an error.
+    ("result == result", [1.0, NAN, 2.0], False),  # slices compare element by element
+    ("result != result", [0.5, NAN], True),
+    ("result == result", {"a": NAN}, True),  # the same map: reflect.DeepEqual
+    ("result == {'a': 1}", {"a": 1.0}, False),  # reflect.DeepEqual: int 1 is not float64 1
+    ("isNaN(1)", 0.5, False),  # an int literal becomes a float64
+    ("!isNaN(len(result) + 1)", [0.5], True),
+    ("all([1, 2, 3], !isNaN(#))", 0.5, "interface {} is int, not float64"),
+    ("$env.result == '1'", 1.0, "mismatched types float64 and string"),
+    ("indexOf(result, 'a') == true", "abc", "mismatched types int and bool"),
+    ("result in [0, 1]", [1.0], "cannot use []float64 as type int in array"),
+    ("result not in [0, 1]", {"a": 1.0}, "cannot use map[string]interface {} as type int"),
+    ("trim('abc')[0] < '3.14'", 1.0, "type string[int] is undefined"),
+    ("not (result.n matches 'b$')", {"a": 1.0}, True),  # nil matches nothing
+    ("result.n contains 'b'", {}, False),
+    ("findIndex(result, # > 5) == -1", [1.0], "interface {} is nil, not int"),
+    ("findLastIndex(result, # > 5) < 0", [1.0], "mismatched types <nil> and int"),
+    ("findIndex(result, # > 5) == nil", [1.0], True),
+    ("isNil(result.missing)", {"a": 1.0}, False),  # Argo's isNil tests result itself
+    ("default(result.missing, 0) == result", {"a": 1.0}, True),
+    ("$env.missing == nil", 1.0, "unknown name missing"),
+    ("$env?.missing == nil", 1.0, True),
+    ("result < 9007199254740993", 9007199254740992.0, False),  # the int becomes a float64
+    ("result == 9007199254740993", 9007199254740992.0, True),
+    ("[1.0, 2.0] == 1..2", 0.5, True),  # []interface {} and []int: element by element
+    ("result == 1..2", [1.0, 2.0], False),  # []float64 and []int: reflect.DeepEqual
+]
+
+
+@pytest.mark.parametrize(("condition", "result", "expected"), ISSUE_28_SHAPES)
+def test_verdicts_match_expr_lang_where_they_once_differed(
+    condition: str, result: Any, expected: bool | str
+) -> None:
+    if isinstance(expected, bool):
+        assert evaluate_condition(condition, result) is expected
+    else:
+        with pytest.raises(ExprError, match=re.escape(expected)):
+            evaluate_condition(condition, result)
 
 
 def test_let_bindings_and_env() -> None:

@@ -96,11 +96,6 @@ not true. `evaluate_condition` runs the same check first (`okra_controllers.anal
 Checked against expr-lang v1.17.7 with Argo's environment by test/expr_differential.
 
 Where this knowingly differs from Argo Rollouts / expr, each with its effect:
-- Argo's `default(x, d)` and `isNil(x)` ignore `x` and test `result`; here they test `x`, which
-  is the same for the documented `default(result, 0)` and `isNil(result)`.
-- `findIndex`/`findLastIndex` with no match give -1 (expr-lang's documented value); expr-lang
-  v1.17.7 returns nil, so there `findIndex(...) == -1` fails with "interface conversion" (an
-  Error measurement in Argo, a true/false verdict here).
 - `int(x)` / `asInt(x)` of NaN, ±Inf or a float beyond int64 give -9223372036854775808, as Go
   does on amd64 (the conversion is implementation-defined; on arm64 Go saturates).
 - The type check covers the operators and built-ins listed above; a mismatch it does not know
@@ -247,6 +242,38 @@ def _is_list(x: object) -> bool:
     return type(x) is list or isinstance(x, list | tuple)
 
 
+class _GoInts(list[Any]):
+    """A Go []int (what `..` builds, or an environment's list of ints); a plain list is an
+    []interface {}. Go compares slices of different element types as unequal."""
+
+    __slots__ = ()
+
+
+class _GoFloats(list[Any]):
+    """A Go []float64: a provider's vector (Prometheus, Datadog), or a slice of one."""
+
+    __slots__ = ()
+
+
+class _GoStrings(list[Any]):
+    """A Go []string: what `split` returns."""
+
+    __slots__ = ()
+
+
+_TYPED_LISTS: Final = (_GoInts, _GoFloats, _GoStrings)
+
+
+def _go_list(value: Any) -> Any:
+    """An environment's value with its top-level list typed as Go holds it (see exprtypes)."""
+    if type(value) is list and value:
+        if all(type(v) is float for v in value):
+            return _GoFloats(value)
+        if all(type(v) is int for v in value):
+            return _GoInts(value)
+    return value
+
+
 def _is_map(x: object) -> bool:
     return type(x) is dict or isinstance(x, Mapping)
 
@@ -276,6 +303,11 @@ def _tn(x: object) -> str:
     if _is_map(x):
         return "map[string]interface {}"
     return type(x).__name__
+
+
+def _iface(x: object) -> str:
+    """A value's type as Go's failed interface conversion names it."""
+    return "nil" if x is None else _tn(x)
 
 
 def _wrap(n: int) -> int:
@@ -344,6 +376,9 @@ def _go_quote(s: str) -> str:
 
 
 def _equal(a: object, b: object) -> bool:
+    """expr-lang's runtime.Equal: numbers by value (an int meeting a float becomes a float64, as
+    in Go), slices element by element (so a vector holding NaN is not equal to itself), slices
+    of two different Go element types never, maps (and anything else) by reflect.DeepEqual."""
     ta, tb = type(a), type(b)
     if ta is tb and (ta is str or ta is float or ta is int or ta is bool):
         return a == b
@@ -352,20 +387,48 @@ def _equal(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if _is_num(a) and _is_num(b):
-        return bool(a == b)
+        if _is_int(a) and _is_int(b):
+            return bool(a == b)
+        return _f(a) == _f(b)
     if _is_str(a) and _is_str(b):
         return a == b
-    if a is b and (_is_list(a) or _is_map(a)):
-        return True  # Go's reflect.DeepEqual: the same slice or map, even holding a NaN
     if _is_list(a) and _is_list(b):
         assert isinstance(a, list | tuple)
         assert isinstance(b, list | tuple)
+        if isinstance(a, _TYPED_LISTS) and isinstance(b, _TYPED_LISTS) and ta is not tb:
+            return False  # reflect.DeepEqual of []int and []float64
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
-    if _is_map(a) and _is_map(b):
+    return _deep_equal(a, b)
+
+
+def _go_kind(x: object) -> object:
+    if x is None or isinstance(x, bool | str | _GoInts | _GoFloats | _GoStrings):
+        return type(x)
+    if _is_int(x):
+        return int
+    if isinstance(x, float):
+        return float
+    if _is_list(x):
+        return list
+    return dict if _is_map(x) else type(x)
+
+
+def _deep_equal(a: object, b: object) -> bool:
+    """Go's reflect.DeepEqual of two JSON-shaped values: the same Go type (an int never equals
+    a float64), floats by `==` (NaN equals nothing), and the same map or slice equal to itself."""
+    if a is b and (_is_list(a) or _is_map(a)):
+        return True
+    if _go_kind(a) is not _go_kind(b):
+        return False
+    if _is_list(a):
+        assert isinstance(a, list | tuple)
+        assert isinstance(b, list | tuple)
+        return len(a) == len(b) and all(_deep_equal(x, y) for x, y in zip(a, b, strict=True))
+    if _is_map(a):
         assert isinstance(a, Mapping)
         assert isinstance(b, Mapping)
-        return len(a) == len(b) and all(k in b and _equal(v, b[k]) for k, v in a.items())
-    return False
+        return len(a) == len(b) and all(k in b and _deep_equal(v, b[k]) for k, v in a.items())
+    return bool(a == b)
 
 
 def _mismatch(op: str, a: object, b: object) -> _Fault:
@@ -373,14 +436,20 @@ def _mismatch(op: str, a: object, b: object) -> _Fault:
 
 
 def _ordered(op: str, a: object, b: object) -> tuple[Any, Any]:
-    if (_is_num(a) and _is_num(b)) or (_is_str(a) and _is_str(b)):
+    """The operands of `<` and friends; an int meeting a float becomes a float64, as in Go (so
+    9007199254740993 < 9007199254740992.0 is false, the int rounding to 2^53)."""
+    if _is_num(a) and _is_num(b):
+        if _is_int(a) and _is_int(b):
+            return a, b
+        return _f(a), _f(b)
+    if _is_str(a) and _is_str(b):
         return a, b
     raise _mismatch(op, a, b)
 
 
 def _lt(a: Any, b: Any) -> bool:
     ta, tb = type(a), type(b)
-    if (ta is float or ta is int) and (tb is float or tb is int):
+    if ta is tb and (ta is float or ta is int):
         return bool(a < b)
     x, y = _ordered("<", a, b)
     return bool(x < y)
@@ -388,7 +457,7 @@ def _lt(a: Any, b: Any) -> bool:
 
 def _le(a: Any, b: Any) -> bool:
     ta, tb = type(a), type(b)
-    if (ta is float or ta is int) and (tb is float or tb is int):
+    if ta is tb and (ta is float or ta is int):
         return bool(a <= b)
     x, y = _ordered("<=", a, b)
     return bool(x <= y)
@@ -396,7 +465,7 @@ def _le(a: Any, b: Any) -> bool:
 
 def _gt(a: Any, b: Any) -> bool:
     ta, tb = type(a), type(b)
-    if (ta is float or ta is int) and (tb is float or tb is int):
+    if ta is tb and (ta is float or ta is int):
         return bool(a > b)
     x, y = _ordered(">", a, b)
     return bool(x > y)
@@ -404,7 +473,7 @@ def _gt(a: Any, b: Any) -> bool:
 
 def _ge(a: Any, b: Any) -> bool:
     ta, tb = type(a), type(b)
-    if (ta is float or ta is int) and (tb is float or tb is int):
+    if ta is tb and (ta is float or ta is int):
         return bool(a >= b)
     x, y = _ordered(">=", a, b)
     return bool(x >= y)
@@ -506,16 +575,22 @@ def _strings(op: str, a: Any, b: Any) -> tuple[str, str]:
 
 
 def _contains(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return False  # expr-lang: a nil operand of a string operator gives false
     x, y = _strings("contains", a, b)
     return y in x
 
 
 def _starts_with(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return False
     x, y = _strings("startsWith", a, b)
     return x.startswith(y)
 
 
 def _ends_with(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return False
     x, y = _strings("endsWith", a, b)
     return x.endswith(y)
 
@@ -581,6 +656,8 @@ def _slice(obj: Any, lo: Any, hi: Any) -> Any:
     b = min(b, n)
     a = min(a, b)
     part = obj[a:b]
+    if isinstance(obj, _TYPED_LISTS):
+        return type(obj)(part)  # a slice of a Go slice keeps its type
     return list(part) if isinstance(part, tuple) else part
 
 
@@ -685,12 +762,14 @@ _CHECK_EVERY: Final = 20_000  # budget units between looks at the clock
 
 
 class _Ctx:
-    """Per-evaluation state: the environment and the remaining work budget."""
+    """Per-evaluation state: the environment, what the type check decided for it (`plan`, see
+    _Static) and the remaining work budget."""
 
-    __slots__ = ("checkpoint", "deadline", "env", "steps")
+    __slots__ = ("checkpoint", "deadline", "env", "plan", "steps")
 
-    def __init__(self, env: Mapping[str, Any]) -> None:
+    def __init__(self, env: Mapping[str, Any], plan: Mapping[_Node, str]) -> None:
         self.env = env
+        self.plan = plan
         self.steps = MAX_STEPS
         self.checkpoint = MAX_STEPS - _CHECK_EVERY
         self.deadline = time.monotonic() + MAX_SECONDS
@@ -945,6 +1024,28 @@ class _Binary(_Node):
             _fail(f.reason, self.offset)
 
 
+class _Equal(_Binary):
+    """`==` / `!=`. Where expr-lang's checker knows both sides are ints (or both strings) its
+    compiler emits a typed comparison (OpEqualInt: `a.(int) == b.(int)`), which fails on any
+    other value at run time, such as the nil of `findIndex` without a match; the type check
+    marks those nodes in the evaluation's plan."""
+
+    __slots__ = ()
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        a = self.left.ev(ctx, frame)
+        b = self.right.ev(ctx, frame)
+        typed = ctx.plan.get(self)
+        if typed is not None:
+            want = _is_int if typed == "int" else _is_str
+            for v in (a, b):
+                if not want(v):
+                    why = f"interface conversion: interface {{}} is {_iface(v)}, not {typed}"
+                    _fail(why, self.offset)
+        same = _equal(a, b)
+        return same if self.op == "==" else not same
+
+
 class _Plus(_Binary):
     """`+`, which may build a string, and so is charged for it."""
 
@@ -975,6 +1076,8 @@ class _Matches(_Node):
     def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
         a = self.left.ev(ctx, frame)
         b = self.right.ev(ctx, frame)
+        if a is None or b is None:
+            return False  # as expr-lang: a nil operand matches nothing
         try:
             subject, pattern = _strings("matches", a, b)
             compiled = self.pattern or _regex(pattern)
@@ -1055,25 +1158,54 @@ class _Range(_Node):
             if size > MAX_RANGE:
                 raise _Fault(f"range {a}..{b} has {size} elements; the limit is {MAX_RANGE}")
             if size <= 0:
-                return []
+                return _GoInts()
             ctx.charge(8 * size)
         except _Fault as f:
             _fail(f.reason, self.offset)
-        return list(range(int(a), int(b) + 1))
+        return _GoInts(range(int(a), int(b) + 1))
 
 
 _Builtin = Callable[[list[Any]], Any]
 
 
+def _floated(node: _Node) -> _Node | None:
+    """`node` with its int literals made floats where expr-lang's checker does so for an int
+    argument of a float64 parameter (through unary operators and binary `+ - *`), or None when
+    there are none: `isNaN(len(x) + 1)` runs as `isNaN(len(x) + 1.0)`."""
+    if isinstance(node, _Const):
+        if _is_int(node.value):
+            return _Const(node.offset, float(node.value))
+        return None
+    if isinstance(node, _Unary):
+        inner = _floated(node.operand)
+        return None if inner is None else _Unary(node.offset, node.op, inner)
+    if isinstance(node, _Binary) and node.op in ("+", "-", "*"):
+        left, right = _floated(node.left), _floated(node.right)
+        if left is None and right is None:
+            return None
+        return type(node)(node.offset, node.op, left or node.left, right or node.right)
+    return None
+
+
+_FLOAT_FUNCS: Final = frozenset({"isNaN", "isInf"})  # Argo's, Go functions of a float64
+_RESULT_FUNCS: Final = frozenset({"isNil", "default"})  # Argo's, looking at `result` only
+
+
 class _Call(_Node):
-    __slots__ = ("args", "fn", "name")
+    __slots__ = ("args", "floated", "fn", "name")
 
     def __init__(self, offset: int, name: str, fn: _Builtin, args: list[_Node]) -> None:
         super().__init__(offset, *args)
         self.name, self.fn, self.args = name, fn, tuple(args)
+        self.floated = _floated(args[0]) if name in _FLOAT_FUNCS and args else None
 
     def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
-        args = [a.ev(ctx, frame) for a in self.args]
+        if self.floated is not None and self in ctx.plan:
+            args = [self.floated.ev(ctx, frame)]
+        else:
+            args = [a.ev(ctx, frame) for a in self.args]
+        if self.name in _RESULT_FUNCS:
+            args.append(ctx.env.get("result"))
         try:
             return ctx.charge_size(self.fn(args))
         except _Fault as f:
@@ -1140,12 +1272,12 @@ class _PredicateCall(_Node):
             for i, x in enumerate(items):
                 if _truth(name, each(i, x)):
                     return x if name == "find" else i
-            return None if name == "find" else -1
+            return None  # expr-lang v1.17.7's findIndex without a match gives nil, not -1
         if name in ("findLast", "findLastIndex"):
             for i in range(len(items) - 1, -1, -1):
                 if _truth(name, each(i, items[i])):
                     return items[i] if name == "findLast" else i
-            return None if name == "findLast" else -1
+            return None
         assert name == "reduce"
         assert pred is not None
         start = 0
@@ -1353,7 +1485,8 @@ def _b_take(args: list[Any]) -> Any:
     v, n = args
     if not _is_list(v):
         raise _Fault(f"cannot take from {_tn(v)}")
-    return list(v[: max(_arg_int("take", n), 0)])
+    part = v[: max(_arg_int("take", n), 0)]
+    return type(v)(part) if isinstance(v, _TYPED_LISTS) else list(part)
 
 
 def _b_keys(args: list[Any]) -> Any:
@@ -1390,23 +1523,27 @@ def _go_round(x: float) -> float:
 
 
 def _float_check(name: str, test: Callable[[float], bool]) -> _Builtin:
+    """Argo's isNaN/isInf, Go functions of a float64: any other value is an error (an int
+    literal is made a float when the condition is compiled, see _Call)."""
+
     def run(args: list[Any]) -> Any:
         (v,) = args
         if isinstance(v, float):
             return test(v)
-        if _is_int(v):
-            return False
-        raise _Fault(f"invalid argument for {name} (type {_tn(v)})")
+        raise _Fault(f"interface conversion: interface {{}} is {_iface(v)}, not float64")
 
     return run
 
 
 def _b_is_nil(args: list[Any]) -> Any:
-    return args[0] is None
+    """Argo's isNil(x) ignores x and tells whether `result` is nil (the last argument here)."""
+    return args[-1] is None
 
 
 def _b_default(args: list[Any]) -> Any:
-    return args[1] if args[0] is None else args[0]
+    """Argo's default(x, d) ignores x: `d` when `result` (the last argument here) is nil, else
+    `result`."""
+    return args[1] if args[-1] is None else args[-1]
 
 
 def _b_as_int(args: list[Any]) -> Any:
@@ -1469,8 +1606,10 @@ def _b_split(args: list[Any]) -> Any:
         return []
     if sep == "":  # Go splits into characters
         chars = list(s)
-        return chars if n < 0 or n >= len(chars) else [*chars[: n - 1], "".join(chars[n - 1 :])]
-    return s.split(sep, n - 1 if n > 0 else -1)
+        if n < 0 or n >= len(chars):
+            return _GoStrings(chars)
+        return _GoStrings([*chars[: n - 1], "".join(chars[n - 1 :])])
+    return _GoStrings(s.split(sep, n - 1 if n > 0 else -1))
 
 
 def _b_join(args: list[Any]) -> Any:
@@ -1916,6 +2055,8 @@ class _Parser:
             return _Matches(at, left, right)
         if op == "+":
             return _Plus(at, op, left, right)
+        if op in ("==", "!="):
+            return _Equal(at, op, left, right)
         return _Binary(at, op, left, right)
 
     def comparison(self, left: _Node, op_tok: _Tok, negate: bool) -> _Node:
@@ -2211,22 +2352,46 @@ def _mismatched(op: str, a: _T.Type, b: _T.Type, node: _Node) -> NoReturn:
     _bad(f"invalid operation: {op} (mismatched types {_T.name(a)} and {_T.name(b)})", node)
 
 
-def _static(node: _Node, item: _T.Type, env: Mapping[str, _T.Type]) -> _T.Type:
+class _Scope(dict[str, _T.Type]):
+    """The types of the names in scope (`let` variables under "let <name>"), and the plan the
+    check makes for the evaluation: node -> "int" / "string" for an `==` expr-lang compiles to a
+    typed comparison, "float" for an isNaN/isInf whose int literals become floats."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, names: Mapping[str, _T.Type], plan: dict[_Node, str]) -> None:
+        super().__init__(names)
+        self.plan = plan
+
+
+def _array_literal(types: list[_T.Type]) -> _T.Type:
+    """expr-lang's arrayNode: elements all of one Go kind make a list of the last one's type."""
+    if not types:
+        return ("list", _T.ANY)
+    if all(_T.kind(t) == _T.kind(types[0]) for t in types):
+        return ("list", types[-1])
+    return ("list", _T.ANY)
+
+
+def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
     """The static type of `node` where `#` has type `item`; ExprError where expr's checker
-    rejects the expression. `env` gives the names' types (unknown names are interface {})."""
+    rejects the expression. `env` gives the names' types; a name it lacks is an error, as in
+    expr-lang compiling against an environment (`expr.Env`)."""
     if isinstance(node, _Const):
         return _T.type_of(node.value) if not isinstance(node.value, (list, dict)) else _T.ANY
     if isinstance(node, _Ident):
-        return env.get(node.name, _T.ANY)
+        if node.name not in env:
+            _bad(f"unknown name {node.name}", node)
+        return env[node.name]
+    if isinstance(node, _Local):
+        return env.get("let " + node.name, _T.ANY)
     if isinstance(node, _Pointer):
         return item if node.kind == "" else _T.INT if node.kind == "index" else _T.ANY
     if isinstance(node, _Let):
-        _static(node.value, item, env)
-        return _static(node.body, item, env)
+        value = _static(node.value, item, env)
+        return _static(node.body, item, _Scope({**env, "let " + node.name: value}, env.plan))
     if isinstance(node, _Array):
-        for i in node.items:
-            _static(i, item, env)
-        return ("array", _T.ANY)
+        return _array_literal([_static(i, item, env) for i in node.items])
     if isinstance(node, _MapLit):
         for k, v in node.pairs:
             _static(k, item, env)
@@ -2235,6 +2400,17 @@ def _static(node: _Node, item: _T.Type, env: Mapping[str, _T.Type]) -> _T.Type:
     if isinstance(node, _Chain):
         return _static(node.inner, item, env)
     if isinstance(node, _Member):
+        if isinstance(node.obj, _EnvRef):  # $env.result is typed as result is
+            key_node = node.key
+            if isinstance(key_node, _Const) and _is_str(key_node.value):
+                name = str(key_node.value)
+                if name in env and not name.startswith("let "):
+                    return env[name]
+                if not node.optional:
+                    _bad(f"unknown name {name}", node)
+                return _T.ANY
+            _static(key_node, item, env)
+            return _T.ANY
         obj, key = _static(node.obj, item, env), _static(node.key, item, env)
         if obj == _T.ANY:
             return _T.ANY
@@ -2287,18 +2463,19 @@ def _static(node: _Node, item: _T.Type, env: Mapping[str, _T.Type]) -> _T.Type:
         if op in ("==", "!="):
             if not _T.comparable(a, b):
                 _mismatched(op, a, b, node)
+            if a == b and a in (_T.INT, _T.STRING):
+                env.plan[node] = a  # compiled to OpEqualInt / OpEqualString
             return _T.BOOL
         if op == "in":
             if b == _T.ANY:
                 return _T.BOOL
             if _T.is_map(b):
-                if a not in (_T.STRING, _T.ANY, _T.NIL):
-                    _mismatched(op, a, b, node)
+                if a not in (_T.STRING, _T.ANY):
+                    _bad(f"cannot use {_T.name(a)} as type string in map key", node)
                 return _T.BOOL
             if _T.is_array(b):
                 e = _T.elem(b)
-                mixed = a not in (_T.ANY, _T.NIL, e) and not (_T.is_num(a) and _T.is_num(e))
-                if e != _T.ANY and mixed:
+                if not _T.comparable(a, e):
                     _bad(f"cannot use {_T.name(a)} as type {_T.name(e)} in array", node)
                 return _T.BOOL
             if a != _T.ANY or b != _T.STRING:
@@ -2336,17 +2513,22 @@ def _static(node: _Node, item: _T.Type, env: Mapping[str, _T.Type]) -> _T.Type:
         return _T.ANY
     if isinstance(node, _Coalesce):
         a, b = _static(node.left, item, env), _static(node.right, item, env)
-        return b if a == _T.NIL else _T.same_or_any(a, b)
+        if a == _T.NIL:
+            return b
+        return a if b == _T.NIL else _T.same_or_any(a, b)
     if isinstance(node, _Cond):
         c = _static(node.cond, item, env)
         if c not in (_T.BOOL, _T.ANY):
             _bad(f"non-bool expression (type {_T.name(c)}) used as condition", node)
-        return _T.same_or_any(_static(node.yes, item, env), _static(node.no, item, env))
+        yes, no = _static(node.yes, item, env), _static(node.no, item, env)
+        if yes == _T.NIL:
+            return no
+        return yes if no == _T.NIL else _T.same_or_any(yes, no)
     if isinstance(node, _Range):
         a, b = _static(node.lo, item, env), _static(node.hi, item, env)
         if a not in (_T.INT, _T.ANY) or b not in (_T.INT, _T.ANY):
             _mismatched("..", a, b, node)
-        return ("array", _T.INT)
+        return ("list", _T.INT)
     if isinstance(node, _PredicateCall):
         arr = _static(node.array, item, env)
         if arr != _T.ANY and not _T.is_array(arr):
@@ -2360,22 +2542,21 @@ def _static(node: _Node, item: _T.Type, env: Mapping[str, _T.Type]) -> _T.Type:
         if node.name in ("count", "findIndex", "findLastIndex"):
             return _T.INT
         if node.name == "filter":
-            return arr
+            return ("list", e)
         if node.name in ("find", "findLast"):
             return e
         if node.name == "map":
-            return ("array", p)
+            return ("list", p)
         if node.name == "sum":
-            summed = e if node.pred is None else p
-            return summed if _T.is_num(summed) else _T.ANY
-        return _T.ANY
+            return e if node.pred is None else p
+        return p  # reduce: its predicate's type
     if isinstance(node, _Call):
         args = [_static(a, item, env) for a in node.args]
-        return _static_call(node, args)
+        return _static_call(node, args, env)
     return _T.ANY
 
 
-def _static_get(node: _Call, base: _T.Type, key: _T.Type) -> None:
+def _static_get(node: _Call, base: _T.Type, key: _T.Type) -> _T.Type:
     """expr-lang's checkBuiltinGet: `get` looks into arrays (by int) and maps (by string)."""
     if base in (_T.BOOL, _T.INT, _T.FLOAT, _T.STRING):
         _bad(f"type {_T.name(base)} does not support indexing", node)
@@ -2383,63 +2564,75 @@ def _static_get(node: _Call, base: _T.Type, key: _T.Type) -> None:
         _bad(f"non-integer slice index {_T.name(key)}", node)
     if _T.is_map(base) and key not in (_T.STRING, _T.ANY, _T.NIL):
         _bad(f"cannot use {_T.name(key)} to get an element from {_T.name(base)}", node)
+    return _T.elem(base) if _T.is_array(base) or _T.is_map(base) else _T.ANY
 
 
-def _static_call(node: _Call, args: list[_T.Type]) -> _T.Type:
+_STRING_RESULTS: Final[dict[str, _T.Type]] = {
+    "indexOf": _T.INT,
+    "lastIndexOf": _T.INT,
+    "hasPrefix": _T.BOOL,
+    "hasSuffix": _T.BOOL,
+    "split": ("array", _T.STRING),
+}
+"""What expr-lang's string built-ins return (the others return a string)."""
+
+
+def _static_call(node: _Call, args: list[_T.Type], env: _Scope) -> _T.Type:
     fn = node.name
     t = args[0] if args else _T.ANY
     if fn == "get":
-        _static_get(node, t, args[1] if len(args) > 1 else _T.ANY)
-    if fn in ("asInt", "asFloat", "isNil", "default", "string", "type", "get"):
+        if isinstance(node.args[0], _EnvRef) and isinstance(node.args[1], _Const):
+            return env.get(str(node.args[1].value), _T.ANY)
+        return _static_get(node, t, args[1] if len(args) > 1 else _T.ANY)
+    if fn in ("asInt", "asFloat", "isNil", "default", "string", "type"):
         return {"asInt": _T.INT, "asFloat": _T.FLOAT, "isNil": _T.BOOL}.get(
             fn, _T.STRING if fn in ("string", "type") else _T.ANY
         )
-    if t == _T.ANY:
-        return _T.ANY
+    if fn in _FLOAT_FUNCS:  # Go functions of a float64 (Argo's environment)
+        if t == _T.INT:
+            env.plan[node] = "float"  # expr-lang makes the argument's int literals floats
+        elif t not in (_T.FLOAT, _T.ANY):
+            what = "nil" if t == _T.NIL else _T.name(t)
+            _bad(f"cannot use {what} as argument (type float64) to call {fn}", node)
+        return _T.BOOL
     if fn == "len":
-        if not (t == _T.STRING or _T.is_array(t) or _T.is_map(t)):
+        if not (t in (_T.STRING, _T.ANY) or _T.is_array(t) or _T.is_map(t)):
             _bad(f"invalid argument for len (type {_T.name(t)})", node)
         return _T.INT
-    if fn in ("isNaN", "isInf"):
-        literal_int = t == _T.INT and isinstance(node.args[0], _Const)
-        if t != _T.FLOAT and not literal_int:
-            _bad(f"cannot use {_T.name(t)} as argument (type float64) to call {fn}", node)
-        return _T.BOOL
     if fn in _NUMERIC_FUNCS or fn in ("int", "float"):
-        if not (_T.is_num(t) or (fn in ("int", "float") and t == _T.STRING)):
+        if not (_T.is_num(t) or t == _T.ANY or (fn in ("int", "float") and t == _T.STRING)):
             _bad(f"invalid argument for {fn} (type {_T.name(t)})", node)
         if fn == "int":
             return _T.INT
         return t if fn == "abs" else _T.FLOAT
-    if fn in ("max", "min", "mean", "median", "sum"):
-        for a in args:
-            if not (_T.is_num(a) or _T.is_array(a) or a == _T.ANY):
+    if fn in ("max", "min", "mean", "median"):
+        for a in args:  # expr-lang's validateAggregateFunc
+            if a == _T.ANY or _T.is_array(a):
+                return _T.ANY
+            if not _T.is_num(a):
                 _bad(f"invalid argument for {fn} (type {_T.name(a)})", node)
-        if fn == "sum" and len(args) == 1 and _T.is_num(_T.elem(t)):
-            return _T.elem(t)
-        if fn in ("mean", "median") and all(_T.is_num(a) for a in args):
-            return _T.FLOAT
-        if fn in ("max", "min") and all(_T.is_num(a) for a in args):
-            return _T.FLOAT if _T.FLOAT in args else _T.INT
-        return _T.ANY
+        return t  # the first argument's type, as expr-lang has it (mean(1, 2) is "int")
     if fn in _ARRAY_FUNCS:
         if fn in ("keys", "values"):
-            if not _T.is_map(t):
+            if not (_T.is_map(t) or t == _T.ANY):
                 _bad(f"cannot get {fn} from {_T.name(t)}", node)
-            return ("array", _T.STRING if fn == "keys" else _T.elem(t))
-        if not _T.is_array(t):
+            return ("list", _T.ANY)
+        if not (_T.is_array(t) or t == _T.ANY):
             _bad(f"cannot get {fn} element from {_T.name(t)}", node)
-        return _T.elem(t) if fn in ("first", "last") else t
-    if fn in _STRING_FUNCS:
-        if t != _T.STRING:
+        return _T.go_elem(t) if fn in ("first", "last") else t
+    if fn in _STRING_FUNCS or fn == "join":
+        if fn != "join" and t not in (_T.STRING, _T.ANY):
             _bad(f"cannot use {_T.name(t)} as argument (type string) to call {fn}", node)
-        return _T.ANY
+        return _STRING_RESULTS.get(fn, _T.STRING)
     return _T.ANY
 
 
-def _check_types(root: _Node, env: Mapping[str, _T.Type]) -> None:
-    """Raise ExprError where expr's checker rejects `root` in an environment of these types."""
-    _static(root, _T.ANY, env)
+def _check_types(root: _Node, env: Mapping[str, _T.Type]) -> dict[_Node, str]:
+    """Raise ExprError where expr's checker rejects `root` in an environment of these types;
+    return the plan for evaluating it there (see _Scope)."""
+    scope = _Scope(env, {})
+    _static(root, _T.ANY, scope)
+    return scope.plan
 
 
 # --- public API -------------------------------------------------------------------------------
@@ -2448,32 +2641,43 @@ def _check_types(root: _Node, env: Mapping[str, _T.Type]) -> None:
 class Condition:
     """A parsed condition; `evaluate` runs it against an environment of variables."""
 
-    __slots__ = ("_checked", "_root", "source")
+    __slots__ = ("_plans", "_root", "source")
 
     def __init__(self, source: str, root: _Node) -> None:
         self.source = source
         self._root = root
-        self._checked: set[tuple[tuple[str, Any], ...]] = set()
+        self._plans: dict[tuple[tuple[str, Any], ...], dict[_Node, str]] = {}
 
     def __repr__(self) -> str:
         return f"Condition({self.source!r})"
 
     def check(self, env: Mapping[str, _T.Type]) -> None:
         """Raise ExprError where expr's compile-time type check rejects the condition in an
-        environment of these types (see okra_controllers.analysis.exprtypes)."""
+        environment of these types (see okra_controllers.analysis.exprtypes). What the check
+        decides (as expr-lang's compiler does from the types) applies to later evaluations in
+        an environment of these types."""
         key = tuple(sorted(env.items(), key=lambda kv: kv[0]))
-        if key in self._checked:
+        if key in self._plans:
             return
         try:
-            _check_types(self._root, env)
+            plan = _check_types(self._root, env)
         except ExprError as e:
             raise e._in(self.source) from None
-        self._checked.add(key)
+        if len(self._plans) >= 64:
+            self._plans.clear()
+        self._plans[key] = plan
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        """The condition's value with `env` as its variables (for Argo: {"result": ...})."""
+        """The condition's value with `env` as its variables (for Argo: {"result": ...}).
+
+        Run `check` first with the environment's types (as `evaluate_condition` does): without
+        it, what depends on static types (the typed `==` of two ints, int literals given to
+        isNaN) runs as if the types were unknown."""
+        values = {k: _go_list(v) for k, v in env.items()}
+        key = tuple(sorted(((k, _T.type_of(v)) for k, v in env.items()), key=lambda kv: kv[0]))
+        plan = self._plans.get(key, _NO_PLAN)
         try:
-            return self._root.ev(_Ctx(env), None)
+            return self._root.ev(_Ctx(values, plan), None)
         except ExprError as e:
             raise e._in(self.source) from None
         except _Fault as f:
@@ -2482,6 +2686,9 @@ class Condition:
             raise ExprError("value nests too deeply to evaluate", source=self.source) from None
         except (TypeError, ValueError, ArithmeticError, LookupError) as e:  # a bug, not input
             raise ExprError(f"internal error: {e!r}", source=self.source) from e
+
+
+_NO_PLAN: Final[dict[_Node, str]] = {}
 
 
 def compile_condition(source: str) -> Condition:

@@ -15,6 +15,12 @@ string, bool, and JSON documents from the web provider (`map[string]interface {}
 values are `interface {}`). `interface {}` (ANY here) passes every check, as in expr: its
 operations are checked when they run.
 
+Arrays come in two kinds, as in expr's checker: ("array", T) is a Go slice []T (a vector,
+`split`'s []string), and ("list", T) is an []interface {} whose elements the checker knows to
+be T (an array literal whose elements are all of one kind, `0..3`, `filter`, `map`). Both index
+to T and compare element by element; a function that looks at Go types only (`first`, `last`,
+`max`...) sees a list's elements as interface {}.
+
 The rules cover the operators and built-ins okra implements; anything else is left to run time.
 """
 
@@ -30,7 +36,7 @@ FLOAT: Final = "float64"
 STRING: Final = "string"
 
 Type = str | tuple[str, Any]
-"""A type name, ("array", element type) or ("map", value type)."""
+"""A type name, ("array", element type), ("list", element type) or ("map", value type)."""
 
 
 class TypeCheckError(Exception):
@@ -57,6 +63,8 @@ def type_of(value: Any) -> Type:
     if isinstance(value, list):
         if value and all(isinstance(v, float) for v in value):
             return ("array", FLOAT)
+        if value and all(type(v) is int for v in value):
+            return ("array", INT)
         return ("array", ANY)
     if isinstance(value, dict):
         return ("map", ANY)
@@ -66,6 +74,8 @@ def type_of(value: Any) -> Type:
 def name(t: Type) -> str:
     if isinstance(t, tuple):
         kind, elem = t
+        if kind == "list":
+            return "[]interface {}"
         return f"[]{name(elem)}" if kind == "array" else f"map[string]{name(elem)}"
     return t
 
@@ -75,7 +85,7 @@ def is_num(t: Type) -> bool:
 
 
 def is_array(t: Type) -> bool:
-    return isinstance(t, tuple) and t[0] == "array"
+    return isinstance(t, tuple) and t[0] in ("array", "list")
 
 
 def is_map(t: Type) -> bool:
@@ -84,6 +94,16 @@ def is_map(t: Type) -> bool:
 
 def elem(t: Type) -> Type:
     return t[1] if isinstance(t, tuple) else ANY
+
+
+def go_elem(t: Type) -> Type:
+    """The element type Go's reflection sees (a list's elements are interface {})."""
+    return t[1] if isinstance(t, tuple) and t[0] != "list" else ANY
+
+
+def kind(t: Type) -> str:
+    """Go's reflect.Kind of a type, as expr's checker compares array literal elements."""
+    return t[0] if isinstance(t, tuple) and t[0] == "map" else "slice" if is_array(t) else str(t)
 
 
 def comparable(a: Type, b: Type) -> bool:
