@@ -72,28 +72,17 @@ class CloudWatchProvider:
         target_groups: list[str],
     ) -> list[float]:
         """Every value GetMetricData returns from `start` to `end` for the queries that
-        return data, asked once per target group of `target_groups` (ARNs) with that target
-        group's `TargetGroup` dimension added to each `metricStat` that has none (metric math
-        over them then works per target group too): the canary judge's sample of one side."""
+        return data, asked once per target group of `target_groups` (ARNs) and load balancer
+        it serves, with the dimensions the ALB publishes per target group (`LoadBalancer`
+        and `TargetGroup`, from DescribeTargetGroups) added to each `metricStat` that has
+        no `TargetGroup` dimension (metric math over them then works per target group
+        too): the canary judge's sample of one side."""
         queries = metric_data_queries(spec.metric_data_queries)
-        calls: list[list[dict[str, Any]]] = []
-        for arn in target_groups or [""]:
-            call = []
-            for q in queries:
-                stat = q.get("MetricStat")
-                if stat is None or not arn:
-                    call.append(q)
-                    continue
-                dims = stat["Metric"].get("Dimensions") or []
-                if not any(d["Name"] == TARGET_GROUP for d in dims):
-                    dims = [*dims, _tg_dimension(arn)]
-                call.append(
-                    {**q, "MetricStat": {**stat, "Metric": {**stat["Metric"], "Dimensions": dims}}}
-                )
-            calls.append(call)
         returned = {q["Id"] for q in queries if q.get("ReturnData", True)}
         values: list[float] = []
         try:
+            dimension_sets = await _target_group_dimensions(ctx, target_groups)
+            calls = [_with_dimensions(queries, dims) for dims in dimension_sets]
             async with ctx.aws.client("cloudwatch") as cw:
                 for call in calls:
                     token: str | None = None
@@ -116,9 +105,65 @@ class CloudWatchProvider:
 TARGET_GROUP = "TargetGroup"
 
 
+LOAD_BALANCER = "LoadBalancer"
+_DESCRIBE_BATCH = 20  # TargetGroupArns per DescribeTargetGroups call (at most 20 with no paging)
+
+
 def _tg_dimension(arn: str) -> dict[str, str]:
     """CloudWatch's TargetGroup dimension of a target group ARN: `targetgroup/NAME/ID`."""
     return {"Name": TARGET_GROUP, "Value": arn.rsplit(":", 1)[-1]}
+
+
+def _lb_dimension(arn: str) -> dict[str, str]:
+    """CloudWatch's LoadBalancer dimension of a load balancer ARN: `app/NAME/ID`."""
+    return {"Name": LOAD_BALANCER, "Value": arn.split(":loadbalancer/", 1)[-1]}
+
+
+async def _target_group_dimensions(
+    ctx: ProviderContext, target_groups: list[str]
+) -> list[list[dict[str, str]]]:
+    """One dimension set per (target group, load balancer it serves): `LoadBalancer` and
+    `TargetGroup`, as the ALB publishes TargetResponseTime, RequestCount and the
+    HTTPCode_Target_* counts (CloudWatch matches dimension sets exactly: `TargetGroup`
+    alone finds none of them). A target group no load balancer uses has `TargetGroup`
+    alone. No target groups: a single set, empty (the queries as written)."""
+    if not target_groups:
+        return [[]]
+    balancers: dict[str, list[str]] = {}
+    async with ctx.aws.client("elbv2") as elb:
+        for i in range(0, len(target_groups), _DESCRIBE_BATCH):
+            answer = await elb.describe_target_groups(
+                TargetGroupArns=target_groups[i : i + _DESCRIBE_BATCH]
+            )
+            for tg in answer.get("TargetGroups", []):
+                balancers[tg["TargetGroupArn"]] = list(tg.get("LoadBalancerArns") or [])
+    out: list[list[dict[str, str]]] = []
+    for arn in target_groups:
+        lbs = balancers.get(arn) or []
+        out += [[_lb_dimension(lb), _tg_dimension(arn)] for lb in lbs] or [[_tg_dimension(arn)]]
+    return out
+
+
+def _with_dimensions(
+    queries: list[dict[str, Any]], dims: list[dict[str, str]]
+) -> list[dict[str, Any]]:
+    """`queries` with `dims` added to each metricStat that names no `TargetGroup` itself
+    (a dimension the metricStat already has keeps its value)."""
+    if not dims:
+        return queries
+    out = []
+    for q in queries:
+        stat = q.get("MetricStat")
+        have = stat["Metric"].get("Dimensions") or [] if stat is not None else []
+        if stat is None or any(d["Name"] == TARGET_GROUP for d in have):
+            out.append(q)
+            continue
+        names = {d["Name"] for d in have}
+        merged = [*have, *(d for d in dims if d["Name"] not in names)]
+        out.append(
+            {**q, "MetricStat": {**stat, "Metric": {**stat["Metric"], "Dimensions": merged}}}
+        )
+    return out
 
 
 def _values(values: list[float]) -> str:

@@ -54,7 +54,7 @@ class PrometheusProvider:
 
     async def measure(self, spec: PrometheusMetric, ctx: ProviderContext) -> ProviderResult:
         params = {"query": spec.query, "time": f"{time.time():.3f}"}
-        address, data, warnings = await _api(spec, ctx, "query", params)
+        address, data, warnings = await _api(spec, ctx, QUERY, params)
         value, display = _result(address, data)
         metadata = {"warnings": ", ".join(f'"{w}"' for w in warnings)} if warnings else {}
         metric_metadata = {RESOLVED_QUERY: spec.query} if spec.query else {}
@@ -71,7 +71,7 @@ class PrometheusProvider:
             "end": f"{end:.3f}",
             "step": f"{max(step, 0.001):g}",
         }
-        address, data, _ = await _api(spec, ctx, "query_range", params)
+        address, data, _ = await _api(spec, ctx, QUERY_RANGE, params)
         where = f"prometheus {address}"
         kind, result = data.get("resultType"), data.get("result")
         if kind == "scalar":
@@ -89,10 +89,15 @@ class PrometheusProvider:
         return out
 
 
+QUERY = "/api/v1/query"
+QUERY_RANGE = "/api/v1/query_range"
+"""The API paths okra asks (named in full: the IAM policy check maps each to its aps action)."""
+
+
 async def _api(
-    spec: PrometheusMetric, ctx: ProviderContext, endpoint: str, params: dict[str, str]
+    spec: PrometheusMetric, ctx: ProviderContext, path: str, params: dict[str, str]
 ) -> tuple[str, dict[str, Any], list[str]]:
-    """(address, the answer's `data`, its warnings) of GET /api/v1/`endpoint`."""
+    """(address, the answer's `data`, its warnings) of GET `path` (QUERY or QUERY_RANGE)."""
     address = spec.address or ctx.environ.get(ENV_ADDRESS, "")
     if not address:
         raise ProviderError(
@@ -108,7 +113,7 @@ async def _api(
     headers = {h.key: h.value for h in spec.headers or ()}
     auth = spec.authentication
     query = urlencode(params, quote_via=quote)
-    url = f"{address.rstrip('/')}/api/v1/{endpoint}?{query}"
+    url = f"{address.rstrip('/')}{path}?{query}"
     try:
         async with (
             asyncio.timeout(timeout),
