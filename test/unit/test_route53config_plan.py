@@ -205,7 +205,7 @@ def test_records_compare_by_meaning() -> None:
     }
     assert same(a, {**a, "ResourceRecords": [{"Value": "2.2.2.2"}, {"Value": "1.1.1.1"}]})
     assert not same(a, {**a, "TTL": 61})
-    alias = {
+    alias: dict[str, Any] = {
         "SetIdentifier": "y",
         "Weight": 1,
         "AliasTarget": {"HostedZoneId": "Z", "DNSName": "A.elb", "EvaluateTargetHealth": False},

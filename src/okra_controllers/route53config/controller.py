@@ -69,7 +69,7 @@ from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.predicates import GenerationChanged
-from okra_runtime.reconcile import Request, Result
+from okra_runtime.reconcile import ReportedError, Request, Result
 from okra_runtime.timeutil import exact_utcnow
 
 if TYPE_CHECKING:
@@ -169,7 +169,16 @@ class Route53ConfigReconciler:
         except (ClientError, BotoCoreError) as e:
             message = aws_message(e)
             if spec.role_arn and isinstance(e, ClientError) and e.operation_name == "AssumeRole":
-                message = f"cannot assume role {spec.role_arn} (spec.roleARN): {message}"
+                # Said without the role's ARN (AWS's own message names it): the status
+                # and Event reach the logs, and a role is never logged.
+                said = message.replace(spec.role_arn, "<spec.roleARN>")
+                message = (
+                    "cannot assume the role in spec.roleARN (its trust policy must name "
+                    f"okra's principal; okra needs sts:AssumeRole on it): {said}"
+                )
+                self.events.event(raw, "Warning", "AWSError", message)
+                await self._report(raw, status, Outcome("AWSError", message))
+                raise ReportedError(message) from None
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message))
             raise

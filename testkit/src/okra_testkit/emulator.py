@@ -245,10 +245,28 @@ def _assumed_role_principal(payload: bytes) -> AwsPrincipal | None:
     )
 
 
+def _route53_operation(method: str, path: str) -> str | None:
+    """The Route 53 REST operation okra makes (or the test harness, creating zones), else
+    None: `/2013-04-01/hostedzone/<id>/rrset` and `/2013-04-01/change/<id>`."""
+    parts = path.strip("/").split("/")
+    if len(parts) < 2 or parts[0] != "2013-04-01":
+        return None
+    if parts[1] == "hostedzone" and len(parts) == 4 and parts[3] == "rrset":
+        return "ChangeResourceRecordSets" if method == "POST" else "ListResourceRecordSets"
+    if parts[1] == "change" and len(parts) == 3 and method == "GET":
+        return "GetChange"
+    if parts[1] == "hostedzone" and len(parts) == 2:
+        return "CreateHostedZone" if method == "POST" else "ListHostedZones"
+    return None
+
+
 def action_of(request: Any, body: bytes) -> str:
     """The AWS operation of a request: the JSON protocol's `X-Amz-Target`, else the
     query protocol's `Action` (form body or query string), or EKS's REST DescribeCluster and
-    ListClusters; `?` when none."""
+    ListClusters, or Route 53's REST operations; `?` when none."""
+    route53 = _route53_operation(request.method, request.path)
+    if route53 is not None:
+        return route53
     if _eks_describe(request.method, request.path) is not None:
         return "DescribeCluster"
     if request.method == "GET" and request.path.rstrip("/") == "/clusters":
