@@ -24,7 +24,9 @@ from hypothesis import strategies as st
 _FLOATS = st.sampled_from(
     [0.0, -0.0, 0.5, 0.95, 1.0, 2.0, -1.0, 100.0, 1e-9, 3.7, 1e300, -2.5]
 ) | st.sampled_from([float("nan"), float("inf"), float("-inf")])
-_STRINGS = st.sampled_from(["ok", "OK", "error", "", "a.b", "1", "2.5", "x y", "NaN"])
+_STRINGS = st.sampled_from(
+    ["ok", "OK", "error", "", "a.b", "1", "2.5", "x y", "NaN"]
+) | st.sampled_from(["héllo", "ß", "ok\n", "١٢", "\x1cok", "AΣ", "İ", " ok\u2003"])
 _KEYS = ["count", "ok", "value", "name", "items"]
 _NAN, _INF = float("nan"), float("inf")
 _BIG = 9007199254740992.0  # 2^53: the ints around it are not all floats
@@ -223,6 +225,41 @@ _BOOL_ATOMS = [
     "result < 9007199254740993",
     "result != 9007199254740993",
     "result == -9223372036854775807 - 1",
+    "result matches '^ok$'",
+    "result matches '^\\\\d+$'",
+    "result matches '\\\\w'",
+    "result matches '\\\\bx'",
+    "result matches '^[[:alpha:]]+$'",
+    "result matches '(?i)^ok$'",
+    "not (result matches '^\\\\s*ok\\\\s*$')",
+    "result.name[0] == 'h'",
+    "result.name[0] == 104",
+    "first(result.name) == 104",
+    "type(result.name[0]) == 'uint'",
+    "result.name[0:2] == 'hé'",
+    "result[1:3] == 'é'",
+    "len(result) == 5",
+    "indexOf(result, 'l') == 3",
+    "upper(result) == 'SS'",
+    "lower(result) == 'a\u03c3'",
+    "trim(result) == 'ok'",
+    "'isNaN' in $env",
+    "len($env) == 7",
+    "let result = 5; result > 1",
+    "let x = 1; let x = 2; x > 1",
+    "nil in ['', 'ok']",
+    "result in ['', 'ok']",
+    "result.name in ['ok', 'b']",
+    "findIndex(result, # > 1e9) in [0, 1]",
+    "findIndex(result, # > 1e9) in 0..3",
+    "count(result, # > 0) in 0..1000000",
+    "len(result) in [-1, 0]",
+    "1 + findLast(result, # > 0) > 0",
+    "findLast(result, # > 0) + 1 > 0",
+    "max(1, findLastIndex(result, # > 0)) == 1",
+    "findLastIndex(result, # > 0) == 0 && true",
+    "0 < last(filter(result, # > 0))",
+    "all(result, findLastIndex(result, # > 0) >= 0)",
 ]
 _ANY_ATOMS = [
     "result",

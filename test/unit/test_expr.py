@@ -488,7 +488,10 @@ def test_member_access_indexing_and_slices() -> None:
     assert ev("d['with space']", d=data) == 1
     assert ev("d.in", d=data) == 2  # operator words are valid field names
     assert ev("d.missing", d=data) is None
-    assert ev("'abc'[1]") == "b"
+    assert ev("'abc'[1]") == ord("b")  # a string's byte, as Go indexes it (unchecked here)
+    assert ev("s[1]", s="héllo") == 0xC3  # the first byte of é
+    assert ev("s[1:3]", s="héllo") == "é"  # slices cut bytes too
+    assert ev("len(s)", s="héllo") == 5  # expr-lang's len counts characters
     assert ev("[1, 2, 3, 4, 5][1:4]") == [2, 3, 4]
     assert ev("[1, 2, 3, 4, 5][1:-1]") == [2, 3, 4]
     assert ev("[1, 2, 3, 4, 5][:3]") == [1, 2, 3]
@@ -864,6 +867,24 @@ ISSUE_28_SHAPES = [
     ("result == 9007199254740993", 9007199254740992.0, True),
     ("[1.0, 2.0] == 1..2", 0.5, True),  # []interface {} and []int: element by element
     ("result == 1..2", [1.0, 2.0], False),  # []float64 and []int: reflect.DeepEqual
+    ("result.name[0] == 'a'", {"name": "abc"}, False),  # a string's element is a byte
+    ("result.name[0] == 97", {"name": "abc"}, True),
+    ("result.name[0:2] == 'h\u00e9'", {"name": "h\u00e9llo"}, False),  # slices cut bytes
+    ("indexOf(result, 'l') == 3", "h\u00e9llo", True),  # a byte offset
+    ("upper(result) == 'SS'", "\u00df", False),  # Go maps each character alone
+    ("trim(result) == 'a'", "\x1ca\x1c", False),  # \x1c is no space to Go
+    ("result matches '^ok$'", "ok\n", False),  # RE2's $ is the end of the text
+    ("result matches '^\\\\d+$'", "\u0661\u0662", False),  # RE2's \d is ASCII
+    ("result matches '^[[:alpha:]]+$'", "ok", True),  # RE2's POSIX classes
+    ("'isNaN' in $env", 1.0, True),  # Argo's helpers are in the environment
+    ("let result = 5; result > 1", 1.0, "cannot redeclare result"),
+    ("nil in ['', 'a']", 1.0, True),  # optimized to a Go map lookup: nil finds ""
+    ("findIndex(result, false) in [0]", [1.0], True),  # nil finds 0
+    ("result.a in ['x', 'y']", {"a": 1.0}, "not assignable to type string"),
+    ("findIndex(result, false) in 0..3", [1.0], "mismatched types <nil> and int"),
+    ("count(result, true) in 0..1000000", [1.0], True),  # x >= 0 and x <= 1000000
+    ("1 + findLast(result, true) > 0", [1.0], "findLast is only supported where"),
+    ("findLast(result, true) + 1 > 0", [1.0], True),
 ]
 
 

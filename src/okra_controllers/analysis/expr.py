@@ -65,13 +65,18 @@ Binary operators, loosest first (all left-associative except `**`/`^`)::
 Semantics (expr's): int op int stays int (64-bit, wrapping like Go); any float makes a float;
 `/` always gives a float (x/0 is ±Inf or NaN, as in Go); `%` takes ints only and truncates like
 Go; `+` also joins strings. `<` and friends compare numbers with numbers and strings with strings,
-anything else is an error (so `nil < 5` fails, as Argo reports for an empty Datadog result).
-`==` never fails: values of different kinds are unequal, ints equal floats numerically, arrays and
-maps compare element-wise, NaN equals nothing. `in` looks for an element of an array or a key of
-a map (`x in nil` is false). `matches` is an unanchored search (Go's `MatchString`). A missing
-map key reads as nil; indexing an array out of range is an error ("index out of range: 3 (array
-length is 1)"), negative indexes count from the end; slices clamp. `a?.b` and `a?.[i]` give nil
-when `a` is nil instead of failing, for the rest of the postfix chain.
+anything else is an error (so `nil < 5` fails, as Argo reports for an empty Datadog result); an
+int meeting a float becomes a float64 first, as in Go. `==` between kinds the type check allows
+never fails at run time except where expr-lang compiles a typed comparison (two ints, two
+strings: see `_Equal`): values of different kinds are unequal, arrays compare element-wise (so a
+vector holding NaN is not equal to itself), maps as Go's reflect.DeepEqual. `in` looks for an
+element of an array or a key of a map (`x in nil` is false), with expr-lang's optimizer's
+rewrites of literal arrays and ranges (see `_In`). `matches` is an unanchored search (Go's
+`MatchString`) with RE2's meaning, and like `contains`/`startsWith`/`endsWith` it is false for a
+nil operand. A missing map key reads as nil; indexing an array out of range is an error ("index
+out of range: 3 (array length is 1)"), negative indexes count from the end; slices clamp.
+Strings index and slice by UTF-8 byte, as Go does (an element is a byte). `a?.b` and `a?.[i]`
+give nil when `a` is nil instead of failing, for the rest of the postfix chain.
 
 Built-in functions: predicates `all any none one filter map count find findIndex findLast
 findLastIndex sum reduce` (`count` and `sum` take an optional predicate; `reduce` has `#acc`);
@@ -92,34 +97,14 @@ rejected.
 Argo compiles each condition against the live `result` (`expr.Env`), so expr's type checker
 sees its Go type (float64, []float64, nil, a JSON map...) and rejects operations that cannot apply,
 even in a branch that never runs: `isNil(result) || result < 1` with a nil result is an error,
-not true. `evaluate_condition` runs the same check first (`okra_controllers.analysis.exprtypes`).
-Checked against expr-lang v1.17.7 with Argo's environment by test/expr_differential.
+not true. `evaluate_condition` runs the same check first (`okra_controllers.analysis.exprtypes`),
+in Argo's environment: `result` and its helpers, whose `isNil(x)` and `default(x, d)` ignore `x`
+and look at `result`. Checked against expr-lang v1.17.7 with Argo's environment by
+test/expr_differential.
 
-Where this knowingly differs from Argo Rollouts / expr, each with its effect:
-- `int(x)` / `asInt(x)` of NaN, ±Inf or a float beyond int64 give -9223372036854775808, as Go
-  does on amd64 (the conversion is implementation-defined; on arm64 Go saturates).
-- The type check covers the operators and built-ins listed above; a mismatch it does not know
-  (a method call, a typed map) is found when the condition runs, as an evaluation error.
-- Strings are measured, indexed and sliced in characters, not UTF-8 bytes (`len("é")` is 1,
-  `"abc"[0]` is "a"); `matches` uses Python's `re` (so `$` also matches before a trailing
-  newline, and RE2-only syntax such as `\\pL` fails to compile).
-- Map keys are strings (as in JSON): indexing a map with a number is an error, not a miss.
-- Method calls (`x.Foo()`), `::` and date/time functions are not supported.
-- Not supported either, each rejected when the condition is compiled (an error naming it, never
-  a verdict): the expr-lang built-ins `toJSON fromJSON toBase64 fromBase64 toPairs fromPairs
-  groupBy sortBy sort uniq flatten concat reverse splitAfter date duration now` and the
-  `bit...` functions (`bitand bitor bitxor bitnand bitnot bitshl bitshr bitushr`), and the
-  syntax `if c { a } else { b }` and `a; b` sequences.
-- `**` and `^` use Python's `pow`, which can differ from Go's `math.Pow` in the last bit
-  (`0.5 ** -0.5` is 1.4142135623730951 here, 1.414213562373095 there).
-- The type check here knows the result type of `min`, `max`, `mean`, `median`, `sum`, `find`
-  and of conditionals more precisely than expr-lang's checker (which calls many of them `any`,
-  then converts at run time). So a few expressions expr-lang accepts are rejected here
-  (`i .. median(i)`, `ok && median(array)`, `min(nil)`, `sum("str")`; expr-lang gives `min`/`max`
-  of nil as nil and iterates a string's bytes where an array is expected, `last("bar")` being
-  114 there and "r" here), and a few that expr-lang fails at run time with "interface
-  conversion" give a value here (`i64 != min(1, f32)`, `i32 == find(array, false)`). Neither
-  shape appears in an analysis condition over a provider's `result`.
+Where this knowingly differs from Argo Rollouts / expr-lang v1.17.7, each with an example and
+its effect on a verdict: docs/analysis-expr.md, the one list. test/expr_differential reads it,
+and fails on any difference it does not name (and on any condition true here and not in Argo).
 """
 
 from __future__ import annotations
@@ -375,6 +360,80 @@ def _go_quote(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+class _GoByte(int):
+    """A Go uint8: what indexing a string gives at run time (expr-lang indexes bytes)."""
+
+    __slots__ = ()
+
+
+class _GoFunc:
+    """One of Argo's helper functions as a value (`$env.isNaN`): opaque, never callable here."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<func {self.name}>"
+
+
+ARGO_FUNCTIONS: Final = ("asInt", "asFloat", "isNaN", "isInf", "isNil", "default")
+"""The names Argo's EvalCondition puts in the environment beside `result`."""
+_ARGO_ENV: Final[dict[str, Any]] = {name: _GoFunc(name) for name in ARGO_FUNCTIONS}
+
+
+def _utf8(s: str) -> bytes:
+    """A string as Go holds it: UTF-8 bytes (bytes cut out of a character come back as the
+    lone surrogates of Python's "surrogateescape")."""
+    try:
+        return s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "replace")
+
+
+def _go_string_at(s: str, i: int) -> _GoByte:
+    """Go's s[i] on a string: a byte, counted from the end when negative (expr-lang)."""
+    b = s.encode("ascii") if s.isascii() else _utf8(s)
+    n = len(b)
+    j = i + n if i < 0 else i
+    if j < 0 or j >= n:
+        raise _Fault(f"index out of range: {j} (array length is {n})")
+    return _GoByte(b[j])
+
+
+_GO_UPPER: Final = {
+    **{c: c + 8 for base in (0x1F80, 0x1F90, 0x1FA0) for c in range(base, base + 8)},
+    0x1FB3: 0x1FBC,
+    0x1FC3: 0x1FCC,
+    0x1FF3: 0x1FFC,
+}
+"""Go's unicode.ToUpper where Python's upper() gives several characters and Go one."""
+_GO_SPACE: Final = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""unicode.IsSpace, what Go's strings.TrimSpace trims (Python's strip() also trims \x1c-\x1f)."""
+
+
+def _go_upper(s: str) -> str:
+    """Go's strings.ToUpper: each character mapped alone (ß stays ß; Python's upper() gives SS)."""
+    if s.isascii():
+        return s.upper()
+    out = []
+    for c in s:
+        u = c.upper()
+        out.append(u if len(u) == 1 else chr(_GO_UPPER.get(ord(c), ord(c))))
+    return "".join(out)
+
+
+def _go_lower(s: str) -> str:
+    """Go's strings.ToLower: each character mapped alone (no final sigma; U+0130 is i)."""
+    if s.isascii():
+        return s.lower()
+    return "".join(("i" if c == "\u0130" else c.lower()) for c in s)
+
+
 def _equal(a: object, b: object) -> bool:
     """expr-lang's runtime.Equal: numbers by value (an int meeting a float becomes a float64, as
     in Go), slices element by element (so a vector holding NaN is not equal to itself), slices
@@ -402,7 +461,7 @@ def _equal(a: object, b: object) -> bool:
 
 
 def _go_kind(x: object) -> object:
-    if x is None or isinstance(x, bool | str | _GoInts | _GoFloats | _GoStrings):
+    if x is None or isinstance(x, bool | str | _GoByte | _GoInts | _GoFloats | _GoStrings):
         return type(x)
     if _is_int(x):
         return int
@@ -536,16 +595,71 @@ def _mod(a: Any, b: Any) -> int:
     return _wrap(-r if x < 0 else r)
 
 
+def _odd_int(y: float) -> bool:
+    return math.isfinite(y) and y.is_integer() and math.fmod(y, 2.0) != 0
+
+
 def _go_pow(x: float, y: float) -> float:
-    odd = y.is_integer() and math.fmod(y, 2.0) != 0
+    """Go's math.Pow, step by step (its special cases, sqrt for ±0.5, repeated squaring for
+    the integer part), so that results agree to the bit; only x ** (a fraction other than 0.5)
+    goes through exp(log(x) * f), where Go's and C's exp/log may differ in the last bit."""
+    if y == 0 or x == 1:
+        return 1.0
+    if y == 1:
+        return x
+    if math.isnan(x) or math.isnan(y):
+        return math.nan
+    if x == 0:
+        negative = math.copysign(1.0, x) < 0 and _odd_int(y)
+        if y < 0:
+            return -math.inf if negative else math.inf
+        return x if negative else 0.0
+    if math.isinf(y):
+        if x == -1:
+            return 1.0
+        return 0.0 if (abs(x) < 1) == (y > 0) else math.inf
+    if math.isinf(x):
+        if x < 0:
+            return _go_pow(1 / x, -y)
+        return 0.0 if y < 0 else math.inf
+    if y == 0.5:
+        return math.sqrt(x) if x >= 0 else math.nan
+    if y == -0.5:
+        return 1 / math.sqrt(x) if x >= 0 else math.nan
+    yf, yi = math.modf(abs(y))
+    if yf != 0 and x < 0:
+        return math.nan
+    if yi >= 2.0**63:
+        if x == -1:
+            return 1.0
+        return 0.0 if (abs(x) < 1) == (y > 0) else math.inf
+    a1, ae = 1.0, 0
+    if yf != 0:
+        if yf > 0.5:
+            yf -= 1
+            yi += 1
+        a1 = math.exp(yf * math.log(x))
+    x1, xe = math.frexp(x)
+    i = int(yi)
+    while i != 0:
+        if xe < -(1 << 12) or xe > (1 << 12):
+            ae += xe
+            break
+        if i & 1:
+            a1 *= x1
+            ae += xe
+        x1 *= x1
+        xe <<= 1
+        if x1 < 0.5:
+            x1 += x1
+            xe -= 1
+        i >>= 1
+    if y < 0:
+        a1, ae = 1 / a1, -ae
     try:
-        return math.pow(x, y)
+        return math.ldexp(a1, ae)
     except OverflowError:
-        return -math.inf if x < 0 and odd else math.inf
-    except ValueError:
-        if x == 0:  # zero to a negative power
-            return math.copysign(math.inf, x) if odd else math.inf
-        return math.nan  # a negative number to a fractional power
+        return math.copysign(math.inf, a1)
 
 
 def _pow(a: Any, b: Any) -> float:
@@ -626,6 +740,8 @@ def _to_index(key: Any) -> int:
 
 def _fetch(obj: Any, key: Any) -> Any:
     """obj[key] / obj.key with expr's rules; maps and arrays only, never Python attributes."""
+    if _is_str(obj) and not _is_str(key):
+        return _go_string_at(obj, _to_index(key))
     if _is_list(obj) or _is_str(obj):
         if _is_str(key):
             raise _Fault(f"cannot fetch {key} from {_tn(obj)}")
@@ -643,10 +759,7 @@ def _fetch(obj: Any, key: Any) -> Any:
     raise _Fault(f"cannot fetch {_go_str(key)} from {_tn(obj)}")
 
 
-def _slice(obj: Any, lo: Any, hi: Any) -> Any:
-    if not (_is_list(obj) or _is_str(obj)):
-        raise _Fault(f"cannot slice {_tn(obj)}")
-    n = len(obj)
+def _slice_bounds(n: int, lo: Any, hi: Any) -> tuple[int, int]:
     a = 0 if lo is None else _to_index(lo)
     b = n if hi is None else _to_index(hi)
     if a < 0:
@@ -654,7 +767,17 @@ def _slice(obj: Any, lo: Any, hi: Any) -> Any:
     if b < 0:
         b = max(n + b, 0)
     b = min(b, n)
-    a = min(a, b)
+    return min(a, b), b
+
+
+def _slice(obj: Any, lo: Any, hi: Any) -> Any:
+    if not (_is_list(obj) or _is_str(obj)):
+        raise _Fault(f"cannot slice {_tn(obj)}")
+    if _is_str(obj) and not obj.isascii():  # Go slices a string's bytes
+        raw = _utf8(obj)
+        a, b = _slice_bounds(len(raw), lo, hi)
+        return raw[a:b].decode("utf-8", "surrogateescape")
+    a, b = _slice_bounds(len(obj), lo, hi)
     part = obj[a:b]
     if isinstance(obj, _TYPED_LISTS):
         return type(obj)(part)  # a slice of a Go slice keeps its type
@@ -744,13 +867,113 @@ def _regex_problem(pattern: str) -> str | None:
     return None
 
 
+_WORD: Final = "0-9A-Za-z_"
+_RE2_CLASSES: Final = {"d": "0-9", "w": _WORD, "s": "\\t\\n\\f\\r "}
+_RE2_POSIX: Final = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "ascii": "\\x00-\\x7f",
+    "blank": "\\t ",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z",
+    "word": _WORD,
+    "xdigit": "0-9A-Fa-f",
+}
+_RE2_BOUNDARY: Final = {
+    "b": f"(?:(?<=[{_WORD}])(?![{_WORD}])|(?<![{_WORD}])(?=[{_WORD}]))",
+    "B": f"(?:(?<=[{_WORD}])(?=[{_WORD}])|(?<![{_WORD}])(?![{_WORD}]))",
+}
+_RE2_MULTILINE: Final = re.compile(r"\(\?[a-zA-Z]*m")
+
+
+def _re2_to_python(pattern: str) -> str:
+    """`pattern` (RE2 syntax, as Go's regexp reads it) in Python's `re` syntax with RE2's
+    meaning: `\\d \\w \\s \\b` and POSIX classes are ASCII, `$` without the m flag is the end of
+    the text (not also before a final newline), `\\z` is `\\Z`, `{,n}` is literal. What cannot
+    be said the same way (`\\D` inside a class, `[[:^alpha:]]`, `\\Z`) is an error."""
+    out: list[str] = []
+    multiline = _RE2_MULTILINE.search(pattern) is not None
+    i, n = 0, len(pattern)
+
+    def unsupported(what: str) -> NoReturn:
+        raise _Fault(f"regular expression {_go_quote(pattern)}: {what} is not supported here")
+
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e in "dws":
+                out.append(f"[{_RE2_CLASSES[e]}]")
+            elif e in "DWS":
+                out.append(f"[^{_RE2_CLASSES[e.lower()]}]")
+            elif e in "bB":
+                out.append(_RE2_BOUNDARY[e])
+            elif e == "z":
+                out.append("\\Z")
+            elif e == "Z":
+                unsupported("\\Z")
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+        elif c == "[":
+            j = i + 1
+            part = ["["]
+            if pattern.startswith("^", j):
+                part.append("^")
+                j += 1
+            if pattern.startswith("]", j):
+                part.append("\\]")
+                j += 1
+            while j < n and pattern[j] != "]":
+                if pattern.startswith("[:", j):
+                    end = pattern.find(":]", j + 2)
+                    name = pattern[j + 2 : end] if end > 0 else ""
+                    if name not in _RE2_POSIX:
+                        unsupported(f"the class [:{name}:]")
+                    part.append(_RE2_POSIX[name])
+                    j = end + 2
+                elif pattern[j] == "\\" and j + 1 < n:
+                    e = pattern[j + 1]
+                    if e in "dws":
+                        part.append(_RE2_CLASSES[e])
+                    elif e in "DWS":
+                        unsupported(f"\\{e} inside a class")
+                    else:
+                        part.append(pattern[j : j + 2])
+                    j += 2
+                else:
+                    part.append("\\[" if pattern[j] == "[" else pattern[j])
+                    j += 1
+            if j >= n:
+                raise _Fault(f"invalid regular expression {_go_quote(pattern)}: missing ]")
+            out.extend(part)
+            out.append("]")
+            i = j + 1
+        elif c == "$" and not multiline:
+            out.append("\\Z")
+            i += 1
+        elif c == "{" and pattern.startswith("{,", i):
+            out.append("\\{")
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 @lru_cache(maxsize=256)
 def _regex(pattern: str) -> re.Pattern[str]:
     problem = _regex_problem(pattern)
     if problem is not None:
         raise _Fault(f"regular expression {_go_quote(pattern)}: {problem}")
     try:
-        return re.compile(pattern)
+        return re.compile(_re2_to_python(pattern))
     except re.error as e:
         raise _Fault(f"invalid regular expression {_go_quote(pattern)}: {e}") from None
 
@@ -1046,6 +1269,39 @@ class _Equal(_Binary):
         return same if self.op == "==" else not same
 
 
+class _In(_Binary):
+    """`in`. expr-lang's optimizer rewrites two shapes before they run, which changes their
+    value (the type check marks them in the plan): `x in 0..9` with literal bounds and an int
+    `x` becomes `x >= 0 and x <= 9` ("range"), and `x in [1, 2]` (int literals, int `x`) or
+    `x in ["a", "b"]` (string literals) a lookup in a Go map ("ints", "strings"), where nil
+    finds the zero key (0 or "") and a value of another type is an error."""
+
+    __slots__ = ()
+
+    def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        shape = ctx.plan.get(self)
+        if shape is None:
+            return _Binary.ev(self, ctx, frame)
+        a = self.left.ev(ctx, frame)
+        try:
+            if shape == "range":
+                bounds = self.right
+                assert isinstance(bounds, _Range)
+                assert isinstance(bounds.lo, _Const)
+                assert isinstance(bounds.hi, _Const)
+                return _ge(a, bounds.lo.value) and _le(a, bounds.hi.value)
+            keys = self.right.ev(ctx, frame)
+            if a is None:
+                a = 0 if shape == "ints" else ""
+            elif not (_is_int(a) if shape == "ints" else _is_str(a)):
+                key = "int" if shape == "ints" else "string"
+                why = f"value of type {_tn(a)} is not assignable to type {key}"
+                raise _Fault(f"reflect.Value.MapIndex: {why}")
+            return any(k == a for k in keys)
+        except _Fault as f:
+            _fail(f.reason, self.offset)
+
+
 class _Plus(_Binary):
     """`+`, which may build a string, and so is charged for it."""
 
@@ -1332,7 +1588,7 @@ def _sum_numbers(values: list[Any]) -> Any:
 def _b_len(args: list[Any]) -> Any:
     (v,) = args
     if _is_str(v) or _is_list(v) or _is_map(v):
-        return len(v)
+        return len(v)  # expr-lang counts a string's characters (runes)
     raise _Fault(f"invalid argument for len (type {_tn(v)})")
 
 
@@ -1417,6 +1673,10 @@ def _b_type(args: list[Any]) -> Any:
         return "nil"
     if isinstance(v, bool):
         return "bool"
+    if isinstance(v, _GoByte):
+        return "uint"
+    if isinstance(v, _GoFunc):
+        return "func"
     if _is_num(v):
         return "int" if _is_int(v) else "float"
     if _is_str(v):
@@ -1466,12 +1726,16 @@ def _b_median(args: list[Any]) -> Any:
 
 def _b_first(args: list[Any]) -> Any:
     (v,) = args
-    return v[0] if (_is_list(v) or _is_str(v)) and len(v) else None
+    if _is_str(v):
+        return _go_string_at(v, 0) if v else None
+    return v[0] if _is_list(v) and len(v) else None
 
 
 def _b_last(args: list[Any]) -> Any:
     (v,) = args
-    return v[-1] if (_is_list(v) or _is_str(v)) and len(v) else None
+    if _is_str(v):
+        return _go_string_at(v, -1) if v else None
+    return v[-1] if _is_list(v) and len(v) else None
 
 
 def _b_get(args: list[Any]) -> Any:
@@ -1577,16 +1841,16 @@ def _b_as_float(args: list[Any]) -> Any:
 
 
 def _b_lower(args: list[Any]) -> Any:
-    return _arg_str("lower", args[0]).lower()
+    return _go_lower(_arg_str("lower", args[0]))
 
 
 def _b_upper(args: list[Any]) -> Any:
-    return _arg_str("upper", args[0]).upper()
+    return _go_upper(_arg_str("upper", args[0]))
 
 
 def _b_trim(args: list[Any]) -> Any:
     s = _arg_str("trim", args[0])
-    return s.strip() if len(args) == 1 else s.strip(_arg_str("trim", args[1]))
+    return s.strip(_GO_SPACE) if len(args) == 1 else s.strip(_arg_str("trim", args[1]))
 
 
 def _b_trim_prefix(args: list[Any]) -> Any:
@@ -1641,11 +1905,17 @@ def _b_repeat(args: list[Any]) -> Any:
 
 
 def _b_index_of(args: list[Any]) -> Any:
-    return _arg_str("indexOf", args[0]).find(_arg_str("indexOf", args[1]))
+    s, sub = _arg_str("indexOf", args[0]), _arg_str("indexOf", args[1])
+    if s.isascii() and sub.isascii():
+        return s.find(sub)
+    return _utf8(s).find(_utf8(sub))  # Go counts bytes
 
 
 def _b_last_index_of(args: list[Any]) -> Any:
-    return _arg_str("lastIndexOf", args[0]).rfind(_arg_str("lastIndexOf", args[1]))
+    s, sub = _arg_str("lastIndexOf", args[0]), _arg_str("lastIndexOf", args[1])
+    if s.isascii() and sub.isascii():
+        return s.rfind(sub)
+    return _utf8(s).rfind(_utf8(sub))
 
 
 def _b_has_prefix(args: list[Any]) -> Any:
@@ -2057,6 +2327,8 @@ class _Parser:
             return _Plus(at, op, left, right)
         if op in ("==", "!="):
             return _Equal(at, op, left, right)
+        if op == "in":
+            return _In(at, op, left, right)
         return _Binary(at, op, left, right)
 
     def comparison(self, left: _Node, op_tok: _Tok, negate: bool) -> _Node:
@@ -2373,6 +2645,24 @@ def _array_literal(types: list[_T.Type]) -> _T.Type:
     return ("list", _T.ANY)
 
 
+def _int_const(node: _Node) -> bool:
+    return isinstance(node, _Const) and _is_int(node.value)
+
+
+def _in_shape(node: _Binary, left: _T.Type) -> str | None:
+    """How expr-lang's optimizer rewrites `left in right` (see _In), if it does."""
+    right = node.right
+    if left == _T.INT and isinstance(right, _Range):
+        return "range" if _int_const(right.lo) and _int_const(right.hi) else None
+    if not isinstance(right, _Array) or not right.items:
+        return None
+    if left == _T.INT and all(_int_const(i) for i in right.items):
+        return "ints"
+    if all(isinstance(i, _Const) and _is_str(i.value) for i in right.items):
+        return "strings"
+    return None
+
+
 def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
     """The static type of `node` where `#` has type `item`; ExprError where expr's checker
     rejects the expression. `env` gives the names' types; a name it lacks is an error, as in
@@ -2388,6 +2678,12 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
     if isinstance(node, _Pointer):
         return item if node.kind == "" else _T.INT if node.kind == "index" else _T.ANY
     if isinstance(node, _Let):
+        if node.name in env:
+            _bad(f"cannot redeclare {node.name}", node)
+        if node.name in _BUILTINS or node.name in _PREDICATES:
+            _bad(f"cannot redeclare builtin {node.name}", node)
+        if "let " + node.name in env:
+            _bad(f"cannot redeclare variable {node.name}", node)
         value = _static(node.value, item, env)
         return _static(node.body, item, _Scope({**env, "let " + node.name: value}, env.plan))
     if isinstance(node, _Array):
@@ -2467,6 +2763,9 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
                 env.plan[node] = a  # compiled to OpEqualInt / OpEqualString
             return _T.BOOL
         if op == "in":
+            shape = _in_shape(node, a)
+            if shape is not None:
+                env.plan[node] = shape
             if b == _T.ANY:
                 return _T.BOOL
             if _T.is_map(b):
@@ -2691,6 +2990,80 @@ class Condition:
 _NO_PLAN: Final[dict[_Node, str]] = {}
 
 
+def _backwards(node: _Node) -> str | None:
+    """The name of a backward loop (findLast, findLastIndex, and what expr-lang's optimizer
+    makes one: last(filter(...)), filter(...)[-1]), or None."""
+    if isinstance(node, _PredicateCall) and node.name in ("findLast", "findLastIndex"):
+        return node.name
+    if (
+        isinstance(node, _Call)
+        and node.name == "last"
+        and isinstance(node.args[0], _PredicateCall)
+        and node.args[0].name == "filter"
+    ):
+        return "last(filter(...))"
+    if (
+        isinstance(node, _Member)
+        and isinstance(node.obj, _PredicateCall)
+        and node.obj.name == "filter"
+        and isinstance(node.key, _Const)
+        and node.key.value == -1
+    ):
+        return "filter(...)[-1]"
+    return None
+
+
+def _check_backward_loops(node: _Node, clean: bool) -> None:
+    """expr-lang v1.17.7 compiles findLast and findLastIndex to a loop that leaves values on
+    its operand stack, so one evaluated while another operand waits there (`1 + findLast(...)`,
+    `max(1, findLastIndex(...))`, a predicate's body) computes with the wrong operand or fails.
+    okra rejects those positions (an error, never a verdict Argo would not give); `clean` says
+    whether nothing waits on the stack where `node` is evaluated."""
+    name = _backwards(node)
+    if name is not None and not clean:
+        _fail(
+            f"{name} is only supported where expr-lang v1.17.7 evaluates it correctly: "
+            "alone, as the left operand, the first argument or a let value",
+            node.offset,
+        )
+    first: tuple[_Node | None, ...] = ()
+    rest: tuple[_Node | None, ...] = ()
+    if isinstance(node, _Binary | _Matches):
+        first, rest = (node.left,), (node.right,)
+    elif isinstance(node, _Range):
+        first, rest = (node.lo,), (node.hi,)
+    elif isinstance(node, _Logical):
+        first = node.operands
+    elif isinstance(node, _Coalesce):
+        first = (node.left, node.right)
+    elif isinstance(node, _Cond):
+        first = (node.cond, node.yes, node.no)
+    elif isinstance(node, _Unary):
+        first = (node.operand,)
+    elif isinstance(node, _Let):
+        first = (node.value, node.body)
+    elif isinstance(node, _Chain):
+        first = (node.inner,)
+    elif isinstance(node, _Member):
+        first, rest = (node.obj,), (node.key,)
+    elif isinstance(node, _Slice):
+        first, rest = (node.obj,), (node.lo, node.hi)
+    elif isinstance(node, _Array | _Call):
+        items = node.items if isinstance(node, _Array) else node.args
+        first, rest = items[:1], items[1:]
+    elif isinstance(node, _MapLit):
+        flat = [n for pair in node.pairs for n in pair]
+        first, rest = tuple(flat[:1]), tuple(flat[1:])
+    elif isinstance(node, _PredicateCall):
+        first, rest = (node.array,), (node.pred, node.extra)
+    for child in first:
+        if child is not None:
+            _check_backward_loops(child, clean)
+    for child in rest:
+        if child is not None:
+            _check_backward_loops(child, False)
+
+
 def compile_condition(source: str) -> Condition:
     """Parse `source` once; raise ExprError if it is not a valid condition.
 
@@ -2704,7 +3077,9 @@ def compile_condition(source: str) -> Condition:
             f"condition is {len(source)} characters long; the limit is {MAX_SOURCE_LENGTH}"
         )
     try:
-        return Condition(source, _Parser(_lex(source)).parse())
+        root = _Parser(_lex(source)).parse()
+        _check_backward_loops(root, True)
+        return Condition(source, root)
     except ExprError as e:
         raise e._in(source) from None
     except RecursionError:
@@ -2719,8 +3094,9 @@ def _compiled(source: str) -> Condition:
 def evaluate_condition(source: str, result: Any) -> bool:
     """Argo Rollouts' EvalCondition: `source` evaluated with `result` bound; must give a bool."""
     condition = _compiled(source) if isinstance(source, str) else compile_condition(source)
-    condition.check({"result": _T.type_of(result)})
-    value = condition.evaluate({"result": result})
+    env = {"result": result, **_ARGO_ENV}
+    condition.check({name: _T.type_of(value) for name, value in env.items()})
+    value = condition.evaluate(env)
     if value is True or value is False:
         return value
     raise ExprError(
