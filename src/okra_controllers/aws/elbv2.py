@@ -1,6 +1,7 @@
 """ELBv2 listener rules (ALB) and listener default actions (NLB) for okra's controllers:
 one small function per AWS call, plus the translation between okra's model and the
-API's shapes.
+API's shapes; and the account's target groups with their tags, read in one batched walk
+(`tagged_target_groups`) for target groups found by tag.
 
 Why the comparisons here are not plain `==`: DescribeRules does not hand back what
 CreateRule was given. It returns conditions in its own order, values in its own order,
@@ -18,11 +19,15 @@ calls; opening a client costs tens of milliseconds of CPU.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from okra_controllers.api.v1alpha1.cell import (
     AWSApplicationLoadBalancerConfigSpec,
@@ -30,6 +35,7 @@ from okra_controllers.api.v1alpha1.cell import (
     ListenerRule,
 )
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.errors import error_code
 
 OWNER_TAG = "okra.mumo.co/owner"
 """Tag on every rule okra creates: `<namespace>/<name>` of the config that owns it."""
@@ -42,6 +48,12 @@ MAX_CONDITION_VALUES = 5
 """Condition values per rule (ALB quota "condition values per rule")."""
 PAGE_SIZE = 400
 """DescribeRules' largest page: one call covers a listener at the default rule quota (100)."""
+TARGET_GROUP_PAGE_SIZE = 400
+"""DescribeTargetGroups' largest page."""
+TAGS_BATCH = 20
+"""ARNs in one DescribeTags call: AWS refuses more."""
+TAGS_CONCURRENCY = 4
+"""DescribeTags calls in flight at once while reading many target groups' tags."""
 
 DEFAULT_RULE = ListenerRule(priority=MAX_PRIORITY, path_patterns=["/*"])
 """The rule a config without `listenerRule` gets, as in the original okra: every path,
@@ -152,6 +164,74 @@ async def rule_tags(aws: AwsConfig | Any, rule_arn: str) -> dict[str, str]:
         if desc.get("ResourceArn") == rule_arn:
             return {t["Key"]: t.get("Value", "") for t in desc.get("Tags", [])}
     return {}
+
+
+@dataclass(frozen=True)
+class TaggedTargetGroup:
+    """A target group as DescribeTargetGroups and DescribeTags show it."""
+
+    arn: str
+    name: str
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def batches(items: Sequence[str], size: int = TAGS_BATCH) -> list[list[str]]:
+    """`items` in order, cut into lists of at most `size`."""
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+async def tagged_target_groups(aws: AwsConfig | Any) -> list[TaggedTargetGroup]:
+    """Every target group of the account and region with its tags: DescribeTargetGroups
+    page by page (`NextMarker`), then DescribeTags for at most `TAGS_BATCH` ARNs a call.
+
+    DescribeTags refuses a whole batch when one of its target groups was deleted after the
+    listing; that batch is then asked one ARN at a time and the deleted groups are left out
+    (they are gone, which is what a caller pruning by this answer must see). Every other
+    error is raised: the caller knows nothing and must change nothing."""
+    groups: list[Json] = []
+    kwargs: Json = {"PageSize": TARGET_GROUP_PAGE_SIZE}
+    async with _elb(aws) as elb:
+        while True:
+            out = await elb.describe_target_groups(**kwargs)
+            groups.extend(out.get("TargetGroups", []))
+            marker = out.get("NextMarker")
+            if not marker:
+                break
+            kwargs["Marker"] = marker
+        arns = list(dict.fromkeys(g["TargetGroupArn"] for g in groups))
+        gate = asyncio.Semaphore(TAGS_CONCURRENCY)
+
+        async def ask(batch: list[str]) -> dict[str, dict[str, str]]:
+            found = await elb.describe_tags(ResourceArns=batch)
+            return {
+                d["ResourceArn"]: {t["Key"]: t.get("Value", "") for t in d.get("Tags", [])}
+                for d in found.get("TagDescriptions", [])
+            }
+
+        async def describe(batch: list[str]) -> dict[str, dict[str, str]]:
+            async with gate:
+                try:
+                    return await ask(batch)
+                except ClientError as e:
+                    if error_code(e) != "TargetGroupNotFound":
+                        raise
+                tags: dict[str, dict[str, str]] = {}
+                for arn in batch:
+                    try:
+                        tags |= await ask([arn])
+                    except ClientError as e:
+                        if error_code(e) != "TargetGroupNotFound":
+                            raise
+                return tags
+
+        tags: dict[str, dict[str, str]] = {}
+        for part in await asyncio.gather(*(describe(b) for b in batches(arns))):
+            tags |= part
+    return [
+        TaggedTargetGroup(g["TargetGroupArn"], g.get("TargetGroupName", ""), tags[arn])
+        for g in groups
+        if (arn := g["TargetGroupArn"]) in tags
+    ]
 
 
 async def describe_listener(aws: AwsConfig | Any, listener_arn: str) -> Json | None:

@@ -3,12 +3,19 @@
 observe: the set; the Argo CD cluster Secrets its `argocdClusters` generators select (cache, the
 set's namespace); for each cluster, concurrently and each with its own timeout, the
 TargetGroupBindings matching `bindingSelector` in all namespaces, through a cached connection
-(`ClusterConnections`, rebuilt when the Secret changes); the AWSTargetGroups and
-AWSTargetGroupBindings this set generated (owner index). plan: `plan.plan` (pure). act:
-server-side apply of new or changed groups and bindings, delete of pruned ones (uid precondition;
-one already being deleted is left to finish). report: per-cluster status, a `Ready` condition,
-Events when a cluster becomes unreachable or reachable again and when objects are generated or
-pruned.
+(`ClusterConnections`, rebuilt when the Secret changes); with `awsTargetGroups` generators, one
+batched AWS read of every target group and its tags (`elbv2.tagged_target_groups`: the listing
+page by page, tags 20 ARNs a call), shared by the sets reconciled within a few seconds of it,
+plus EKS's clusters (shared the same way) when a generator reads versions from them; the
+AWSTargetGroups and AWSTargetGroupBindings this set generated (owner index). plan: `plan.plan`
+(pure). act: server-side apply of new or changed groups and bindings, delete of pruned ones (uid
+precondition; one already being deleted is left to finish). report: per-cluster status, what the
+tag generators found (`status.awsTargetGroups`), a `Ready` condition, Events when a cluster
+becomes unreachable or reachable again, when AWS cannot be read or can again, when a target
+group cannot be labelled, and when objects are generated or pruned.
+
+An AWS read that fails changes none of the groups found by tags (the others go on): it is
+reported, then retried, on the long backoff of a refusal (a missing permission), soon otherwise.
 
 Nothing is kept in memory but connections: a restarted manager re-reads every cluster. The set
 is reconciled every 30 s (TargetGroupBindings live in other clusters, which okra does not watch)
@@ -25,10 +32,12 @@ import contextlib
 import datetime
 import functools
 import hashlib
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
@@ -36,10 +45,14 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupSet,
     AWSTargetGroupSetStatus,
     ClusterStatus,
+    TaggedTargetGroupsStatus,
+    TargetGroupProblem,
     spelling_warnings,
 )
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
+from okra_controllers.aws.elbv2 import TaggedTargetGroup, tagged_target_groups
+from okra_controllers.aws.errors import error_code, hint
 from okra_controllers.clusters.connect import (
     SECRET_TYPE_LABEL,
     ArgoCluster,
@@ -53,9 +66,12 @@ from okra_controllers.targetgroupset.plan import (
     CLUSTER_ANNOTATION,
     HASH_ANNOTATION,
     SET_LABEL,
+    TARGET_GROUP_ANNOTATION,
     Binding,
     Existing,
     ObservedCluster,
+    ObservedTargetGroups,
+    TaggedResult,
     plan,
 )
 from okra_runtime.cache import OWNER_INDEX, Store
@@ -66,7 +82,7 @@ from okra_runtime.gvk import GVK
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import GenerationChanged
-from okra_runtime.reconcile import Request, Result
+from okra_runtime.reconcile import ReportedError, Request, Result
 from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -123,6 +139,9 @@ class TargetGroupSetReconciler:
         self.connections = connections
         self.aws = aws or connections.aws
         self.clock = clock
+        self._tagged: tuple[float, tuple[TaggedTargetGroup, ...]] | None = None
+        """The last successful read of the account's target groups, and when it was asked."""
+        self._tagged_lock = asyncio.Lock()
 
     # -- observe ---------------------------------------------------------------
 
@@ -256,6 +275,40 @@ class TargetGroupSetReconciler:
             reads.append(self._read(c.name, server, variables, connect, binding_selector))
         return out + list(await asyncio.gather(*reads))
 
+    async def _read_tagged(self) -> tuple[TaggedTargetGroup, ...]:
+        """Every target group with its tags; one read answers every set reconciled within a
+        sixth of the resync period (at most `SHARE_SECONDS`) after it was asked."""
+        async with self._tagged_lock:
+            if self._tagged is not None:
+                asked, groups = self._tagged
+                if time.monotonic() - asked < min(SHARE_SECONDS, self.resync / 6):
+                    return groups
+            asked = time.monotonic()
+            groups = tuple(await tagged_target_groups(self.aws))
+            self._tagged = (asked, groups)
+            return groups
+
+    async def _observe_tagged(
+        self, tgs: AWSTargetGroupSet
+    ) -> tuple[ObservedTargetGroups | None, Exception | None]:
+        """What the `awsTargetGroups` generators need from AWS, and the error that stopped
+        the read (None when AWS answered or no generator asked)."""
+        gens = [g.aws_target_groups for g in tgs.spec.generators if g.aws_target_groups]
+        if not gens:
+            return None, None
+        try:
+            groups = await self._read_tagged()
+        except (ClientError, BotoCoreError, OSError, TimeoutError) as e:
+            return ObservedTargetGroups(None, _aws_message(e)), e
+        if not any(g.eks_cluster_tag for g in gens):
+            return ObservedTargetGroups(groups), None
+        try:
+            found = await observe_eks(self.aws, max_age=min(SHARE_SECONDS, self.resync / 6))
+        except AwsReadError as e:
+            return ObservedTargetGroups(groups, eks_message=str(e)), None
+        eks_tags = {c.name: c.tags for c in found.clusters}
+        return ObservedTargetGroups(groups, eks_tags=eks_tags), None
+
     # -- reconcile -------------------------------------------------------------
 
     async def reconcile(self, req: Request) -> Result | None:
@@ -282,7 +335,8 @@ class TargetGroupSetReconciler:
         taken = {c.name for c in observed}
         clusters_held = {e.cluster for e in (*existing, *existing_bindings)}
         observed += await self._observe_eks(ns, tgs, selector, taken, clusters_held)
-        p = plan(req.name, uid, ns, tgs.spec, observed, existing, existing_bindings)
+        tagged, aws_error = await self._observe_tagged(tgs)
+        p = plan(req.name, uid, ns, tgs.spec, observed, existing, existing_bindings, tagged)
         live = {s["metadata"].get("uid") for s in self.secrets.list()}
         await self.connections.retain(lambda key: key.startswith("eks:") or key in live)
 
@@ -296,7 +350,11 @@ class TargetGroupSetReconciler:
         await self._delete(raw, TARGET_GROUP, self.groups, ns, p.delete, errors)
 
         # report
-        await self._report(raw, tgs, p.clusters, errors)
+        await self._report(raw, tgs, p.clusters, errors, p.tagged)
+        if isinstance(aws_error, ReportedError):
+            raise aws_error  # a refusal: retried on the long backoff of reported errors
+        if aws_error is not None:
+            return Result(requeue=True)
         return Result(requeue_after=self.resync)
 
     async def _apply(
@@ -315,7 +373,10 @@ class TargetGroupSetReconciler:
                 continue
             if not any(e.name == name for e in existing):
                 ann = obj["metadata"]["annotations"]
-                source = f"{ann[BINDING_ANNOTATION]} in cluster {ann[CLUSTER_ANNOTATION]}"
+                if TARGET_GROUP_ANNOTATION in ann:
+                    source = f"target group {ann[TARGET_GROUP_ANNOTATION]} (found by its tags)"
+                else:
+                    source = f"{ann[BINDING_ANNOTATION]} in cluster {ann[CLUSTER_ANNOTATION]}"
                 self.events.event(
                     raw,
                     "Normal",
@@ -348,9 +409,15 @@ class TargetGroupSetReconciler:
                 errors.append(f"delete {gvk.kind} {name}: {e}")
                 continue
             reason = "TargetGroupPruned" if gvk == TARGET_GROUP else "BindingPruned"
-            self.events.event(
-                raw, "Normal", reason, f"{gvk.kind} {name}: its TargetGroupBinding is gone"
+            tg = ((current or {}).get("metadata", {}).get("annotations") or {}).get(
+                TARGET_GROUP_ANNOTATION
             )
+            why = (
+                f"target group {tg} is gone from AWS or no longer selected"
+                if tg
+                else "its TargetGroupBinding is gone"
+            )
+            self.events.event(raw, "Normal", reason, f"{gvk.kind} {name}: {why}")
 
     async def _report(
         self,
@@ -358,6 +425,7 @@ class TargetGroupSetReconciler:
         tgs: AWSTargetGroupSet,
         clusters: Any,
         errors: list[str],
+        tagged: TaggedResult | None = None,
     ) -> None:
         old = tgs.status or AWSTargetGroupSetStatus()
         was_reachable = {c.name: c.reachable for c in old.clusters or []}
@@ -375,23 +443,43 @@ class TargetGroupSetReconciler:
                 )
             elif c.reachable and before is False:
                 self.events.event(raw, "Normal", "ClusterReachable", f"cluster {c.name} is back")
+        tagged_status = self._report_tagged(raw, old.aws_target_groups, tagged)
         down = [c for c in new_clusters if not c.reachable]
         broken = [c for c in new_clusters if c.reachable and c.message.startswith("template:")]
+        problems = (tagged_status.problems or []) if tagged_status else []
         if errors:
             status, reason, message = "False", "WriteFailed", "; ".join(errors)[:2000]
         elif down:
             status, reason = "False", "ClusterUnreachable"
             message = "; ".join(f"{c.name}: {c.message}" for c in down)[:2000]
+        elif tagged_status is not None and not tagged_status.read:
+            status, reason, message = "False", "AWSReadFailed", tagged_status.message
         elif broken:
             status, reason = "False", "TemplateError"
             message = "; ".join(f"{c.name}: {c.message}" for c in broken)[:2000]
-        elif not new_clusters:
+        elif problems:
+            status, reason = "False", "TargetGroupProblem"
+            message = "; ".join(f"{p.name}: {p.message}" for p in problems)[:2000]
+        elif tagged_status is None and not new_clusters:
             status, reason, message = "False", "NoClusters", "no Argo CD cluster Secret matches"
+        elif tagged_status is not None and not new_clusters and tagged_status.matched == 0:
+            status, reason = "False", "NoTargetGroups"
+            message = "no target group carries the tags of " + " or ".join(
+                ",".join(f"{k}={v}" for k, v in sorted(g.target_group_selector.match_tags.items()))
+                for gen in tgs.spec.generators
+                if (g := gen.aws_target_groups) is not None
+            )
         else:
             status, reason = "True", "Synced"
-            message = f"{sum(c.target_groups for c in new_clusters)} target group(s) from " + (
-                f"{len(new_clusters)} cluster(s)"
-            )
+            parts = []
+            if new_clusters or tagged_status is None:
+                parts.append(
+                    f"{sum(c.target_groups for c in new_clusters)} target group(s) from "
+                    f"{len(new_clusters)} cluster(s)"
+                )
+            if tagged_status is not None:
+                parts.append(f"{tagged_status.target_groups} target group(s) found by AWS tags")
+            message = "; ".join(parts)
         gen = tgs.metadata.generation
         prev = next((c for c in old.conditions or [] if c.type == "Ready"), None)
         since = (
@@ -408,7 +496,10 @@ class TargetGroupSetReconciler:
             observed_generation=gen,
         )
         new = AWSTargetGroupSetStatus(
-            observed_generation=gen, clusters=new_clusters, conditions=[cond]
+            observed_generation=gen,
+            clusters=new_clusters,
+            aws_target_groups=tagged_status,
+            conditions=[cond],
         )
         if new == old:
             return
@@ -418,6 +509,51 @@ class TargetGroupSetReconciler:
         with contextlib.suppress(ConflictError, NotFoundError):  # the resync reports again
             await self.client.update_status(raw)
 
+    def _report_tagged(
+        self,
+        raw: dict[str, Any],
+        old: TaggedTargetGroupsStatus | None,
+        tagged: TaggedResult | None,
+    ) -> TaggedTargetGroupsStatus | None:
+        """`status.awsTargetGroups`, with an Event when AWS stops or starts answering and one
+        for each target group problem not reported before."""
+        if tagged is None:
+            return None
+        if not tagged.read and (old is None or old.read):
+            self.events.event(raw, "Warning", "AWSReadFailed", tagged.message)
+        elif tagged.read and old is not None and not old.read:
+            self.events.event(raw, "Normal", "AWSReadRecovered", "target groups read from AWS")
+        if not tagged.read and old is not None:
+            problems = old.problems  # nothing is known: what was reported stands
+        else:
+            problems = [TargetGroupProblem(name=n, message=m) for n, m in tagged.problems] or None
+            before = {(p.name, p.message) for p in (old.problems or [])} if old else set()
+            for p in problems or []:
+                if (p.name, p.message) not in before:
+                    self.events.event(
+                        raw, "Warning", "TargetGroupProblem", f"target group {p.name}: {p.message}"
+                    )
+        more = tagged.problem_count - len(tagged.problems)
+        return TaggedTargetGroupsStatus(
+            read=tagged.read,
+            message=tagged.message or (f"{more} more problem(s) not listed" if more > 0 else ""),
+            matched=tagged.matched if tagged.read else (old.matched if old else 0),
+            target_groups=tagged.target_groups,
+            problems=problems,
+        )
+
+
+def _aws_message(e: BaseException) -> str:
+    """What AWS said, and what to do about it when there is advice."""
+    if isinstance(e, ClientError):
+        err = e.response.get("Error", {})
+        text = f"{e.operation_name}: {error_code(e) or 'Error'}: {err.get('Message', '')}"
+        advice = hint(e)
+        text = text.rstrip(": ") + (f" ({advice})" if advice else "")
+    else:
+        text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    return f"reading target groups and their tags from AWS: {text}"[:1000]
+
 
 def _generated(store: Store, set_uid: str, set_name: str) -> list[Existing]:
     """The objects of `store` this set generated (owned by it, with its label)."""
@@ -426,6 +562,7 @@ def _generated(store: Store, set_uid: str, set_name: str) -> list[Existing]:
             o["metadata"]["name"],
             (o["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, ""),
             (o["metadata"].get("annotations") or {}).get(HASH_ANNOTATION, ""),
+            (o["metadata"].get("annotations") or {}).get(TARGET_GROUP_ANNOTATION, ""),
         )
         for o in store.by_index(OWNER_INDEX, set_uid)
         if (o["metadata"].get("labels") or {}).get(SET_LABEL) == set_name

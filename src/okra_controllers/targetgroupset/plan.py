@@ -20,6 +20,22 @@ Rules:
   the template gives one. It is written, kept and pruned by the same rules as the groups. A name
   that is not a valid object name, one used twice, or a spec the AWSTargetGroupBinding API
   rejects is a template error of that cluster.
+
+Target groups found by AWS tags (`awsTargetGroups` generators), with no cluster in between:
+- A target group matches the first generator all of whose `matchTags` it carries. One
+  AWSTargetGroup per matching group, named `<set>-<target group name>` (made DNS-safe as
+  above), `spec.arn` its ARN, annotated `okra.mumo.co/target-group` with its name (and
+  `okra.mumo.co/cluster` with the EKS cluster its `eksClusterTag` names, if any).
+- Its labels: the template's, then `versionLabel` set to the version, then the set label.
+  The version is the value of the generator's `versionTag` on the target group, or with
+  `eksClusterTag` on the EKS cluster that tag names. It must read as a version the way a Cell
+  reads one (semver, a leading `v` tolerated, minor and patch optional) and be a valid label
+  value. A group whose version is missing or invalid, whose EKS cluster is unknown, or whose
+  template cannot be rendered is a problem of that group: reported, never guessed; no new
+  AWSTargetGroup is made for it and an existing one is kept as it is.
+- Pruned when its target group is gone from AWS's answer or no longer matches, or when the
+  set has no `awsTargetGroups` generator any more. When AWS could not be read, every one of
+  them is kept as it is: nothing is known, so nothing changes.
 """
 
 from __future__ import annotations
@@ -31,20 +47,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import semver
 from pydantic import ValidationError
 
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBindingSpec
 from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupSetSpec,
+    AWSTargetGroupsGenerator,
     TargetGroupBindingTemplate,
 )
+from okra_controllers.aws.elbv2 import TaggedTargetGroup
 from okra_controllers.templating import TemplateError, render, render_labels, render_strings
+from okra_runtime.labels import valid_label_value
 
 SET_LABEL = "okra.mumo.co/targetgroupset"
 CLUSTER_ANNOTATION = "okra.mumo.co/cluster"
 BINDING_ANNOTATION = "okra.mumo.co/targetgroupbinding"
 HASH_ANNOTATION = "okra.mumo.co/template-hash"
+TARGET_GROUP_ANNOTATION = "okra.mumo.co/target-group"
+"""On an AWSTargetGroup found by AWS tags: the target group's name in AWS."""
+MAX_PROBLEMS = 20
+"""Target group problems listed in status (all are counted)."""
 MAX_NAME = 63
 _OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -68,10 +92,27 @@ class ObservedCluster:
 
 
 @dataclass(frozen=True)
+class ObservedTargetGroups:
+    """What the `awsTargetGroups` generators read from AWS in one reconcile.
+
+    `groups`: every target group of the account and region with its tags; None when AWS
+    could not be read (`message` says why). `eks_tags`: EKS cluster name -> its tags, read
+    only when a generator names `eksClusterTag`; None when it was not or could not be read
+    (`eks_message` says why)."""
+
+    groups: tuple[TaggedTargetGroup, ...] | None
+    message: str = ""
+    eks_tags: Mapping[str, Mapping[str, str]] | None = None
+    eks_message: str = ""
+
+
+@dataclass(frozen=True)
 class Existing:
     name: str
     cluster: str
     template_hash: str
+    target_group: str = ""
+    """Set on those found by AWS tags: the target group's name (`okra.mumo.co/target-group`)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +121,19 @@ class ClusterResult:
     reachable: bool
     message: str
     target_groups: int
+
+
+@dataclass(frozen=True)
+class TaggedResult:
+    """The `awsTargetGroups` generators' part of the plan, for status."""
+
+    read: bool
+    message: str
+    matched: int
+    target_groups: int
+    problems: tuple[tuple[str, str], ...]
+    """(target group name, why), at most `MAX_PROBLEMS`, by name."""
+    problem_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,6 +147,8 @@ class Plan:
     """Desired AWSTargetGroupBindings whose template hash differs from what exists."""
     delete_bindings: tuple[str, ...] = ()
     desired_bindings: int = 0
+    tagged: TaggedResult | None = None
+    """None when the set has no `awsTargetGroups` generator."""
 
 
 def dns_name(*parts: str) -> str:
@@ -253,7 +309,10 @@ def plan(
     clusters: Sequence[ObservedCluster],
     existing: Sequence[Existing],
     existing_bindings: Sequence[Existing] = (),
+    tagged: ObservedTargetGroups | None = None,
 ) -> Plan:
+    from_tags = [e for e in existing if e.target_group]
+    existing = [e for e in existing if not e.target_group]
     desired: dict[str, dict[str, Any]] = {}
     desired_bindings: dict[str, dict[str, Any]] = {}
     # Binding names are the template's, so two clusters may ask for the same one: the first
@@ -309,12 +368,168 @@ def plan(
         skipped = sum(1 for b in c.bindings if not b.arn)
         msg = f"{skipped} binding(s) without spec.targetGroupARN skipped" if skipped else ""
         results.append(ClusterResult(c.name, True, msg, len(groups)))
+    tag_apply, tag_delete, tag_result = _plan_tagged(
+        set_name, set_uid, namespace, spec, tagged, from_tags, set(desired)
+    )
     return Plan(
-        apply=_to_apply(desired, existing),
-        delete=_to_delete(desired, existing, kept_clusters),
+        apply=_to_apply(desired, existing) + tag_apply,
+        delete=tuple(sorted(_to_delete(desired, existing, kept_clusters) + tag_delete)),
         clusters=tuple(results),
-        desired=len(desired),
+        desired=len(desired) + (tag_result.target_groups if tag_result else 0),
         apply_bindings=_to_apply(desired_bindings, existing_bindings),
         delete_bindings=_to_delete(desired_bindings, existing_bindings, kept_clusters),
         desired_bindings=len(desired_bindings),
+        tagged=tag_result,
+    )
+
+
+# --- target groups found by AWS tags -------------------------------------------------------
+
+
+class GroupProblemError(ValueError):
+    """Why a matching target group gets no (new) AWSTargetGroup."""
+
+
+def version_problem(value: str | None, tag: str, where: str) -> str | None:
+    """Why `value` (the `tag` tag of `where`) cannot be a version label, or None if it can:
+    read the way a Cell reads versions (semver, a leading `v`, minor and patch optional)."""
+    if value is None:
+        return f"{where} has no tag {tag!r}"
+    body = value[1:] if value[:1] in ("v", "V") else value
+    try:
+        semver.Version.parse(body, optional_minor_and_patch=True)
+    except (ValueError, TypeError):
+        return f"{where} tag {tag}={value!r} is not a version (semver like 1.2.3 or v1.2)"
+    if not valid_label_value(value):
+        return f"{where} tag {tag}={value!r} is a version but not a valid label value"
+    return None
+
+
+def matches(generator: AWSTargetGroupsGenerator, group: TaggedTargetGroup) -> bool:
+    want = generator.target_group_selector.match_tags
+    return all(group.tags.get(k) == v for k, v in want.items())
+
+
+def desired_tagged_group(
+    set_name: str,
+    set_uid: str,
+    namespace: str,
+    spec: AWSTargetGroupSetSpec,
+    generator: AWSTargetGroupsGenerator,
+    group: TaggedTargetGroup,
+    eks_tags: Mapping[str, Mapping[str, str]] | None,
+    eks_message: str = "",
+) -> dict[str, Any]:
+    """The AWSTargetGroup for a matching target group; `GroupProblemError` says why there
+    is none."""
+    variables: dict[str, Any] = {
+        "awsTargetGroup": {"name": group.name, "arn": group.arn, "tags": dict(group.tags)}
+    }
+    annotations: dict[str, str] = {TARGET_GROUP_ANNOTATION: group.name}
+    source, where = group.tags, "target group"
+    if generator.eks_cluster_tag is not None:
+        cluster = group.tags.get(generator.eks_cluster_tag)
+        if not cluster:
+            raise GroupProblemError(
+                f"target group has no tag {generator.eks_cluster_tag!r} naming its EKS cluster"
+            )
+        if eks_tags is None:
+            unread = eks_message or "EKS could not be read"
+            raise GroupProblemError(f"EKS cluster {cluster} not read: {unread}")
+        if cluster not in eks_tags:
+            raise GroupProblemError(
+                f"EKS cluster {cluster!r} (tag {generator.eks_cluster_tag}) does not exist"
+            )
+        source, where = eks_tags[cluster], f"EKS cluster {cluster}"
+        variables["cluster"] = {"name": cluster}
+        variables["awseks"] = {"cluster": {"name": cluster, "tags": dict(source)}}
+        annotations[CLUSTER_ANNOTATION] = cluster
+    version = source.get(generator.version_tag)
+    why = version_problem(version, generator.version_tag, where)
+    if why is not None or version is None:
+        raise GroupProblemError(why or "no version")
+    meta = spec.template.metadata
+    try:
+        labels = render_labels(meta.labels, variables)
+        rendered = {k: render(v, variables) for k, v in meta.annotations.items()}
+    except TemplateError as e:
+        raise GroupProblemError(f"template: {e}") from None
+    obj: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "AWSTargetGroup",
+        "metadata": {
+            "name": dns_name(set_name, group.name),
+            "namespace": namespace,
+            "labels": {**labels, generator.version_label: version, SET_LABEL: set_name},
+            "annotations": {**rendered, **annotations},
+            "ownerReferences": [
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "AWSTargetGroupSet",
+                    "name": set_name,
+                    "uid": set_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"arn": group.arn},
+    }
+    obj["metadata"]["annotations"][HASH_ANNOTATION] = _hash(obj)
+    return obj
+
+
+def _plan_tagged(
+    set_name: str,
+    set_uid: str,
+    namespace: str,
+    spec: AWSTargetGroupSetSpec,
+    observed: ObservedTargetGroups | None,
+    existing: Sequence[Existing],
+    taken: set[str],
+) -> tuple[tuple[dict[str, Any], ...], tuple[str, ...], TaggedResult | None]:
+    """(apply, delete, result) for the groups found by AWS tags; `taken`: names that groups
+    of TargetGroupBindings have (they keep them)."""
+    generators = [g.aws_target_groups for g in spec.generators if g.aws_target_groups]
+    if not generators:
+        return (), tuple(sorted(e.name for e in existing)), None
+    if observed is None or observed.groups is None:
+        message = observed.message if observed is not None else "not read"
+        return (), (), TaggedResult(False, message or "not read", 0, len(existing), ())
+    desired: dict[str, dict[str, Any]] = {}
+    kept: set[str] = set()
+    problems: list[tuple[str, str]] = []
+    matched = 0
+    for group in sorted(observed.groups, key=lambda g: (g.name, g.arn)):
+        generator = next((g for g in generators if matches(g, group)), None)
+        if generator is None:
+            continue
+        matched += 1
+        name = dns_name(set_name, group.name)
+        try:
+            if name in desired or name in taken:
+                raise GroupProblemError(f"AWSTargetGroup {name} is generated for another already")
+            obj = desired_tagged_group(
+                set_name,
+                set_uid,
+                namespace,
+                spec,
+                generator,
+                group,
+                observed.eks_tags,
+                observed.eks_message,
+            )
+        except GroupProblemError as e:
+            problems.append((group.name, str(e)))
+            if name not in desired:
+                kept.add(name)
+            continue
+        desired[name] = obj
+    have = {e.name for e in existing}
+    delete = tuple(sorted(n for n in have if n not in desired and n not in kept))
+    count = len(desired) + len(kept & have)
+    return (
+        _to_apply(desired, existing),
+        delete,
+        TaggedResult(True, "", matched, count, tuple(problems[:MAX_PROBLEMS]), len(problems)),
     )

@@ -1,4 +1,5 @@
-"""AWSTargetGroupSet: AWSTargetGroups generated from the TargetGroupBindings of many clusters.
+"""AWSTargetGroupSet: AWSTargetGroups generated from the TargetGroupBindings of many clusters,
+or from ELBv2 target groups found by their AWS tags.
 
 Field names follow the original okra: `generators` (`argocdClusters` selects Argo CD cluster
 Secrets by label, `awseks` selects EKS clusters by tag), `bindingSelector` (which
@@ -8,6 +9,16 @@ AWSTargetGroup; `{{.cluster.name}}`, `{{.cluster.labels.KEY}}`, `{{.awseks.clust
 target group's version label). `bindingTemplate`, optional, is the metadata and spec of an
 AWSTargetGroupBinding generated beside each AWSTargetGroup, with the same substitution in every
 string; its `targetGroupARN` defaults to the discovered TargetGroupBinding's.
+
+okra's own generator `awsTargetGroups` needs no cluster at all: it selects the account's
+target groups by their tags (`targetGroupSelector.matchTags`), as Terraform or CloudFormation
+made them and eksctl's `targetGroupARNs` attached them, with no AWS Load Balancer Controller
+and no TargetGroupBinding anywhere. Each group's version is read from a tag (`versionTag`: on
+the target group, or, with `eksClusterTag`, on the EKS cluster that tag names) and written,
+checked as a version, to `versionLabel`; the template's labels and annotations are added, with
+`{{.awsTargetGroup.name}}`, `{{.awsTargetGroup.arn}}`, `{{.awsTargetGroup.tags.KEY}}` (and, with
+`eksClusterTag`, `{{.cluster.name}}`, `{{.awseks.cluster.name}}`,
+`{{.awseks.cluster.tags.KEY}}`) substituted.
 
 Other spellings the original documents use are accepted and normalised, with a warning
 Event naming the preferred one (`spelling_warnings`): `awseks.clusterSelector.matchLabels`
@@ -60,6 +71,38 @@ class AWSEKSGenerator(ApiModel):
     """Another place for the spec's `bindingSelector` (seed 000); merged into it."""
 
 
+DEFAULT_VERSION_KEY = "okra.mumo.co/version"
+"""The default `versionTag` and `versionLabel`: the same key on both sides."""
+
+
+class TargetGroupTagSelector(ApiModel):
+    match_tags: dict[str, str] = Field(min_length=1, max_length=10)
+    """Every one of these tags, with exactly this value, is on the target group (AWS tags are
+    case-sensitive). At least one: a generator never takes every target group of the account."""
+
+
+class AWSTargetGroupsGenerator(ApiModel):
+    """ELBv2 target groups of the manager's account and region, selected by their tags."""
+
+    target_group_selector: TargetGroupTagSelector
+    version_tag: str = Field(default=DEFAULT_VERSION_KEY, min_length=1, max_length=128)
+    """The tag whose value is the version (semver; a leading `v` is fine): the target
+    group's own, or with `eksClusterTag` the EKS cluster's. A group without it, or whose value
+    is not a version, is reported, never guessed."""
+    eks_cluster_tag: str | None = Field(default=None, min_length=1, max_length=128)
+    """Optional: the target group tag naming the EKS cluster its targets belong to; the
+    version is then read from that cluster's `versionTag` tag (EKS DescribeCluster)."""
+    version_label: str = Field(
+        default=DEFAULT_VERSION_KEY,
+        min_length=1,
+        max_length=317,
+        pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+        r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+    )
+    """The label of each generated AWSTargetGroup that carries the version (a Cell reads
+    `okra.mumo.co/version` unless its `versionLabels` say otherwise)."""
+
+
 class TargetGroupSetGenerator(ApiModel):
     """Exactly one generator kind."""
 
@@ -67,14 +110,17 @@ class TargetGroupSetGenerator(ApiModel):
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": "(has(self.argocdClusters) ? 1 : 0) + (has(self.awseks) ? 1 : 0) == 1",
-                    "message": "a generator has exactly one of argocdClusters, awseks",
+                    "rule": "(has(self.argocdClusters) ? 1 : 0) + (has(self.awseks) ? 1 : 0)"
+                    " + (has(self.awsTargetGroups) ? 1 : 0) == 1",
+                    "message": "a generator has exactly one of argocdClusters, awseks,"
+                    " awsTargetGroups",
                 }
             ]
         }
     }
     argocd_clusters: ArgoCDClustersGenerator | None = Field(default=None, alias="argocdClusters")
     awseks: AWSEKSGenerator | None = None
+    aws_target_groups: AWSTargetGroupsGenerator | None = None
 
 
 class TemplateMetadata(ApiModel):
@@ -124,7 +170,9 @@ class AWSTargetGroupSetSpec(ApiModel):
     """TargetGroupBindings (elbv2.k8s.aws/v1beta1, any namespace) whose labels match."""
     template: TargetGroupTemplate = Field(default_factory=TargetGroupTemplate)
     binding_template: TargetGroupBindingTemplate | None = None
-    """When given, an AWSTargetGroupBinding is generated beside each AWSTargetGroup."""
+    """When given, an AWSTargetGroupBinding is generated beside each AWSTargetGroup found
+    through a TargetGroupBinding (not beside those of `awsTargetGroups`: whatever made those
+    target groups registers their targets)."""
     arn: str | None = Field(default=None, max_length=ARN_MAX_LENGTH)
     """In the original okra's Go API, read by nothing; ignored."""
 
@@ -175,14 +223,36 @@ class ClusterStatus(ApiModel):
     target_groups: int = 0
 
 
+class TargetGroupProblem(ApiModel):
+    name: str
+    """The target group's name in AWS."""
+    message: str
+
+
+class TaggedTargetGroupsStatus(ApiModel):
+    """What the `awsTargetGroups` generators found in AWS."""
+
+    read: bool
+    """AWS answered; when false, `message` says why and every group is kept as it is."""
+    message: str = ""
+    matched: int = 0
+    """Target groups whose tags match a generator."""
+    target_groups: int = 0
+    """AWSTargetGroups for them (those kept unchanged because of a problem included)."""
+    problems: list[TargetGroupProblem] | None = None
+    """Matching target groups okra could not label (at most 20 listed), each with why."""
+
+
 class AWSTargetGroupSetStatus(ApiModel):
     observed_generation: int | None = None
     clusters: list[ClusterStatus] | None = None
+    aws_target_groups: TaggedTargetGroupsStatus | None = None
     conditions: list[Condition] | None = None
 
 
 class AWSTargetGroupSet(ApiModel):
-    """Registers the target groups of every selected cluster's TargetGroupBindings."""
+    """Registers the target groups of every selected cluster's TargetGroupBindings, and the
+    target groups whose AWS tags match."""
 
     __crd__: ClassVar[CRDInfo] = CRDInfo(
         group=GROUP,

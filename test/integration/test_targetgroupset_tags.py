@@ -1,0 +1,313 @@
+"""AWSTargetGroupSet's `awsTargetGroups` generator against moto over HTTP: target groups made
+with tags, as Terraform makes them, with no AWS Load Balancer Controller and no
+TargetGroupBinding anywhere; okra's AWS calls pass through a counting proxy in front of moto,
+which can also refuse an operation the way AWS refuses a missing permission."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSet
+from okra_controllers.targetgroupset.controller import TARGET_GROUP_SET, register
+from okra_controllers.targetgroupset.plan import SET_LABEL, TARGET_GROUP_ANNOTATION
+from okra_runtime import GVK, Client, Manager, ManagerOptions
+from okra_runtime.crdgen import write_crds
+from okra_testkit.emulator import CountingProxy, MotoServer, action_of
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.seed import Network, Seeder
+from support import LogCapture, eventually, find_events, wait_events
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET_GROUP = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
+VERSION = "okra.mumo.co/version"
+
+_DENIED = (
+    '<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/">'
+    "<Error><Type>Sender</Type><Code>AccessDenied</Code><Message>User is not authorized to"
+    " perform: elasticloadbalancing:{op}</Message></Error><RequestId>denied</RequestId>"
+    "</ErrorResponse>"
+)
+
+
+class RefusingProxy(CountingProxy):
+    """The counting proxy, answering the operations in `refuse` with AWS's 403 AccessDenied
+    instead of forwarding them."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.refuse: set[str] = set()
+
+    async def _forward(self, request: Any) -> Any:
+        op = action_of(request, await request.read())
+        if op in self.refuse:
+            self.calls.append((time.monotonic(), op))
+            body = _DENIED.format(op=op).encode()
+            return web.Response(status=403, body=body, content_type="text/xml")
+        return await super()._forward(request)
+
+
+@dataclass
+class Env:
+    client: Client
+    namespace: str
+    seed: Seeder
+    network: Network
+    proxy: RefusingProxy
+    suite: str
+    """The value of the `suite` tag on this test's target groups (moto is shared)."""
+
+    def name(self, short: str) -> str:
+        """A target group name unique to this test (AWS allows 32 characters)."""
+        return f"{short}-{self.suite}"[:32]
+
+    async def target_group(self, short: str, **tags: str) -> str:
+        return await self.seed.target_group(
+            self.name(short), self.network, tags={"app": "web", "suite": self.suite, **tags}
+        )
+
+    async def groups(self) -> dict[str, dict[str, Any]]:
+        items = (await self.client.list(TARGET_GROUP, self.namespace)).items
+        return {g["metadata"]["name"]: g for g in items}
+
+    async def status(self, name: str = "web") -> dict[str, Any]:
+        got = await self.client.get(TARGET_GROUP_SET, name, self.namespace)
+        return got.get("status") or {}
+
+    async def ready(self, name: str = "web") -> dict[str, Any]:
+        conds = (await self.status(name)).get("conditions") or []
+        return next((c for c in conds if c["type"] == "Ready"), {})
+
+    def target_group_set(self, **generator: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "AWSTargetGroupSet",
+            "metadata": {"name": "web", "namespace": self.namespace},
+            "spec": {
+                "generators": [
+                    {
+                        "awsTargetGroups": {
+                            "targetGroupSelector": {
+                                "matchTags": {"app": "web", "suite": self.suite}
+                            },
+                            **generator,
+                        }
+                    }
+                ],
+                "template": {
+                    "metadata": {
+                        "labels": {"role": "web", "tg": "{{.awsTargetGroup.name}}"},
+                    }
+                },
+            },
+        }
+
+
+@contextlib.asynccontextmanager
+async def running(
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    tmp_path: Path,
+    moto: MotoServer,
+) -> AsyncIterator[Env]:
+    """The controller in an in-process Manager, its AWS calls through a proxy in front of
+    moto; resync 1 s."""
+    crds = write_crds([AWSTargetGroupSet], tmp_path / "crds")
+    control_plane.install_crds([REPO / "config" / "crd" / "bases", *crds])
+    proxy = RefusingProxy(moto.endpoint_url)
+    await proxy.start()
+    aws = dataclasses.replace(moto.config, endpoint_url=proxy.endpoint_url)
+    seed = Seeder(moto.config)
+    network = await seed.network()
+    mgr = Manager(
+        rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
+    )
+    register(mgr, aws, resync=1.0)
+    task = asyncio.create_task(mgr.start())
+    try:
+        yield Env(rt_client, namespace, seed, network, proxy, uuid.uuid4().hex[:8])
+    finally:
+        mgr.stop()
+        await asyncio.wait_for(task, 30)
+        await proxy.stop()
+
+
+async def test_tagged_target_groups_become_versioned_awstargetgroups_in_batches_and_are_pruned(
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    tmp_path: Path,
+    moto: MotoServer,
+    logs: LogCapture,
+) -> None:
+    async with running(rt_client, namespace, control_plane, tmp_path, moto) as env:
+        arns: dict[str, str] = {}
+        for i in range(23):  # more than one DescribeTags batch (20)
+            short = f"w{i:02}"
+            arns[short] = await env.target_group(short, **{VERSION: "1.0.0" if i < 20 else "v2"})
+        await env.target_group("nover")  # no version tag
+        await env.target_group("bad", **{VERSION: "banana"})
+        await env.seed.target_group(  # another app: not selected
+            env.name("api"), env.network, tags={"app": "api", "suite": env.suite, VERSION: "1"}
+        )
+        await env.client.create(env.target_group_set())
+        expected = {f"web-{env.name(s)}" for s in arns}
+
+        async def all_registered() -> bool:
+            return set(await env.groups()) == expected
+
+        assert await eventually(all_registered, within=40), (
+            sorted(await env.groups()),
+            await env.status(),
+        )
+        groups = await env.groups()
+        one = groups[f"web-{env.name('w00')}"]
+        assert one["spec"]["arn"] == arns["w00"]
+        assert one["metadata"]["labels"] == {
+            "role": "web",
+            "tg": env.name("w00"),
+            VERSION: "1.0.0",
+            SET_LABEL: "web",
+        }
+        assert one["metadata"]["annotations"][TARGET_GROUP_ANNOTATION] == env.name("w00")
+        assert groups[f"web-{env.name('w21')}"]["metadata"]["labels"][VERSION] == "v2"
+
+        # The two that cannot be labelled are reported, not guessed.
+        status = await env.status()
+        tagged = status["awsTargetGroups"]
+        assert (tagged["read"], tagged["matched"], tagged["targetGroups"]) == (True, 25, 23)
+        problems = {p["name"]: p["message"] for p in tagged["problems"]}
+        assert set(problems) == {env.name("nover"), env.name("bad")}
+        assert "has no tag 'okra.mumo.co/version'" in problems[env.name("nover")]
+        assert "'banana' is not a version" in problems[env.name("bad")]
+        ready = await env.ready()
+        assert (ready["status"], ready["reason"]) == ("False", "TargetGroupProblem")
+        await wait_events(env.client, namespace, "TargetGroupProblem", "web")
+
+        # Every walk read the tags in batches of at most 20 ARNs: 25+ groups, 2+ calls a walk.
+        actions = env.proxy.actions()
+        walks = actions.count("DescribeTargetGroups")
+        assert walks >= 1
+        assert actions.count("DescribeTags") >= 2 * (walks - 1) + 1
+
+        # The version tag fixed in AWS: the group appears and the set is Ready.
+        async with moto.config.client("elbv2") as elb:
+            bad = (await elb.describe_target_groups(Names=[env.name("bad")]))["TargetGroups"][0]
+            await elb.add_tags(
+                ResourceArns=[bad["TargetGroupArn"]], Tags=[{"Key": VERSION, "Value": "3.0.0"}]
+            )
+            await elb.delete_target_group(TargetGroupArn=arns["w03"])  # gone from AWS
+            await elb.remove_tags(ResourceArns=[arns["w04"]], TagKeys=["app"])  # stops matching
+        expected = (expected | {f"web-{env.name('bad')}"}) - {
+            f"web-{env.name('w03')}",
+            f"web-{env.name('w04')}",
+        }
+
+        async def followed() -> bool:
+            return set(await env.groups()) == expected
+
+        assert await eventually(followed, within=40), (
+            sorted(await env.groups()),
+            await env.status(),
+        )
+        assert (await env.groups())[f"web-{env.name('bad')}"]["metadata"]["labels"][
+            VERSION
+        ] == "3.0.0"
+        pruned = await wait_events(env.client, namespace, "TargetGroupPruned", "web")
+
+        async def both_pruned_said() -> bool:
+            pruned[:] = await find_events(env.client, namespace, "TargetGroupPruned", "web")
+            return len(pruned) >= 2
+
+        assert await eventually(both_pruned_said, within=30)
+        assert any(env.name("w03") in e["note"] for e in pruned)
+
+        async def only_nover_left() -> bool:
+            problems = (await env.status())["awsTargetGroups"].get("problems") or []
+            return [p["name"] for p in problems] == [env.name("nover")]
+
+        assert await eventually(only_nover_left, within=30), await env.status()
+
+        # Idle: several more walks of AWS, and no AWSTargetGroup is written again.
+        versions = {n: g["metadata"]["resourceVersion"] for n, g in (await env.groups()).items()}
+        walked = env.proxy.actions().count("DescribeTargetGroups")
+
+        async def walked_thrice_more() -> bool:
+            return env.proxy.actions().count("DescribeTargetGroups") >= walked + 3
+
+        assert await eventually(walked_thrice_more, within=60)
+        after = {n: g["metadata"]["resourceVersion"] for n, g in (await env.groups()).items()}
+        assert after == versions
+        writes = {"CreateTargetGroup", "ModifyTargetGroup", "AddTags", "RemoveTags"}
+        assert not writes & set(env.proxy.actions())  # okra wrote nothing to AWS
+
+
+async def test_an_aws_refusal_is_reported_changes_nothing_and_is_retried(
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    tmp_path: Path,
+    moto: MotoServer,
+    logs: LogCapture,
+) -> None:
+    async with running(rt_client, namespace, control_plane, tmp_path, moto) as env:
+        v1 = await env.target_group("a", **{VERSION: "1.0.0"})
+        await env.target_group("b", **{VERSION: "1.0.0"})
+        await env.client.create(env.target_group_set())
+        names = {f"web-{env.name('a')}", f"web-{env.name('b')}"}
+
+        async def registered() -> bool:
+            return set(await env.groups()) == names and (await env.ready()).get("status") == "True"
+
+        assert await eventually(registered, within=40), await env.status()
+        before = {n: g["metadata"]["resourceVersion"] for n, g in (await env.groups()).items()}
+
+        # okra's role loses DescribeTags; meanwhile a target group is deleted in AWS.
+        env.proxy.refuse.add("DescribeTags")
+        async with moto.config.client("elbv2") as elb:
+            await elb.delete_target_group(TargetGroupArn=v1)
+
+        async def refused() -> bool:
+            return (await env.ready()).get("reason") == "AWSReadFailed"
+
+        assert await eventually(refused, within=30), await env.status()
+        status = await env.status()
+        assert status["awsTargetGroups"]["read"] is False
+        message = (await env.ready())["message"]
+        assert "AccessDenied" in message
+        assert "IAM policy" in message  # what to do about it
+        events = await wait_events(env.client, namespace, "AWSReadFailed", "web")
+        assert events[0]["type"] == "Warning"
+
+        # Retried (on the backoff of reported errors: 1 s, doubling), and while refused nothing
+        # found by tags is changed (the deleted group stays).
+        refusals = env.proxy.actions().count("DescribeTags")
+
+        async def retried() -> bool:
+            return env.proxy.actions().count("DescribeTags") > refusals
+
+        assert await eventually(retried, within=90)
+        after = {n: g["metadata"]["resourceVersion"] for n, g in (await env.groups()).items()}
+        assert after == before
+
+        # The permission restored: the next retry reads AWS and prunes the deleted group.
+        env.proxy.refuse.clear()
+
+        async def recovered() -> bool:
+            return (
+                set(await env.groups()) == {f"web-{env.name('b')}"}
+                and (await env.ready()).get("status") == "True"
+            )
+
+        assert await eventually(recovered, within=120), await env.status()
+        await wait_events(env.client, namespace, "AWSReadRecovered", "web")
