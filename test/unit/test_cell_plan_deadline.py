@@ -68,6 +68,28 @@ def test_a_weight_aws_never_shows_is_reported_after_the_deadline() -> None:
     assert condition(w).reason == "Healthy"
 
 
+def test_each_stall_is_reported_once_and_a_second_stall_after_progress_again() -> None:
+    """As Argo Rollouts: the deadline is per stall. A weight AWS is slow to show (a loaded
+    machine) past the deadline is one report; once it shows, the step moves on and the
+    clock restarts, and the analysis that then never ends is a second one (its own
+    `since`). Each is said once however many reconciles follow."""
+    w = rolled_out([{"setWeight": 20}, ANALYSIS], progressDeadlineSeconds=5)
+    w.outcome = lambda name: "Running"  # the analysis never finishes
+    w.stuck = True
+    w.run(12)  # step 1's weight is not shown by AWS for 12 s
+    first = deadline_events(w)
+    assert len(first) == 1, first
+    assert "(step 1/2)" in first[0]
+    w.stuck = False
+    w.run(3)  # AWS shows it: the analysis step starts, the condition clears
+    assert condition(w).status == "True"
+    w.run(20)
+    events = deadline_events(w)
+    assert len(events) == 2, events
+    assert "(step 2/2)" in events[1]
+    assert events[0].split(",")[0] != events[1].split(",")[0]  # "no progress since <t>"
+
+
 def test_an_analysis_running_past_the_deadline_aborts_when_asked() -> None:
     w = rolled_out(
         [{"setWeight": 20}, ANALYSIS], progressDeadlineSeconds=5, progressDeadlineAbort=True
