@@ -178,6 +178,19 @@ def error_code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", ""))
 
 
+def role_refusal(e: BaseException, role_arn: str | None) -> str | None:
+    """When `e` is STS refusing to let okra assume `role_arn` (a backend's `roleARN`), the
+    status message that says so, without the role's ARN (AWS's own message names it, and
+    status messages reach the logs; a role is never logged); else None."""
+    if not role_arn or not isinstance(e, ClientError) or e.operation_name != "AssumeRole":
+        return None
+    said = aws_message(e).replace(role_arn, "<spec.roleARN>")
+    return (
+        "cannot assume the role in spec.roleARN (its trust policy must name okra's "
+        f"principal, and okra's policy allow sts:AssumeRole on it): {said}"
+    )
+
+
 def aws_message(e: ClientError | BotoCoreError) -> str:
     """`Operation: Code: Message; what to fix`, the one line a status condition and an
     Event carry."""

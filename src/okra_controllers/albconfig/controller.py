@@ -65,6 +65,7 @@ from okra_controllers.lbconfig import (
     in_spec_order,
     parse_spec,
     patch_status,
+    role_refusal,
     status_of,
     tg_name,
     weights_note,
@@ -79,7 +80,7 @@ from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
-from okra_runtime.reconcile import Request, Result
+from okra_runtime.reconcile import ReportedError, Request, Result
 from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -459,8 +460,9 @@ class AlbConfigReconciler:
         return min(self.resync, fresh + LOOK_MARGIN)
 
     @asynccontextmanager
-    async def _elb(self) -> AsyncIterator[Any]:
-        async with self.aws.client("elbv2") as elb:  # the process-wide session
+    async def _elb(self, role_arn: str | None = None) -> AsyncIterator[Any]:
+        """An elbv2 client of the process-wide session, or of `role_arn`'s (`roleARN`)."""
+        async with self.aws.assuming(role_arn).client("elbv2") as elb:
             yield elb
 
     async def reconcile(self, req: Request) -> Result | None:
@@ -508,14 +510,17 @@ class AlbConfigReconciler:
             await self.notifier.notify_owner(raw, fired, self.clock())
 
         try:
-            async with self._elb() as elb:
+            async with self._elb(config.spec.role_arn) as elb:
                 outcome = await self._sync(elb, config, status, claim, record_drift)
         except _NotClaimedError as e:
             return e.result
         except (ClientError, BotoCoreError) as e:
-            message = aws_message(e)
+            refusal = role_refusal(e, config.spec.role_arn)
+            message = refusal or aws_message(e)
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message, rule_arn=status.rule_arn))
+            if refusal is not None:
+                raise ReportedError(message) from None
             raise
         if outcome.drift:
             message = drift_message(outcome.drift)
@@ -702,8 +707,9 @@ class AlbConfigReconciler:
         if FINALIZER not in finalizers:
             return None
         status = status_of(AWSApplicationLoadBalancerConfigStatus, raw)
+        role = (raw.get("spec") or {}).get("roleARN")
         try:
-            async with self._elb() as elb:
+            async with self._elb(role if isinstance(role, str) else None) as elb:
                 deleted = await self._delete_ours(elb, raw, status)
         except (ClientError, BotoCoreError) as e:
             message = aws_message(e)

@@ -16,6 +16,7 @@ nothing. Nothing here logs: neither the role nor, of course, the credentials.
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,6 +27,11 @@ DURATION = 3600
 """Seconds an assumed role's credentials last (AWS's default maximum for a role)."""
 
 _SESSIONS: dict[tuple[int, AwsConfig, str], Any] = {}
+
+
+def _clock() -> datetime.datetime:
+    """The time credentials are refreshed by (tests move it)."""
+    return datetime.datetime.now(datetime.UTC)
 
 
 def role_session(base: AwsConfig, role_arn: str) -> Any:
@@ -52,7 +58,7 @@ def role_session(base: AwsConfig, role_arn: str) -> Any:
 
     session = get_session()
     session._credentials = AioDeferredRefreshableCredentials(  # type: ignore[attr-defined]
-        refresh_using=assume, method="assume-role"
+        refresh_using=assume, method="assume-role", time_fetcher=lambda: _clock()
     )
     _SESSIONS[key] = session
     return session

@@ -262,6 +262,12 @@ class CellReconciler:
         blocklist = await self._blocklist(req.name, req.namespace or "")
         observed, config = self._observe(raw, cell, blocklist)
         p = plan(observed)
+        # Target groups are read where their load balancer is: through an ALB's or NLB's
+        # role; a Route 53 role is the zone's, and its target groups are the manager's own.
+        lb = ingress.listener() if ingress is not None else None
+        health_aws = self.aws
+        if isinstance(lb, CellALB | CellNLB):
+            health_aws = self.aws.assuming(lb.role_arn)
         health: dict[str, bool] = {}
         refused: dict[str, str] = {}
         for _ in range(HEALTH_ROUNDS):
@@ -270,7 +276,7 @@ class CellReconciler:
             # Target health is observed only for target groups about to get weight for
             # the first time (one DescribeTargetHealth each, all at once), then planned with.
             arns = list(p.needs_health)
-            found = await asyncio.gather(*(self._healthy(arn) for arn in arns))
+            found = await asyncio.gather(*(self._healthy(arn, health_aws) for arn in arns))
             for arn, (ok, why) in zip(arns, found, strict=True):
                 health[arn] = ok
                 if why:
@@ -331,11 +337,11 @@ class CellReconciler:
             del self.blocked_here[key]
         return live
 
-    async def _healthy(self, arn: str) -> tuple[bool, str]:
+    async def _healthy(self, arn: str, aws: AwsConfig | None = None) -> tuple[bool, str]:
         """Whether the target group has a healthy target; and, when AWS refuses to say
         (the group does not exist, a permission is missing), what AWS said."""
         try:
-            states = await target_health(self.aws, arn)
+            states = await target_health(aws or self.aws, arn)
         except AwsRefusalError as e:
             return False, aws_message(e)
         except Exception as e:
@@ -499,6 +505,8 @@ class CellReconciler:
             {"name": f.name, "arn": f.arn, "weight": f.weight}
             for f in sorted(forward, key=lambda f: f.name)
         ]
+        if lb.role_arn:
+            spec["roleARN"] = lb.role_arn
         return kind, spec
 
     async def _create_run(self, raw: dict[str, Any], cell: Cell, run: RunRequest, p: Plan) -> bool:

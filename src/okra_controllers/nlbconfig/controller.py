@@ -49,6 +49,7 @@ from okra_controllers.lbconfig import (
     in_spec_order,
     parse_spec,
     patch_status,
+    role_refusal,
     status_of,
     tg_name,
     weights_note,
@@ -62,7 +63,7 @@ from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.predicates import GenerationChanged
-from okra_runtime.reconcile import Request, Result
+from okra_runtime.reconcile import ReportedError, Request, Result
 from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -275,12 +276,15 @@ class NlbConfigReconciler:
         # okra had this very spec applied and read back: a write now repairs a drift.
         was_synced = _was_synced(status, spec, raw["metadata"].get("generation"))
         try:
-            async with self.aws.client("elbv2") as elb:
+            async with self.aws.assuming(spec.role_arn).client("elbv2") as elb:
                 outcome = await self._sync(elb, spec, record_drift if was_synced else None)
         except (ClientError, BotoCoreError) as e:
-            message = aws_message(e)
+            refusal = role_refusal(e, spec.role_arn)
+            message = refusal or aws_message(e)
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message))
+            if refusal is not None:
+                raise ReportedError(message) from None
             raise
         if outcome.wrote and was_synced:  # the listener changed in AWS
             message = drift_message(outcome.found)

@@ -51,6 +51,7 @@ from okra_controllers.lbconfig import (
     dump_status,
     parse_spec,
     patch_status,
+    role_refusal,
     status_of,
     with_read_time,
     with_synced,
@@ -168,16 +169,9 @@ class Route53ConfigReconciler:
             outcome = await self._sync(raw, status, spec, was_synced)
         except (ClientError, BotoCoreError) as e:
             message = aws_message(e)
-            if spec.role_arn and isinstance(e, ClientError) and e.operation_name == "AssumeRole":
-                # Said without the role's ARN (AWS's own message names it): the status
-                # and Event reach the logs, and a role is never logged.
-                said = message.replace(spec.role_arn, "<spec.roleARN>")
-                message = (
-                    "cannot assume the role in spec.roleARN (its trust policy must name "
-                    f"okra's principal; okra needs sts:AssumeRole on it): {said}"
-                )
-                self.events.event(raw, "Warning", "AWSError", message)
-                await self._report(raw, status, Outcome("AWSError", message))
+            refusal = role_refusal(e, spec.role_arn)
+            if refusal is not None:
+                message = refusal
                 raise ReportedError(message) from None
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message))

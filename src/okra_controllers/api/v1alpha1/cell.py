@@ -32,6 +32,7 @@ from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 DEFAULT_VERSION_LABEL = "okra.mumo.co/version"
 _ARN = r"^arn:[a-z0-9-]+:elasticloadbalancing:"
+_ROLE_ARN = r"^arn:[a-z0-9-]+:iam::[0-9]{12}:role/.+"
 
 
 class LabelSelector(ApiModel):
@@ -127,11 +128,19 @@ class CellALB(ApiModel):
     """Defaults to a catch-all (`pathPatterns: ["/*"]`) at priority 50000."""
     listener: OriginalListener | None = None
     """The original okra's spelling of `listenerRule` (`listener.rule`); read as that."""
+    role_arn: str | None = Field(
+        default=None, alias="roleARN", pattern=_ROLE_ARN, max_length=ARN_MAX_LENGTH
+    )
+    """An IAM role to assume for the listener (the ALB in another account)."""
 
 
 class CellNLB(ApiModel):
     listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
     target_group_selector: TargetGroupSelector = Field(default_factory=TargetGroupSelector)
+    role_arn: str | None = Field(
+        default=None, alias="roleARN", pattern=_ROLE_ARN, max_length=ARN_MAX_LENGTH
+    )
+    """An IAM role to assume for the listener (the NLB in another account)."""
 
 
 class CellRoute53(ApiModel):
@@ -149,10 +158,7 @@ class CellRoute53(ApiModel):
     """Seconds resolvers keep an answer (see AWSRoute53RecordSetConfig `spec.ttl`): a
     step's weights count as in effect this long after Route 53 says INSYNC."""
     role_arn: str | None = Field(
-        default=None,
-        alias="roleARN",
-        pattern=r"^arn:[a-z0-9-]+:iam::[0-9]{12}:role/.+",
-        max_length=ARN_MAX_LENGTH,
+        default=None, alias="roleARN", pattern=_ROLE_ARN, max_length=ARN_MAX_LENGTH
     )
     """An IAM role to assume for Route 53 (the zone in another account)."""
     target_group_selector: TargetGroupSelector = Field(default_factory=TargetGroupSelector)
@@ -605,6 +611,10 @@ class AWSApplicationLoadBalancerConfigSpec(ApiModel):
     listener: OriginalListener | None = None
     """The original okra's spelling: `listener.rule` is `listenerRule` and its
     `forward.targetGroups` is `forwardTargetGroups`; read as those."""
+    role_arn: str | None = Field(
+        default=None, alias="roleARN", pattern=_ROLE_ARN, max_length=ARN_MAX_LENGTH
+    )
+    """An IAM role to assume for the listener's calls (the ALB in another account)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -665,6 +675,10 @@ class AWSNetworkLoadBalancerConfigSpec(ApiModel):
     listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
     """A TCP/UDP/TLS listener of a Network Load Balancer: okra owns its default action."""
     forward_target_groups: list[ForwardTargetGroup] = Field(min_length=1, max_length=5)
+    role_arn: str | None = Field(
+        default=None, alias="roleARN", pattern=_ROLE_ARN, max_length=ARN_MAX_LENGTH
+    )
+    """An IAM role to assume for the listener's calls (the NLB in another account)."""
 
 
 class AWSNetworkLoadBalancerConfigStatus(LoadBalancerConfigStatus):
