@@ -44,6 +44,7 @@ _SPECIAL_RESULTS = st.sampled_from(
         {"count": _NAN, "items": [_NAN, 1.0]},
         {"value": _BIG, "name": "b"},
         {"items": []},
+        {"": 1.0, "count": 2.0},
     ]
 )
 
@@ -260,6 +261,13 @@ _BOOL_ATOMS = [
     "findLastIndex(result, # > 0) == 0 && true",
     "0 < last(filter(result, # > 0))",
     "all(result, findLastIndex(result, # > 0) >= 0)",
+    "result.missing in result",
+    "nil not in result",
+    "'' in result",
+    "result.missing.x or true",
+    "result.missing.x and 1 + 1 == 3",
+    "not (result.missing.x and false)",
+    "result.missing.x or 1 != 2",
 ]
 _ANY_ATOMS = [
     "result",

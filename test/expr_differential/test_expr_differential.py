@@ -97,7 +97,7 @@ def _unsupported(expression: str, ok: bool, ours: Any, their_ok: bool, their: An
     return not ok and bool(
         re.search(rf"unknown function (?:{'|'.join(UNSUPPORTED)}) ", str(ours))
         or re.search(r"(?:^|[\[(,]\s*)if\s", expression)
-        or ";" in expression
+        or (";" in expression and re.match(r"unexpected ';'", str(ours)))
     )
 
 

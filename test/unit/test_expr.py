@@ -885,6 +885,12 @@ ISSUE_28_SHAPES = [
     ("count(result, true) in 0..1000000", [1.0], True),  # x >= 0 and x <= 1000000
     ("1 + findLast(result, true) > 0", [1.0], "findLast is only supported where"),
     ("findLast(result, true) + 1 > 0", [1.0], True),
+    ("result.missing in result", {"": 1.0}, True),  # nil finds the key ""
+    ("(true ? len(result) : default(result, 0)) == $env.result", "1", "mismatched types int"),
+    ("lower(result)[1:] < 'z'", "\u0661\u0662", False),  # bytes compare as bytes
+    ("result.a.b or true", {}, True),  # folded before it runs: result.a.b is never fetched
+    ("result.a.b and 1 + 1 == 3", {}, False),
+    ("result.a.b or 1 != 2", {}, "cannot fetch b from <nil>"),  # != is not folded
 ]
 
 

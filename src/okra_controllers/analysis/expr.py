@@ -501,8 +501,10 @@ def _ordered(op: str, a: object, b: object) -> tuple[Any, Any]:
         if _is_int(a) and _is_int(b):
             return a, b
         return _f(a), _f(b)
-    if _is_str(a) and _is_str(b):
-        return a, b
+    if isinstance(a, str) and isinstance(b, str):
+        if a.isascii() and b.isascii():
+            return a, b
+        return _utf8(a), _utf8(b)  # Go compares bytes (a slice may cut a character)
     raise _mismatch(op, a, b)
 
 
@@ -675,7 +677,7 @@ def _in(needle: Any, haystack: Any) -> bool:
         return any(_equal(item, needle) for item in haystack)
     if _is_map(haystack):
         if needle is None:
-            return False  # expr-lang: a nil key is in no map
+            return "" in haystack  # expr-lang looks up the key type's zero value
         if not _is_str(needle):
             raise _Fault(f"cannot use {_tn(needle)} as a map key (map keys are strings)")
         return needle in haystack
@@ -1342,15 +1344,61 @@ class _Matches(_Node):
         return compiled.search(subject) is not None
 
 
+_NOT_CONSTANT: Final = object()
+
+
+def _constant(node: _Node) -> Any:
+    """What expr-lang's optimizer folds `node` to before anything runs, for the folds that can
+    decide an `and`/`or` (ints by + - * %, strings by +, `==` of two ints, strings or bools, `!`,
+    `and`/`or` with a literal operand), or _NOT_CONSTANT."""
+    if isinstance(node, _Const):
+        v = node.value
+        return v if type(v) in (bool, int, str) else _NOT_CONSTANT
+    if isinstance(node, _Unary):
+        v = _constant(node.operand)
+        if node.op in ("!", "not"):
+            return (not v) if type(v) is bool else _NOT_CONSTANT
+        if type(v) is int:
+            return _wrap(-v) if node.op == "-" else v
+        return _NOT_CONSTANT
+    if isinstance(node, _Logical):
+        return _NOT_CONSTANT if node.folded is None else node.folded
+    if isinstance(node, _Binary) and node.op in ("+", "-", "*", "%", "=="):
+        a, b = _constant(node.left), _constant(node.right)
+        if a is _NOT_CONSTANT or b is _NOT_CONSTANT:
+            return _NOT_CONSTANT
+        if node.op == "==":
+            return a == b if type(a) is type(b) else _NOT_CONSTANT
+        if type(a) is int and type(b) is int and (node.op != "%" or b != 0):
+            return {"+": _add, "-": _sub, "*": _mul, "%": _mod}[node.op](a, b)
+        if node.op == "+" and type(a) is str and type(b) is str:
+            return a + b
+    return _NOT_CONSTANT
+
+
+def _folded(node: _Node) -> bool | None:
+    """The bool expr-lang's optimizer folds `node` to, or None."""
+    v = _constant(node)
+    return v if type(v) is bool else None
+
+
 class _Logical(_Node):
     """`&&` / `||` over two or more operands, left to right, stopping at the first decider."""
 
-    __slots__ = ("decider", "op", "operands")
+    __slots__ = ("decider", "folded", "op", "operands")
 
     def __init__(self, offset: int, op: str, operands: list[_Node]) -> None:
         super().__init__(offset, *operands)
         self.op, self.operands = op, tuple(operands)
         self.decider = op in ("||", "or")  # the value that ends the evaluation
+        # expr-lang's optimizer folds `x or true` to true and `x and false` to false before
+        # anything runs (so x is never evaluated, and cannot fail)
+        constants = [_folded(o) for o in operands]
+        self.folded: bool | None = None
+        if self.decider in constants:
+            self.folded = self.decider
+        elif all(c is not None for c in constants):
+            self.folded = not self.decider
 
     @classmethod
     def join(cls, offset: int, op: str, left: _Node, right: _Node) -> _Logical:
@@ -1359,6 +1407,8 @@ class _Logical(_Node):
         return cls(offset, op, operands)
 
     def ev(self, ctx: _Ctx, frame: _Frame | None) -> Any:
+        if self.folded is not None:
+            return self.folded
         decider = self.decider
         for operand in self.operands:
             v = operand.ev(ctx, frame)
@@ -2822,7 +2872,15 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
         yes, no = _static(node.yes, item, env), _static(node.no, item, env)
         if yes == _T.NIL:
             return no
-        return yes if no == _T.NIL else _T.same_or_any(yes, no)
+        if no == _T.NIL:
+            return yes
+        if _T.assignable(yes, no):  # expr-lang's conditionalNode
+            if _T.is_array(yes) and _T.is_array(no):
+                e1, e2 = _T.elem(yes), _T.elem(no)
+                if not (_T.assignable(e1, e2) and _T.assignable(e2, e1)):
+                    return ("list", _T.ANY)
+            return yes
+        return _T.ANY
     if isinstance(node, _Range):
         a, b = _static(node.lo, item, env), _static(node.hi, item, env)
         if a not in (_T.INT, _T.ANY) or b not in (_T.INT, _T.ANY):

@@ -117,5 +117,10 @@ def comparable(a: Type, b: Type) -> bool:
     return a == b
 
 
+def assignable(a: Type, b: Type) -> bool:
+    """Whether Go assigns a value of type `a` to one of type `b` (anything to interface {})."""
+    return b == ANY or a == b or (is_array(a) and is_array(b) and name(a) == name(b))
+
+
 def same_or_any(a: Type, b: Type) -> Type:
     return a if a == b else ANY
