@@ -13,6 +13,7 @@ import asyncio
 import datetime
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -189,6 +190,7 @@ async def rollout_world(c: Client, ns: str) -> dict[str, Any]:
     config["status"] = {
         "observedGeneration": config["metadata"]["generation"],
         "lastAppliedTime": now(10),
+        "lastReadTime": now(10),
         "applied": {"listenerARN": LISTENER, "forwardTargetGroups": forward},
         "conditions": [cond("Synced", "True", "Synced", "rule forwards as specified")],
     }
@@ -283,7 +285,8 @@ async def test_get_cell_shows_the_rollout(
     assert "Phase:    Migrating (Paused)  canary v2 at 20%: paused at step 2" in out
     assert "Stable:   v1  80%" in out
     assert f"Canary:   v2  20%  (rollout {RID}" in out
-    assert "AWSApplicationLoadBalancerConfig web: Synced (AWS shows these weights" in out
+    said = "AWSApplicationLoadBalancerConfig web: Synced (AWS showed these weights when read"
+    assert re.search(rf"{re.escape(said)} from AWS \d+s ago, applied \d+s ago\)", out), out
     tg_rows = {
         line.split()[-4]: line.split() for line in out.splitlines() if "targetgroup/" in line
     }
