@@ -67,7 +67,7 @@ from okra_runtime import metrics as m
 from okra_runtime.cache import Obj, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, GoneError, WatchStalledError, unreachable
-from okra_runtime.freshness import Floors
+from okra_runtime.freshness import Floors, revision
 from okra_runtime.gvk import GVK, object_key
 
 log = structlog.get_logger("okra_runtime.informer")
@@ -197,11 +197,19 @@ class Informer:
         """This process wrote `obj` (the API server's answer): until the cache shows it at
         that resourceVersion or later, its key is not fresh (`okra_runtime.freshness`). An
         object the cache does not hold (a creation, one outside this informer's namespace or
-        selector) sets no floor: its first event is what brings it."""
+        selector) sets no floor: its first event is what brings it. Nor does a write whose
+        watch event came first (the watch and the write's answer race): the cache already
+        shows it, and a floor set now would wait for an event that has passed."""
         meta = obj.get("metadata") or {}
         key = object_key(obj)
-        if key in self.store:
-            self.floors.wrote(key, meta.get("resourceVersion"))
+        cached = self.store.peek(key)
+        if cached is None:
+            return
+        have = revision((cached.get("metadata") or {}).get("resourceVersion"))
+        written = revision(meta.get("resourceVersion"))
+        if have is not None and written is not None and have >= written:
+            return
+        self.floors.wrote(key, meta.get("resourceVersion"))
 
     def add_handler(self, handler: EventHandler) -> None:
         """Register a handler; if the cache is already filled, it first gets
