@@ -263,6 +263,31 @@ async def test_reordering_the_target_groups_writes_nothing(env: Env) -> None:
     }
 
 
+async def test_the_original_okras_spelling_is_applied_and_named(env: Env) -> None:
+    """`listener.rule` with `forward.targetGroups` (the original okra's Go API): the rule
+    AWS gets is the one okra's spelling says, `lastReadTime` says when it was read back,
+    and a DeprecatedSpelling Event names okra's spelling."""
+    await env.start()
+    obj = config(env, "web", [80, 20])
+    spec = obj["spec"]
+    rule = spec.pop("listenerRule")
+    rule["headers"] = {"X-Canary": ["yes"]}
+    rule["forward"] = {"targetGroups": spec.pop("forwardTargetGroups")}
+    spec["listener"] = {"rule": rule}
+    await env.client.create(obj)
+
+    st = await env.wait_synced("web")
+    assert weights_of(await env.rule_at(10)) == {env.tgs[0]: 80, env.tgs[1]: 20}
+    assert st["applied"]["listenerRule"]["headers"] == [{"name": "X-Canary", "values": ["yes"]}]
+    assert st["lastReadTime"]
+
+    async def named() -> bool:
+        notes = [e.get("note", "") for e in await env.events("web", "DeprecatedSpelling")]
+        return "spec.listener.rule.forward.targetGroups: write spec.forwardTargetGroups" in notes
+
+    assert await eventually(named)
+
+
 async def test_idle_resync_reads_once_and_writes_nothing(env: Env) -> None:
     await env.start(resync=0.2)
     await env.client.create(config(env, "web", [50, 50]))
