@@ -60,7 +60,7 @@ def judged_run(name: str, ns: str, address: str, **judge: Any) -> dict[str, Any]
         "judge": {
             "direction": "increase",
             "step": "1s",
-            "minSamples": 8,
+            "minSamples": 20,
             "unit": "ms",
             **judge,
         },
@@ -94,8 +94,8 @@ async def test_slower_canary_fails_naming_the_metric(
     assert st["message"].startswith("judgment Fail: score 0 (pass 90, marginal 75): latency High:")
     j = st["metricResults"][0]["judgment"]
     assert j["classification"] == "High"
-    assert j["canary"]["count"] >= 8
-    assert j["baseline"]["count"] >= 8
+    assert j["canary"]["count"] >= 20
+    assert j["baseline"]["count"] >= 20
     assert j["canary"]["median"] > j["baseline"]["median"] * 1.15
     assert j["pValue"] < 0.02
     assert st["judgment"]["outcome"] == "Fail"
