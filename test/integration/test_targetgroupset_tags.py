@@ -10,14 +10,18 @@ import contextlib
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from okra_controllers.albconfig.controller import setup as setup_albconfigs
 from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSet
+from okra_controllers.aws.config import AwsConfig
+from okra_controllers.cell.controller import setup as setup_cells
+from okra_controllers.settings import Settings
 from okra_controllers.targetgroupset.controller import TARGET_GROUP_SET, register
 from okra_controllers.targetgroupset.plan import SET_LABEL, TARGET_GROUP_ANNOTATION
 from okra_runtime import GVK, Client, Manager, ManagerOptions
@@ -29,6 +33,8 @@ from support import LogCapture, eventually, find_events, wait_events
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_GROUP = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
+CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
+ALB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSApplicationLoadBalancerConfig")
 VERSION = "okra.mumo.co/version"
 
 _DENIED = (
@@ -119,9 +125,10 @@ async def running(
     control_plane: ControlPlane,
     tmp_path: Path,
     moto: MotoServer,
+    also: Callable[[Manager, AwsConfig], None] = lambda _m, _a: None,
 ) -> AsyncIterator[Env]:
-    """The controller in an in-process Manager, its AWS calls through a proxy in front of
-    moto; resync 1 s."""
+    """The controller (and `also` others) in an in-process Manager, its AWS calls through a
+    proxy in front of moto; resync 1 s."""
     crds = write_crds([AWSTargetGroupSet], tmp_path / "crds")
     control_plane.install_crds([REPO / "config" / "crd" / "bases", *crds])
     proxy = RefusingProxy(moto.endpoint_url)
@@ -133,6 +140,7 @@ async def running(
         rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
     )
     register(mgr, aws, resync=1.0)
+    also(mgr, aws)
     task = asyncio.create_task(mgr.start())
     try:
         yield Env(rt_client, namespace, seed, network, proxy, uuid.uuid4().hex[:8])
@@ -311,3 +319,87 @@ async def test_an_aws_refusal_is_reported_changes_nothing_and_is_retried(
 
         assert await eventually(recovered, within=120), await env.status()
         await wait_events(env.client, namespace, "AWSReadRecovered", "web")
+
+
+async def test_tagged_target_groups_drive_a_cell_from_v1_to_v2(
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    tmp_path: Path,
+    moto: MotoServer,
+    logs: LogCapture,
+) -> None:
+    """Seed 003 with okra: Terraform made and tagged the target groups (eksctl attached the
+    nodes), okra's AWSTargetGroupSet finds them, a seed-000 Cell moves the ALB from v1 to v2."""
+
+    def cells(mgr: Manager, aws: AwsConfig) -> None:
+        settings = Settings(namespace=namespace, okra_namespace=namespace, aws=aws, concurrency=1)
+        setup_cells(mgr, settings)
+        setup_albconfigs(mgr, settings)
+
+    async with running(rt_client, namespace, control_plane, tmp_path, moto, cells) as env:
+        alb = await env.seed.alb(f"web-{env.suite}", env.network)
+        v1 = await env.target_group("blue", **{VERSION: "1.0.0"})
+        await env.seed.register_targets(v1, await env.seed.instances(1, env.network))
+        await env.client.create(env.target_group_set())
+        await env.client.create(
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "Cell",
+                "metadata": {"name": "web", "namespace": namespace},
+                "spec": {
+                    "ingress": {
+                        "type": "AWSApplicationLoadBalancer",
+                        "awsApplicationLoadBalancer": {
+                            "listenerARN": alb.listener_arn,
+                            "targetGroupSelector": {"matchLabels": {"role": "web"}},
+                        },
+                    },
+                    "updateStrategy": {
+                        "type": "Canary",
+                        "canary": {"steps": [{"setWeight": 50}, {"pause": {"duration": "1s"}}]},
+                    },
+                },
+            }
+        )
+
+        async def forwarded() -> dict[str, int]:
+            async with moto.config.client("elbv2") as elb:
+                rules = (await elb.describe_rules(ListenerArn=alb.listener_arn))["Rules"]
+            for r in rules:
+                for a in r["Actions"]:
+                    if not r.get("IsDefault") and a["Type"] == "forward":
+                        tgs = a["ForwardConfig"]["TargetGroups"]
+                        return {t["TargetGroupArn"]: t["Weight"] for t in tgs}
+            return {}
+
+        async def cell() -> dict[str, Any]:
+            return (await env.client.get(CELL, "web", namespace)).get("status") or {}
+
+        async def on_v1() -> bool:
+            return (await cell()).get("stableVersion") == "1.0.0" and await forwarded() == {v1: 100}
+
+        assert await eventually(on_v1, within=60), (
+            await cell(),
+            [c.get("status") for c in (await env.client.list(ALB_CONFIG, namespace)).items],
+        )
+
+        # The new cluster's target group, tagged v2 by Terraform.
+        v2 = await env.target_group("green", **{VERSION: "2.0.0"})
+        await env.seed.register_targets(v2, await env.seed.instances(1, env.network))
+        seen: list[dict[str, int]] = []
+
+        async def on_v2() -> bool:
+            weights = await forwarded()
+            if weights and (not seen or seen[-1] != weights):
+                seen.append(weights)
+            return (await cell()).get("stableVersion") == "2.0.0" and weights.get(v2) == 100
+
+        assert await eventually(on_v2, within=90), (
+            await cell(),
+            seen,
+            [c.get("status") for c in (await env.client.list(ALB_CONFIG, namespace)).items],
+            {n: g["metadata"]["labels"] for n, g in (await env.groups()).items()},
+        )
+        assert all(w == 0 for arn, w in (await forwarded()).items() if arn != v2)
+        assert any(w.get(v1) == 50 and w.get(v2) == 50 for w in seen), seen  # the canary step
