@@ -79,7 +79,8 @@ class Route53Proxy(CountingProxy):
                     content_type="text/xml",
                     text="<ErrorResponse xmlns='https://sts.amazonaws.com/doc/2011-06-15/'>"
                     "<Error><Type>Sender</Type><Code>AccessDenied</Code><Message>User is not "
-                    "authorized to perform: sts:AssumeRole on resource</Message></Error>"
+                    f"authorized to perform: sts:AssumeRole on resource: {self.denied_role}"
+                    "</Message></Error>"
                     "<RequestId>r</RequestId></ErrorResponse>",
                 )
         resp = await super()._forward(request)

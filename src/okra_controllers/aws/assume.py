@@ -16,8 +16,11 @@ nothing. Nothing here logs: neither the role nor, of course, the credentials.
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime
 from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
 
 if TYPE_CHECKING:
     from okra_controllers.aws.config import AwsConfig
@@ -44,10 +47,18 @@ def role_session(base: AwsConfig, role_arn: str) -> Any:
     from aiobotocore.session import get_session
 
     async def assume() -> dict[str, Any]:
-        async with base.client("sts") as sts:
-            out = await sts.assume_role(
-                RoleArn=role_arn, RoleSessionName=SESSION_NAME, DurationSeconds=DURATION
-            )
+        try:
+            async with base.client("sts") as sts:
+                out = await sts.assume_role(
+                    RoleArn=role_arn, RoleSessionName=SESSION_NAME, DurationSeconds=DURATION
+                )
+        except ClientError as e:
+            # STS names the role in its refusal, and botocore logs a failed refresh with
+            # its traceback: the same error, said without the role.
+            response = copy.deepcopy(e.response)
+            error = response.get("Error") or {}
+            error["Message"] = str(error.get("Message", "")).replace(role_arn, "<roleARN>")
+            raise type(e)(response, e.operation_name) from None
         c = out["Credentials"]
         return {
             "access_key": c["AccessKeyId"],

@@ -172,9 +172,10 @@ class Route53ConfigReconciler:
             refusal = role_refusal(e, spec.role_arn)
             if refusal is not None:
                 message = refusal
-                raise ReportedError(message) from None
             self.events.event(raw, "Warning", "AWSError", message)
             await self._report(raw, status, Outcome("AWSError", message))
+            if refusal is not None:
+                raise ReportedError(message) from None
             raise
         if outcome.wrote and was_synced:
             message = (
