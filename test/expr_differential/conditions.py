@@ -1,4 +1,4 @@
-"""Hypothesis strategies for Argo-style analysis conditions and provider-shaped results.
+"""Argo-style analysis conditions and provider-shaped results, drawn at random.
 
 Conditions are drawn from a small typed grammar (numbers, booleans, strings over `result`),
 with deliberate type mismatches mixed in, so both engines' errors are compared too. Results
@@ -13,54 +13,82 @@ or ±Inf compared with themselves (`result == result`), int arrays under the flo
 (`result.n matches "b$"`), a string built-in's result indexed (`trim("abc")[0]`),
 `findIndex`/`findLastIndex` without a match, `isNil` of a missing field, `$env.result`, and ints
 beyond 2^53 next to floats.
+
+Batch n is drawn by plain Python from `random.Random(n)`: reproducible from its number alone,
+and many times faster than composing Hypothesis strategies for every node (the comparison
+needs no shrinking: it lists every difference of a batch).
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from hypothesis import strategies as st
-
-_FLOATS = st.sampled_from(
-    [0.0, -0.0, 0.5, 0.95, 1.0, 2.0, -1.0, 100.0, 1e-9, 3.7, 1e300, -2.5]
-) | st.sampled_from([float("nan"), float("inf"), float("-inf")])
-_STRINGS = st.sampled_from(
-    ["ok", "OK", "error", "", "a.b", "1", "2.5", "x y", "NaN"]
-) | st.sampled_from(["héllo", "ß", "ok\n", "١٢", "\x1cok", "AΣ", "İ", " ok\u2003"])
+_PLAIN_FLOATS = [0.0, -0.0, 0.5, 0.95, 1.0, 2.0, -1.0, 100.0, 1e-9, 3.7, 1e300, -2.5]
+_ODD_FLOATS = [float("nan"), float("inf"), float("-inf")]
+_PLAIN_STRINGS = ["ok", "OK", "error", "", "a.b", "1", "2.5", "x y", "NaN"]
+_ODD_STRINGS = ["héllo", "ß", "ok\n", "١٢", "\x1cok", "AΣ", "İ", " ok\u2003"]
 _KEYS = ["count", "ok", "value", "name", "items"]
 _NAN, _INF = float("nan"), float("inf")
 _BIG = 9007199254740992.0  # 2^53: the ints around it are not all floats
-_SPECIAL_RESULTS = st.sampled_from(
-    [
-        [_NAN],
-        [1.0, _NAN, 2.0],
-        [0.5, _NAN],
-        [_INF],
-        [-_INF, 1.0],
-        [_BIG],
-        _BIG,
-        -_BIG,
-        9.223372036854776e18,
-        {"count": _NAN, "items": [_NAN, 1.0]},
-        {"value": _BIG, "name": "b"},
-        {"items": []},
-        {"": 1.0, "count": 2.0},
-    ]
-)
+_SPECIAL_RESULTS: list[Any] = [
+    [_NAN],
+    [1.0, _NAN, 2.0],
+    [0.5, _NAN],
+    [_INF],
+    [-_INF, 1.0],
+    [_BIG],
+    _BIG,
+    -_BIG,
+    9.223372036854776e18,
+    {"count": _NAN, "items": [_NAN, 1.0]},
+    {"value": _BIG, "name": "b"},
+    {"items": []},
+    {"": 1.0, "count": 2.0},
+]
 
-RESULTS: st.SearchStrategy[Any] = st.one_of(
-    _FLOATS,
-    st.lists(_FLOATS, max_size=4),
-    _SPECIAL_RESULTS,
-    st.none(),
-    _STRINGS,
-    st.booleans(),
-    st.dictionaries(
-        st.sampled_from(_KEYS),
-        st.one_of(_FLOATS, _STRINGS, st.booleans(), st.lists(_FLOATS, max_size=3), st.none()),
-        max_size=4,
-    ),
-)
+
+def _float(rng: random.Random) -> float:
+    return rng.choice(_PLAIN_FLOATS if rng.random() < 0.5 else _ODD_FLOATS)
+
+
+def _string(rng: random.Random) -> str:
+    return rng.choice(_PLAIN_STRINGS if rng.random() < 0.5 else _ODD_STRINGS)
+
+
+def _floats(rng: random.Random, most: int) -> list[float]:
+    return [_float(rng) for _ in range(rng.randint(0, most))]
+
+
+def _json_value(rng: random.Random) -> Any:
+    kind = rng.randrange(5)
+    if kind == 0:
+        return _float(rng)
+    if kind == 1:
+        return _string(rng)
+    if kind == 2:
+        return rng.random() < 0.5
+    return _floats(rng, 3) if kind == 3 else None
+
+
+def result(rng: random.Random) -> Any:
+    """A measurement as one of Argo's providers hands it to EvalCondition."""
+    kind = rng.randrange(7)
+    if kind == 0:
+        return _float(rng)
+    if kind == 1:
+        return _floats(rng, 4)
+    if kind == 2:
+        return rng.choice(_SPECIAL_RESULTS)
+    if kind == 3:
+        return None
+    if kind == 4:
+        return _string(rng)
+    if kind == 5:
+        return rng.random() < 0.5
+    keys = rng.sample(_KEYS, rng.randint(0, 4))
+    return {k: _json_value(rng) for k in keys}
+
 
 _NUM_LITERALS = [
     "0",
@@ -300,59 +328,59 @@ _CMP = ["==", "!=", "<", ">", "<=", ">="]
 _ARITH = ["+", "-", "*", "/", "%", "**"]
 
 
-@st.composite
-def numbers(draw: st.DrawFn, depth: int = 2) -> str:
-    kind = draw(st.integers(0, 5 if depth > 0 else 1))
+def numbers(rng: random.Random, depth: int = 2) -> str:
+    """A numeric expression (or, on purpose now and then, something that is not one)."""
+    kind = rng.randint(0, 5 if depth > 0 else 1)
     if kind == 0:
-        return draw(st.sampled_from(_NUM_LITERALS))
+        return rng.choice(_NUM_LITERALS)
     if kind == 1:
-        return draw(st.sampled_from(_NUM_ATOMS))
+        return rng.choice(_NUM_ATOMS)
     if kind == 2:
-        op = draw(st.sampled_from(_ARITH))
-        return f"{draw(numbers(depth - 1))} {op} {draw(numbers(depth - 1))}"
+        op = rng.choice(_ARITH)
+        return f"{numbers(rng, depth - 1)} {op} {numbers(rng, depth - 1)}"
     if kind == 3:
-        return f"({draw(numbers(depth - 1))})"
+        return f"({numbers(rng, depth - 1)})"
     if kind == 4:
-        return f"-{draw(numbers(depth - 1))}"
-    c, a, b = draw(conditions(depth - 1)), draw(numbers(depth - 1)), draw(numbers(depth - 1))
-    return f"({c} ? {a} : {b})"
+        return f"-{numbers(rng, depth - 1)}"
+    c = conditions(rng, depth - 1)
+    return f"({c} ? {numbers(rng, depth - 1)} : {numbers(rng, depth - 1)})"
 
 
-@st.composite
-def conditions(draw: st.DrawFn, depth: int = 2) -> str:
-    kind = draw(st.sampled_from(range(11) if depth > 0 else (0, 1, 2, 10)))
+def conditions(rng: random.Random, depth: int = 2) -> str:
+    """A condition: mostly boolean, with type mismatches mixed in."""
+    kind = rng.choice(range(11) if depth > 0 else (0, 1, 2, 10))
     if kind == 0:
-        return draw(st.sampled_from(_BOOL_ATOMS))
+        return rng.choice(_BOOL_ATOMS)
     if kind == 1:
-        op = draw(st.sampled_from(_CMP))
-        return f"{draw(numbers(max(depth - 1, 0)))} {op} {draw(numbers(max(depth - 1, 0)))}"
+        op = rng.choice(_CMP)
+        return f"{numbers(rng, max(depth - 1, 0))} {op} {numbers(rng, max(depth - 1, 0))}"
     if kind == 2:
-        op = draw(st.sampled_from(["==", "!=", "<", ">="]))
-        return f"{draw(st.sampled_from(_STR_ATOMS))} {op} {draw(st.sampled_from(_STR_ATOMS))}"
+        op = rng.choice(["==", "!=", "<", ">="])
+        return f"{rng.choice(_STR_ATOMS)} {op} {rng.choice(_STR_ATOMS)}"
     if kind == 3:
-        op = draw(st.sampled_from(["&&", "||", "and", "or"]))
-        return f"{draw(conditions(depth - 1))} {op} {draw(conditions(depth - 1))}"
+        op = rng.choice(["&&", "||", "and", "or"])
+        return f"{conditions(rng, depth - 1)} {op} {conditions(rng, depth - 1)}"
     if kind == 4:
-        return f"{draw(st.sampled_from(['!', 'not ']))}{draw(conditions(depth - 1))}"
+        return f"{rng.choice(['!', 'not '])}{conditions(rng, depth - 1)}"
     if kind == 5:
-        return f"({draw(conditions(depth - 1))})"
+        return f"({conditions(rng, depth - 1)})"
     if kind == 6:  # chains: expr-lang chains only < > <= >=
-        a, b, c = (draw(numbers(0)) for _ in range(3))
-        op1, op2 = draw(st.sampled_from(_CMP)), draw(st.sampled_from(_CMP))
-        return f"{a} {op1} {b} {op2} {c}"
+        a, b, c = (numbers(rng, 0) for _ in range(3))
+        return f"{a} {rng.choice(_CMP)} {b} {rng.choice(_CMP)} {c}"
     if kind == 10:  # loosely typed operands: expr-lang's checker refuses some pairs
-        op = draw(st.sampled_from(["==", "!=", "in", "not in"]))
-        return f"{draw(st.sampled_from(_ANY_ATOMS))} {op} {draw(st.sampled_from(_ANY_ATOMS))}"
+        op = rng.choice(["==", "!=", "in", "not in"])
+        return f"{rng.choice(_ANY_ATOMS)} {op} {rng.choice(_ANY_ATOMS)}"
     if kind == 7:
-        op = draw(st.sampled_from(["==", "!="]))
-        return f"{draw(numbers(0))} {draw(st.sampled_from(_CMP))} {draw(numbers(0))} {op} true"
+        op = rng.choice(["==", "!="])
+        return f"{numbers(rng, 0)} {rng.choice(_CMP)} {numbers(rng, 0)} {op} true"
     if kind == 8:
-        where = draw(st.sampled_from(["[1, 2, 0.5]", "0..3", "[]", "result", "['ok', 1]"]))
-        neg = draw(st.sampled_from(["", "not "]))
-        return f"{draw(numbers(0))} {neg}in {where}"
-    c, a, b = (draw(conditions(depth - 1)) for _ in range(3))
+        where = rng.choice(["[1, 2, 0.5]", "0..3", "[]", "result", "['ok', 1]"])
+        return f"{numbers(rng, 0)} {rng.choice(['', 'not '])}in {where}"
+    c, a, b = (conditions(rng, depth - 1) for _ in range(3))
     return f"{c} ? {a} : {b}"
 
 
-CASES = st.tuples(conditions(), RESULTS)
-"""(condition, result) pairs."""
+def cases(batch: int, size: int = 50) -> list[tuple[str, Any]]:
+    """Batch number `batch` of (condition, result) pairs."""
+    rng = random.Random(batch)
+    return [(conditions(rng), result(rng)) for _ in range(size)]
