@@ -1,0 +1,120 @@
+"""The Cell plan for Cells behind Route 53 weighted records (`ingress.type: AWSRoute53`),
+through the simulated world of test_cell_plan: the same engine walks the same steps (the
+backend is what differs), Route 53's limits replace the ALB's, and the config's records are
+read back as the forward the plan compares with."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from okra_controllers.api.v1alpha1.cell import Cell, CellSpec
+from okra_controllers.cell.observe import config_kind, observe
+from unit.test_cell_plan import World, canary_weights
+
+TG = "arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/{}/1"
+
+
+def r53_spec(steps: list[Any] | None = None, **kw: Any) -> CellSpec:
+    return CellSpec.model_validate(
+        {
+            "ingress": {
+                "type": "AWSRoute53",
+                "awsRoute53": {
+                    "hostedZoneID": "Z1",
+                    "recordName": "web.example.com",
+                    "targetGroupSelector": {"matchLabels": {"role": "web"}},
+                },
+            },
+            "updateStrategy": {"type": "Canary", "canary": {"steps": steps or []}},
+            **kw,
+        }
+    )
+
+
+def test_a_canary_walks_the_same_steps_as_behind_an_alb() -> None:
+    w = World(r53_spec([{"setWeight": 20}, {"setWeight": 50}]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    assert w.weights() == {"a-v1": 100}
+    w.add_tg("a-v2", "v2")
+    w.run(20)
+    assert canary_weights(w) == [20, 50, 100]
+    assert w.weights() == {"a-v2": 100}
+    assert (w.status.health, w.status.stable_version) == ("Healthy", "v2")
+
+
+def test_more_than_five_target_groups_is_no_problem_for_route53() -> None:
+    """An ALB forward holds 5 target groups; Route 53 holds 100 weighted records."""
+    w = World(r53_spec())
+    for i in range(7):
+        w.add_tg(f"t{i}-v1", "v1")
+    w.run(3)
+    assert sum(w.weights().values()) == 100
+    assert len(w.weights()) == 7
+    assert w.status.health == "Healthy"
+
+
+def cell(spec: CellSpec) -> Cell:
+    return Cell.model_validate(
+        {
+            "metadata": {"name": "web", "namespace": "ns", "generation": 1},
+            "spec": spec.model_dump(by_alias=True, exclude_none=True),
+        }
+    )
+
+
+def test_the_configs_records_are_the_forward_read_back() -> None:
+    tgs = [
+        {
+            "metadata": {"name": n, "labels": {"role": "web", "okra.mumo.co/version": v}},
+            "spec": {"arn": TG.format(n)},
+        }
+        for n, v in (("a-v1", "v1"), ("a-v2", "v2"))
+    ]
+    config: dict[str, Any] = {
+        "metadata": {"name": "web", "generation": 3},
+        "spec": {
+            "hostedZoneID": "Z1",
+            "recordName": "web.example.com",
+            "records": [
+                {"setIdentifier": "a-v1", "weight": 80, "targetGroupARN": TG.format("a-v1")},
+                {"setIdentifier": "a-v2", "weight": 20, "targetGroupARN": TG.format("a-v2")},
+            ],
+        },
+        "status": {
+            "observedGeneration": 3,
+            "conditions": [{"type": "Synced", "status": "True", "reason": "Synced"}],
+        },
+    }
+    c = cell(r53_spec())
+    assert config_kind(c) == "AWSRoute53RecordSetConfig"
+    assert config_kind({"spec": {"ingress": {"type": "AWSRoute53"}}}) == (
+        "AWSRoute53RecordSetConfig"
+    )
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    o = observe(c, tgs, config, None, [], [], now)
+    assert o.synced
+    assert [(f.name, f.weight, f.version) for f in o.forward or ()] == [
+        ("a-v1", 80, "v1"),
+        ("a-v2", 20, "v2"),
+    ]
+    # Propagating (INSYNC, TTL not yet past): the step is not done.
+    config["status"]["conditions"] = [
+        {"type": "Synced", "status": "False", "reason": "Propagating", "observedGeneration": 3}
+    ]
+    o = observe(c, tgs, config, None, [], [], now)
+    assert not o.synced
+    assert o.config_problem == ""  # waiting, not a problem to fix
+    # A target group attached to no load balancer is a problem the Cell reports.
+    config["status"]["conditions"] = [
+        {
+            "type": "Synced",
+            "status": "False",
+            "reason": "NoLoadBalancer",
+            "message": "spec.records[1].targetGroupARN: ...",
+            "observedGeneration": 3,
+        }
+    ]
+    o = observe(c, tgs, config, None, [], [], now)
+    assert o.config_problem.startswith("NoLoadBalancer: spec.records[1]")
