@@ -296,6 +296,11 @@ _BOOL_ATOMS = [
     "result.missing.x and 1 + 1 == 3",
     "not (result.missing.x and false)",
     "result.missing.x or 1 != 2",
+    "all(result, # > 0) && all(result, result[3] > 0)",
+    "any(result, # > 1) || any(result, result[3] > 0)",
+    "none(result, # > 1) && none(result, result[3] > 0)",
+    "true && all(result, # > 0) && all(result, result[3] > 0)",
+    "result[0] > 0 && all(result, # > 0) && all(result, result[3] > 0)",
 ]
 _ANY_ATOMS = [
     "result",

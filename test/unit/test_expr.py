@@ -891,6 +891,9 @@ ISSUE_28_SHAPES = [
     ("result.a.b or true", {}, True),  # folded before it runs: result.a.b is never fetched
     ("result.a.b and 1 + 1 == 3", {}, False),
     ("result.a.b or 1 != 2", {}, "cannot fetch b from <nil>"),  # != is not folded
+    # all(x, p) && all(x, q) runs as all(x, p && q): q meets 2.0 before p rejects -1.0
+    ("!(all(result, # > 0) && all(result, result[5] > 0))", [2.0, -1.0], "index out of range"),
+    ("result[0] > 0 && all(result, # > 0) && all(result, result[5] > 0)", [2.0, -1.0], False),
 ]
 
 

@@ -1382,6 +1382,81 @@ def _folded(node: _Node) -> bool | None:
     return v if type(v) is bool else None
 
 
+_COMBINED: Final = {
+    ("all", "&&"): "&&",
+    ("all", "and"): "and",
+    ("any", "||"): "||",
+    ("any", "or"): "or",
+    ("none", "&&"): "||",
+    ("none", "and"): "or",
+}
+
+
+def _shape(node: _Node | None) -> tuple[Any, ...]:
+    """How an expression is written, as a nested tuple (expr-lang compares their text)."""
+    if node is None:
+        return ()
+    if isinstance(node, _Const):
+        return ("const", type(node.value), node.value)
+    if isinstance(node, _Ident | _Local):
+        return (type(node), node.name)
+    if isinstance(node, _Pointer):
+        return ("#", node.kind)
+    if isinstance(node, _EnvRef):
+        return ("$env",)
+    if isinstance(node, _Let):
+        return ("let", node.name, _shape(node.value), _shape(node.body))
+    if isinstance(node, _Array):
+        return ("[]", *map(_shape, node.items))
+    if isinstance(node, _MapLit):
+        return ("{}", *((_shape(k), _shape(v)) for k, v in node.pairs))
+    if isinstance(node, _Member):
+        return (".", _shape(node.obj), _shape(node.key), node.optional)
+    if isinstance(node, _Slice):
+        return ("[:]", _shape(node.obj), _shape(node.lo), _shape(node.hi))
+    if isinstance(node, _Chain):
+        return ("?.", _shape(node.inner))
+    if isinstance(node, _Unary):
+        return ("unary", node.op, _shape(node.operand))
+    if isinstance(node, _Binary):
+        return ("binary", node.op, _shape(node.left), _shape(node.right))
+    if isinstance(node, _Matches | _Coalesce):
+        return (type(node), _shape(node.left), _shape(node.right))
+    if isinstance(node, _Logical):
+        return ("logical", node.op, *map(_shape, node.operands))
+    if isinstance(node, _Cond):
+        return ("?:", _shape(node.cond), _shape(node.yes), _shape(node.no))
+    if isinstance(node, _Range):
+        return ("..", _shape(node.lo), _shape(node.hi))
+    if isinstance(node, _Call):
+        return ("call", node.name, *map(_shape, node.args))
+    if isinstance(node, _PredicateCall):
+        parts = (_shape(node.array), _shape(node.pred), _shape(node.extra))
+        return ("predicate", node.name, *parts)
+    return (type(node), id(node))  # equal to nothing else
+
+
+def _combine_predicates(offset: int, op: str, left: _Node, right: _Node) -> _Node | None:
+    """expr-lang's optimizer turns `all(x, p) && all(x, q)` into `all(x, p && q)` (likewise
+    `any ||` and `none &&`, whose predicates join with ||), which changes which errors a
+    condition meets: the combined loop evaluates q for elements p accepts before it is done
+    with p. Operands the optimizer folds away first (`true && all(...)`) do not count."""
+    if isinstance(left, _Logical):
+        kept = [o for o in left.operands if _folded(o) is not (not left.decider)]
+        if left.decider != (op in ("||", "or")) or len(kept) != 1:
+            return None
+        left = kept[0]
+    if not (isinstance(left, _PredicateCall) and isinstance(right, _PredicateCall)):
+        return None
+    joined = _COMBINED.get((left.name, op))
+    if joined is None or right.name != left.name or _shape(left.array) != _shape(right.array):
+        return None
+    assert left.pred is not None
+    assert right.pred is not None
+    pred = _Logical.join(offset, joined, left.pred, right.pred)
+    return _PredicateCall(left.offset, left.name, left.array, pred, None)
+
+
 class _Logical(_Node):
     """`&&` / `||` over two or more operands, left to right, stopping at the first decider."""
 
@@ -1401,8 +1476,12 @@ class _Logical(_Node):
             self.folded = not self.decider
 
     @classmethod
-    def join(cls, offset: int, op: str, left: _Node, right: _Node) -> _Logical:
-        same = isinstance(left, _Logical) and left.decider == (op in ("||", "or"))
+    def join(cls, offset: int, op: str, left: _Node, right: _Node) -> _Node:
+        decider = op in ("||", "or")
+        same = isinstance(left, _Logical) and left.decider == decider
+        combined = _combine_predicates(offset, op, left, right)
+        if combined is not None:
+            return combined
         operands = [*left.operands, right] if isinstance(left, _Logical) and same else [left, right]
         return cls(offset, op, operands)
 
