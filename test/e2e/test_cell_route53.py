@@ -20,6 +20,7 @@ trust policy refuses okra is the proxy answering AccessDenied for that role.
 from __future__ import annotations
 
 import datetime
+import json
 import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from .conftest import (
     error_rate_template,
     promote,
 )
+from .test_cli_plan import okra_cli
 
 R53_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSRoute53RecordSetConfig")
 ACCOUNT_B = "222222222222"
@@ -319,6 +321,23 @@ async def test_route53_weighted_records_through_a_canary_drift_a_crash_and_an_as
             lambda s: s.get("health") == "Paused" and s.get("canaryWeight") == 50,
         )
         await r53.records_become(web_name, {"web-v1": 50, "web-v2": 50})
+        # okra get cell and okra plan read the Route 53 config and the records themselves.
+        code, out, err = await okra_cli(control_plane, r53.env, "get", "cell", "web")
+        assert code == 0, err
+        assert "AWSRoute53RecordSetConfig web: Synced" in out, out
+        code, out, err = await okra_cli(control_plane, r53.env, "plan", "web", "-o", "json")
+        assert code == 0, err
+        plan = json.loads(out)
+        assert plan["aws"]["recordName"] == web_name
+        assert {f["name"]: f["weight"] for f in plan["aws"]["forward"]} == {
+            "web-v1": 50,
+            "web-v2": 50,
+        }
+        assert plan["aws"]["matchesConfig"] is True
+        planned = [
+            {w["name"]: w["weight"] for w in st["writes"]} for st in plan["stages"] if st["writes"]
+        ]
+        assert planned == [{"web-v2": 100}]
         await promote(c, ns)
         await wait_for(
             c,

@@ -37,6 +37,7 @@ from okra_controllers.aws.elbv2 import (
     forward_weights,
     target_health,
 )
+from okra_controllers.aws.route53 import list_records
 from okra_controllers.cell.controller import BLOCKLIST, TARGET_GROUP
 from okra_controllers.cell.controller import CELL as CELL_GVK
 from okra_controllers.cell.observe import config_gvk, observe, selects
@@ -175,7 +176,7 @@ async def forwarding(aws: AwsConfig, cell: Cell) -> Obj:
     assert ingress is not None
     assert lb is not None
     if isinstance(lb, CellRoute53):
-        return {}  # weighted DNS records: no listener forwards (the config says the weights)
+        return await weighted_records(aws, lb)
     if ingress.network:
         try:
             listener = await describe_listener(aws, lb.listener_arn)
@@ -190,6 +191,25 @@ async def forwarding(aws: AwsConfig, cell: Cell) -> Obj:
         raise CliError(f"AWS DescribeRules {lb.listener_arn}: {e}") from None
     priority = str((getattr(lb, "listener_rule", None) or DEFAULT_RULE).priority)
     return next((r for r in rules if str(r.get("Priority")) == priority), {})
+
+
+async def weighted_records(aws: AwsConfig, lb: CellRoute53) -> Obj:
+    """A Route 53 Cell's records (ListResourceRecordSets, through its role), said as a
+    forward by `SetIdentifier` (the target groups' names), with `RecordName`."""
+    try:
+        async with aws.assuming(lb.role_arn).client("route53") as r53:
+            found = await list_records(r53, lb.hosted_zone_id, lb.record_name, lb.record_type)
+    except Exception as e:
+        raise CliError(f"AWS ListResourceRecordSets {lb.record_name}: {e}") from None
+    groups = [
+        {"TargetGroupArn": str(r["SetIdentifier"]), "Weight": int(r.get("Weight") or 0)}
+        for r in found
+        if r.get("SetIdentifier")
+    ]
+    return {
+        "RecordName": lb.record_name,
+        "Actions": [{"Type": "forward", "ForwardConfig": {"TargetGroups": groups}}],
+    }
 
 
 def _weights(forward: tuple[Forward, ...] | None) -> list[Obj]:
@@ -270,9 +290,12 @@ def document(
             f["arn"]: int(f["weight"])
             for f in ((config or {}).get("spec") or {}).get("forwardTargetGroups") or []
         }
+        for r in ((config or {}).get("spec") or {}).get("records") or []:  # Route 53
+            configured[str(r.get("setIdentifier"))] = int(r.get("weight") or 0)
         aws = {
             "ruleARN": rule.get("RuleArn"),
             "listenerARN": rule.get("ListenerArn"),
+            "recordName": rule.get("RecordName"),
             "priority": rule.get("Priority"),
             "forward": [
                 {"name": name_of.get(arn, arn), "arn": arn, "weight": w}
@@ -329,6 +352,9 @@ def render(doc: Obj) -> str:
     aws = doc["aws"]
     if aws is None:
         out.append("AWS:      not read (--no-aws)")
+    elif aws.get("recordName"):
+        same = "as the config says" if aws["matchesConfig"] else "differs from the config"
+        out.append(f"AWS:      {aws['recordName']} answers {_w(aws['forward'])}  ({same})")
     elif not aws["ruleARN"] and not aws["listenerARN"]:
         out.append("AWS:      no rule at the Cell's priority yet")
     else:

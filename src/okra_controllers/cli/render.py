@@ -343,6 +343,12 @@ def _target_groups(
         )
         or []
     }
+    records = (((config or {}).get("status") or {}).get("applied") or {}).get("records") or []
+    if records:  # Route 53: one weighted record per target group, named by it
+        arn_of = {tg.name: tg.arn for group in grouped.by_version.values() for tg in group}
+        for r in records:
+            sid = str(r.get("setIdentifier"))
+            applied[arn_of.get(sid, sid)] = int(r.get("weight") or 0)
     has_applied = bool(((config or {}).get("status") or {}).get("applied"))
 
     def aws(arn: str) -> Col:
@@ -675,6 +681,8 @@ def render_cells(
             ingress = (c.get("spec") or {}).get("ingress") or {}
             lb = ingress.get("awsApplicationLoadBalancer") or ingress.get("awsNetworkLoadBalancer")
             listener = str((lb or {}).get("listenerARN") or "-")
+            if ingress.get("type") == "AWSRoute53":  # the weighted name, not a listener
+                listener = str((ingress.get("awsRoute53") or {}).get("recordName") or "-")
             extra = [listener.rsplit("/", 3)[-3] if "/" in listener else listener]
             extra.append(str((c.get("status") or {}).get("message") or "-"))
         rows.append(

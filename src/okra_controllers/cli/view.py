@@ -65,6 +65,8 @@ def strip(obj: Obj) -> Obj:
 def cell_selector(cell: Obj) -> dict[str, str]:
     ingress = (cell.get("spec") or {}).get("ingress") or {}
     lb = ingress.get("awsApplicationLoadBalancer") or ingress.get("awsNetworkLoadBalancer") or {}
+    if ingress.get("type") == "AWSRoute53":
+        lb = ingress.get("awsRoute53") or {}
     labels = (lb.get("targetGroupSelector") or {}).get("matchLabels") or {}
     return {str(k): str(v) for k, v in labels.items()}
 
