@@ -88,3 +88,18 @@ def test_peek_is_the_cached_object_and_index_keys_a_copy() -> None:
     keys = store.keys_by_index("label", "a=1")
     keys.add("n/other")
     assert store.keys_by_index("label", "a=1") == {"n/x"}
+
+
+def test_a_version_label_in_the_original_spelling_wakes_the_cell() -> None:
+    """The original okra's Go types put `versionLabels` under `targetGroupSelector`: a
+    target group carrying only that label is a version of the Cell, so its events wake it
+    (not only the Cell's periodic resync)."""
+    cells = Store()
+    original = cell("a", "n1", {"app": "web"})
+    selector = original["spec"]["ingress"]["awsApplicationLoadBalancer"]["targetGroupSelector"]
+    selector["versionLabels"] = ["example.com/release"]
+    cells.upsert(original)
+    mapper = cells_for_target_group(cells)
+    release = {"example.com/release": "v2", "app": "web"}
+    unversioned = tg("n1", versioned=False, **release)
+    assert mapper(unversioned) == [Request("a", "n1")]

@@ -41,6 +41,7 @@ from okra_controllers.api.v1alpha1.cell import (
     PauseSpec,
 )
 from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
+from okra_controllers.api.v1alpha1.spelling import deprecated_spellings, normalise_cell
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.aws.errors import AwsRefusalError
@@ -249,6 +250,9 @@ class CellReconciler:
             report_info(req.namespace or "", req.name, None)
             return None
         cell = Cell.model_validate(raw)
+        if cell.metadata.generation != (cell.status.observed_generation if cell.status else None):
+            for warning in deprecated_spellings("Cell", raw.get("spec")):
+                self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
         ingress = cell.spec.ingress
         if ingress is not None and ingress.listener() is None:  # the CRD's rules say this too
             key = "awsNetworkLoadBalancer" if ingress.network else "awsApplicationLoadBalancer"
@@ -701,7 +705,7 @@ def _version_labels(cell: dict[str, Any]) -> list[str]:
     the plan never looks at it, so its events do not wake the Cell (thousands of such
     groups under a selector that matches them all would otherwise keep every Cell
     queued, and a Cell rolling out would wait behind them)."""
-    spec = cell.get("spec") or {}
+    spec = normalise_cell(cell.get("spec") or {})  # the original's spelling too
     labels = [v for v in spec.get("versionLabels") or [] if isinstance(v, str)]
     versioned_by = spec.get("versionedBy")
     by = versioned_by.get("label") if isinstance(versioned_by, dict) else None
