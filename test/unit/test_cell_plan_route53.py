@@ -5,11 +5,13 @@ read back as the forward the plan compares with."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import Cell, CellSpec
 from okra_controllers.cell.observe import config_kind, observe
+from okra_controllers.cell.plan import plan
 from unit.test_cell_plan import World, canary_weights
 
 TG = "arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/{}/1"
@@ -103,9 +105,11 @@ def test_the_configs_records_are_the_forward_read_back() -> None:
     config["status"]["conditions"] = [
         {"type": "Synced", "status": "False", "reason": "Propagating", "observedGeneration": 3}
     ]
+    config["status"]["conditions"][0]["message"] = "Route 53 is INSYNC; in effect at T"
     o = observe(c, tgs, config, None, [], [], now)
     assert not o.synced
     assert o.config_problem == ""  # waiting, not a problem to fix
+    assert o.config_waiting == "Route 53 is INSYNC; in effect at T"
     # A target group attached to no load balancer is a problem the Cell reports.
     config["status"]["conditions"] = [
         {
@@ -118,3 +122,19 @@ def test_the_configs_records_are_the_forward_read_back() -> None:
     ]
     o = observe(c, tgs, config, None, [], [], now)
     assert o.config_problem.startswith("NoLoadBalancer: spec.records[1]")
+
+
+def test_the_cell_says_when_written_weights_take_effect() -> None:
+    """A step's weights written but not yet in effect (the config Propagating): the step
+    is not done, and the Cell's message says when they will be."""
+    w = World(r53_spec([{"setWeight": 20}, {"pause": {}}]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.add_tg("a-v2", "v2")
+    w.run(1)  # the 20 is written, not yet shown
+    assert not w.synced
+    waiting = "in effect at 2026-01-01T00:01:00Z"
+    p = plan(dataclasses.replace(w.observed(), config_waiting=waiting))
+    assert p.status.current_step_index == 0
+    assert f"weights written, not yet in effect: {waiting}" in (p.status.message or "")
+    assert "not yet in effect" not in (plan(w.observed()).status.message or "")

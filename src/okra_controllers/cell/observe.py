@@ -96,6 +96,7 @@ def observe(
     forward: tuple[Forward, ...] | None = None
     synced = False
     problem = ""
+    waiting = ""
     if config is not None:
         version_of = {
             tg.arn: tg.version.text for group in grouped.by_version.values() for tg in group
@@ -118,6 +119,7 @@ def observe(
             for c in cst.get("conditions") or []
         )
         problem = config_problem(config)
+        waiting = config_waiting(config)
     blocked = {
         i["version"]: i.get("cause", "")
         for i in ((blocklist or {}).get("spec") or {}).get("items") or []
@@ -141,6 +143,7 @@ def observe(
         jobs={j["metadata"]["name"]: job_outcome(j) for j in jobs},
         clusters=clusters,
         config_problem=problem,
+        config_waiting=waiting,
         exact_now=exact_now,
         pause_expiry={
             p["metadata"]["name"]: expiry
@@ -174,6 +177,26 @@ def config_problem(config: Obj) -> str:
             and c.get("observedGeneration") == generation
         ):
             return f"{c['reason']}: {c.get('message', '')}"
+    return ""
+
+
+CONFIG_WAITS = ("Pending", "Propagating")
+"""`Synced` reasons of a Route 53 config whose written records are not yet in effect."""
+
+
+def config_waiting(config: Obj) -> str:
+    """The message of the config's `Synced` condition when it is False for one of
+    `CONFIG_WAITS` at the config's current generation (when the weights take effect);
+    "" otherwise."""
+    generation = config["metadata"].get("generation")
+    for c in (config.get("status") or {}).get("conditions") or []:
+        if (
+            c.get("type") == "Synced"
+            and c.get("status") == "False"
+            and c.get("reason") in CONFIG_WAITS
+            and c.get("observedGeneration") == generation
+        ):
+            return str(c.get("message") or "")
     return ""
 
 

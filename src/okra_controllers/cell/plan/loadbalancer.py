@@ -80,6 +80,9 @@ def report_load_balancer(p: Plan, o: Observed) -> None:
     (AWS refuses it: a listener or target group that does not exist, a permission
     missing), so no weight moves until the cause is fixed; the message says it."""
     old = next((c for c in p.status.conditions or [] if c.type == "LoadBalancerSynced"), None)
+    if o.config_waiting and p.forward is not None and not applied(o, p.forward):
+        # Written, not yet in effect (Route 53: INSYNC + TTL): the status says when.
+        add_to_message(p.status, f"weights written, not yet in effect: {o.config_waiting}")
     if not o.config_problem or p.forward is None or applied(o, p.forward):
         if old is not None and old.status == "False":
             message = "the load balancer config applies its spec"

@@ -61,6 +61,9 @@ class Observed:
     # why the load balancer config cannot apply its spec ("AWSError: ...", from its
     # `Synced` condition for its current generation); "" when it can or has not said
     config_problem: str = ""
+    # what the config says while its written weights are not yet in effect (a Route 53
+    # change PENDING, or INSYNC with the TTL not yet past: "... in effect at <time>")
+    config_waiting: str = ""
     # Pause name -> its `spec.expireTime`: a Pause past it is over, whether or not the
     # Pause controller has written `Expired` yet (its status write, and the Cell's
     # reaction to it, would add two API round trips to every timed pause).
