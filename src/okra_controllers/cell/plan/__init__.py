@@ -29,8 +29,9 @@ It never does I/O, so every rule below is tested directly:
   Progressing Cell that makes no progress that long is reported; with
   `progressDeadlineAbort` its canary fails (stable back to 100, version blocked).
 - Gates, decided here with the rest: ALB limits (at most 5 target groups in a
-  forward action, weights 0..999, a listener rule with at least one condition)
-  turn the plan into a Degraded status that says what to fix; a target group
+  forward action, weights 0..999, a listener rule with at least one condition;
+  behind Route 53, at most 100 records with weights 0..255) turn the plan into a
+  Degraded status that says what to fix; a target group
   about to get weight for the first time needs a healthy target (observed
   input `health`; unknown health asks the caller to look, in `needs_health`).
 
@@ -39,7 +40,8 @@ reads and returns), `waiting` (the desired version, `ReplicasReady`), `route` (w
 phase), `switch` (first rollout, rollback, steady state), `canary` (the steps),
 `bluegreen` (an NLB's 0-or-100 canary), `checks` (pre- and postchecks), `failure`
 (stable back, version blocked), `ending` (runs and Pauses stopped), `deadline`
-(`progressDeadlineSeconds`), `health` and `loadbalancer` (gates), `cluster_labels`
+(`progressDeadlineSeconds`), `health` and `loadbalancer` (gates; the load
+balancer's limits and, for Route 53, weights written but not yet in effect), `cluster_labels`
 and `clusters_only` (Argo CD), `status` (conditions and holds), `compose` (`plan`).
 """
 
