@@ -894,6 +894,8 @@ ISSUE_28_SHAPES = [
     # all(x, p) && all(x, q) runs as all(x, p && q): q meets 2.0 before p rejects -1.0
     ("!(all(result, # > 0) && all(result, result[5] > 0))", [2.0, -1.0], "index out of range"),
     ("result[0] > 0 && all(result, # > 0) && all(result, result[5] > 0)", [2.0, -1.0], False),
+    ("(true ? 1 : result.a) == '1'", {}, "mismatched types int and string"),  # an int
+    ("(true ? 1 : result.a.b) == '1'", {}, False),  # unknown: result.a.b has no type
 ]
 
 

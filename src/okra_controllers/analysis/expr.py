@@ -2795,7 +2795,15 @@ def _in_shape(node: _Binary, left: _T.Type) -> str | None:
 def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
     """The static type of `node` where `#` has type `item`; ExprError where expr's checker
     rejects the expression. `env` gives the names' types; a name it lacks is an error, as in
-    expr-lang compiling against an environment (`expr.Env`)."""
+    expr-lang compiling against an environment (`expr.Env`). Unknown is ANY here, whichever
+    of expr-lang's two unknowns it is (see _static_raw)."""
+    t = _static_raw(node, item, env)
+    return _T.ANY if t == _T.VOID else t
+
+
+def _static_raw(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
+    """_static, telling expr-lang's typeless unknown (VOID: an operation on unknown operands)
+    from `interface {}` (ANY: a JSON value), which only a conditional and `??` look at."""
     if isinstance(node, _Const):
         return _T.type_of(node.value) if not isinstance(node.value, (list, dict)) else _T.ANY
     if isinstance(node, _Ident):
@@ -2805,7 +2813,7 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
     if isinstance(node, _Local):
         return env.get("let " + node.name, _T.ANY)
     if isinstance(node, _Pointer):
-        return item if node.kind == "" else _T.INT if node.kind == "index" else _T.ANY
+        return item if node.kind == "" else _T.INT if node.kind == "index" else _T.VOID
     if isinstance(node, _Let):
         if node.name in env:
             _bad(f"cannot redeclare {node.name}", node)
@@ -2833,12 +2841,12 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
                     return env[name]
                 if not node.optional:
                     _bad(f"unknown name {name}", node)
-                return _T.ANY
+                return _T.VOID
             _static(key_node, item, env)
-            return _T.ANY
+            return _T.VOID
         obj, key = _static(node.obj, item, env), _static(node.key, item, env)
         if obj == _T.ANY:
-            return _T.ANY
+            return _T.VOID
         if obj == _T.NIL:
             if isinstance(node.key, _Const) and _is_str(node.key.value):
                 _bad(f"type nil has no field {node.key.value}", node)
@@ -2859,7 +2867,9 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
         for bound in (node.lo, node.hi):
             if bound is not None:
                 _static(bound, item, env)
-        if obj in (_T.ANY, _T.STRING) or _T.is_array(obj):
+        if obj == _T.ANY:
+            return _T.VOID
+        if obj == _T.STRING or _T.is_array(obj):
             return obj
         _bad(f"cannot slice {_T.name(obj)}", node)
     if isinstance(node, _Unary):
@@ -2870,7 +2880,7 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
             return _T.BOOL
         if not (_T.is_num(t) or t == _T.ANY):
             _bad(f"invalid operation: {node.op} (mismatched type {_T.name(t)})", node)
-        return t
+        return _T.VOID if t == _T.ANY else t
     if isinstance(node, _Logical):
         for operand in node.operands:
             t = _static(operand, item, env)
@@ -2902,7 +2912,7 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
                     _bad(f"cannot use {_T.name(a)} as type string in map key", node)
                 return _T.BOOL
             if _T.is_array(b):
-                e = _T.elem(b)
+                e = _T.plain(_T.elem(b))
                 if not _T.comparable(a, e):
                     _bad(f"cannot use {_T.name(a)} as type {_T.name(e)} in array", node)
                 return _T.BOOL
@@ -2917,7 +2927,7 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
                 _mismatched(op, a, b, node)
             if op in _COMPARISON or op in _STRING_OPS:
                 return _T.BOOL
-            return _T.FLOAT if op in ("/", "**", "^") else _T.INT if op == "%" else _T.ANY
+            return _T.FLOAT if op in ("/", "**", "^") else _T.INT if op == "%" else _T.VOID
         if op in _STRING_OPS:
             if a != _T.STRING or b != _T.STRING:
                 _mismatched(op, a, b, node)
@@ -2939,16 +2949,18 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
                 return _T.FLOAT
             return _T.INT if a == b == _T.INT else _T.FLOAT
         return _T.ANY
-    if isinstance(node, _Coalesce):
-        a, b = _static(node.left, item, env), _static(node.right, item, env)
+    if isinstance(node, _Coalesce):  # expr-lang's binaryNode for ??
+        a, b = _static_raw(node.left, item, env), _static_raw(node.right, item, env)
         if a == _T.NIL:
             return b
-        return a if b == _T.NIL else _T.same_or_any(a, b)
+        if b == _T.NIL:
+            return a
+        return a if _T.assignable(b, a) else _T.VOID
     if isinstance(node, _Cond):
         c = _static(node.cond, item, env)
         if c not in (_T.BOOL, _T.ANY):
             _bad(f"non-bool expression (type {_T.name(c)}) used as condition", node)
-        yes, no = _static(node.yes, item, env), _static(node.no, item, env)
+        yes, no = _static_raw(node.yes, item, env), _static_raw(node.no, item, env)
         if yes == _T.NIL:
             return no
         if no == _T.NIL:
@@ -2959,7 +2971,7 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
                 if not (_T.assignable(e1, e2) and _T.assignable(e2, e1)):
                     return ("list", _T.ANY)
             return yes
-        return _T.ANY
+        return _T.VOID
     if isinstance(node, _Range):
         a, b = _static(node.lo, item, env), _static(node.hi, item, env)
         if a not in (_T.INT, _T.ANY) or b not in (_T.INT, _T.ANY):
@@ -2969,8 +2981,8 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
         arr = _static(node.array, item, env)
         if arr != _T.ANY and not _T.is_array(arr):
             _bad(f"builtin {node.name} takes only array (got {_T.name(arr)})", node)
-        e = _T.elem(arr)
-        p = _T.ANY if node.pred is None else _static(node.pred, e, env)
+        e = _T.VOID if arr == _T.ANY else _T.elem(arr)  # `#` of an unknown array
+        p = _T.ANY if node.pred is None else _static_raw(node.pred, e, env)
         if node.extra is not None:
             _static(node.extra, item, env)
         if node.name in ("all", "any", "none", "one"):
@@ -2986,6 +2998,8 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
         if node.name == "sum":
             return e if node.pred is None else p
         return p  # reduce: its predicate's type
+    if isinstance(node, _EnvRef):
+        return _T.VOID
     if isinstance(node, _Call):
         args = [_static(a, item, env) for a in node.args]
         return _static_call(node, args, env)

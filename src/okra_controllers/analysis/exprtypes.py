@@ -29,6 +29,10 @@ from __future__ import annotations
 from typing import Any, Final
 
 ANY: Final = "interface {}"
+VOID: Final = "<unknown>"
+"""expr-lang's typeless unknown (an operation on unknown operands, `$env`, a member of an
+unknown): like ANY to every check, except that nothing is assignable to it (a conditional
+`c ? 1 : x + 1` is unknown, `c ? 1 : result.x` an int)."""
 NIL: Final = "unknown"  # expr's name for the type of a nil value in the environment
 BOOL: Final = "bool"
 INT: Final = "int"
@@ -108,7 +112,7 @@ def kind(t: Type) -> str:
 
 def comparable(a: Type, b: Type) -> bool:
     """Whether expr accepts `a == b` at compile time."""
-    if ANY in (a, b) or NIL in (a, b):
+    if ANY in (a, b) or VOID in (a, b) or NIL in (a, b):
         return True
     if is_num(a) and is_num(b):
         return True
@@ -119,7 +123,14 @@ def comparable(a: Type, b: Type) -> bool:
 
 def assignable(a: Type, b: Type) -> bool:
     """Whether Go assigns a value of type `a` to one of type `b` (anything to interface {})."""
+    if VOID in (a, b):
+        return False
     return b == ANY or a == b or (is_array(a) and is_array(b) and name(a) == name(b))
+
+
+def plain(t: Type) -> Type:
+    """ANY for either unknown."""
+    return ANY if t == VOID else t
 
 
 def same_or_any(a: Type, b: Type) -> Type:
