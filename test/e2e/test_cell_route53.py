@@ -8,8 +8,8 @@ small): a canary walking 0 -> 20 -> 50 -> 100 with an analysis step that starts 
 the step's weights are in effect (INSYNC + TTL, from the config's status); a failing
 analysis sending all weight back; a record edited by hand restored with an Event; the
 manager SIGKILLed while a change is PENDING resuming by GetChange without writing it again;
-and a zone in another account reached through an assumed role, a wrong role being a clear
-status error with nothing written.
+and a zone and a shared ALB in another account reached through an assumed role, a wrong
+role being a clear status error with nothing written.
 
 moto's limits, worked around here: its Route 53 answers every change INSYNC at once and
 GetChange INSYNC for any ID, so a PENDING change is made by the test's proxy (it rewrites
@@ -48,6 +48,7 @@ from .conftest import (
     Env,
     Metrics,
     OkraManager,
+    cell_obj,
     error_rate_template,
     promote,
 )
@@ -279,6 +280,31 @@ async def test_route53_weighted_records_through_a_canary_drift_a_crash_and_an_as
         await c.create(r53_cell(ns, "edge", r53.zone_b, edge_name, [], roleARN=ROLE_B))
         await c.create(r53_cell(ns, "wrong", r53.zone_b, wrong_name, [], roleARN=WRONG_ROLE))
 
+        # A shared ALB in account B, reached through the role as well.
+        seed_b = Seeder(r53.config_b)
+        network_b = await seed_b.network()
+        alb_b = await seed_b.alb(f"shared-{suffix}", network_b)
+        shared_tg = await seed_b.target_group(f"shared-v1-{suffix}", network_b)
+        await seed_b.register_targets(shared_tg, await seed_b.instances(1, network_b))
+        await c.create(
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "AWSTargetGroup",
+                "metadata": {
+                    "name": "shared-v1",
+                    "namespace": ns,
+                    "labels": {VERSION_LABEL: "v1", "cell": "shared"},
+                },
+                "spec": {"arn": shared_tg},
+            }
+        )
+        shared = cell_obj(ns, alb_b.listener_arn, [])
+        shared["metadata"]["name"] = "shared"
+        alb_section = shared["spec"]["ingress"]["awsApplicationLoadBalancer"]
+        alb_section["roleARN"] = ROLE_B
+        alb_section["targetGroupSelector"] = {"matchLabels": {"cell": "shared"}}
+        await c.create(shared)
+
         # First rollout: v1 gets everything (v2 has no record: weight 0).
         await r53.version("web-v1", "v1", {"cell": "web"})
         steps: list[dict[str, Any]] = [
@@ -348,8 +374,25 @@ async def test_route53_weighted_records_through_a_canary_drift_a_crash_and_an_as
         )
         await r53.records_become(web_name, {"web-v2": 100})
 
-        # The assumed role reached account B's zone; the wrong one wrote nothing anywhere.
+        # The assumed role reached account B's zone and its ALB; the wrong one wrote nothing.
         await r53.records_become(edge_name, {"edge-v1": 100}, zone=r53.zone_b)
+        await wait_for(c, ns, CELL, "shared", lambda s: s.get("health") == "Healthy")
+
+        async def shared_rule() -> list[dict[str, Any]]:
+            async with r53.config_b.client("elbv2") as elb:
+                rules = (await elb.describe_rules(ListenerArn=alb_b.listener_arn))["Rules"]
+            return [
+                t
+                for r in rules
+                if not r.get("IsDefault")
+                for a in r["Actions"]
+                if a["Type"] == "forward"
+                for t in a["ForwardConfig"]["TargetGroups"]
+            ]
+
+        assert [(t["TargetGroupArn"], t["Weight"]) for t in await shared_rule()] == [
+            (shared_tg, 100)
+        ]
         wrong = await wait_for(
             c,
             ns,
