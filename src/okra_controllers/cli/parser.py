@@ -30,6 +30,7 @@ GROUPS = (
     "okra_controllers.cli.groups.cluster",
     "okra_controllers.cli.groups.progressive",
     "okra_controllers.cli.groups.tools",
+    "okra_controllers.cli.dashboard.group",
 )
 
 DESCRIPTION = """\
@@ -53,6 +54,7 @@ examples:
   okra get analysisrun web-v2-5e7a1b2c-step-1
   okra get progressiverollout web --watch
   okra pause web / okra resume web  # a ProgressiveRollout: hold new syncs / go on (retry)
+  okra dashboard -A                 # the live web view, on http://127.0.0.1:8765/
 """
 
 if TYPE_CHECKING:

@@ -1,0 +1,443 @@
+"""What the dashboard's pages show, as plain JSON-ready dicts: pure functions from the
+objects as the informers hold them (no I/O), so every rule is unit-tested.
+
+A Cell's row shows the weights *as AWS shows them*: the load balancer config's
+`status.applied` (what okra last read back from AWS), summed by version, not the
+weights okra wants. `synced` says whether that reading already equals what the
+config asks for. Versions come from the Cell's `status.targetGroups` (each with its
+version), so the row needs no AWSTargetGroup lookup.
+
+Secrets are never read by the dashboard, so nothing here can carry a secret value.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from okra_controllers.api.v1alpha1.cell import Cell
+from okra_controllers.cell.plan import weight_before
+from okra_controllers.cli.actions import PAUSED
+from okra_controllers.cli.render import describe_step, pause_seconds
+from okra_runtime.timeutil import parse_time
+
+Obj = dict[str, Any]
+VERSION_LABEL = "okra.mumo.co/version"
+MAX_HISTORY = 500
+"""Points kept per Cell for the weights chart (the oldest go first)."""
+MAX_EVENTS = 50
+MAX_RUNS = 10
+MAX_MEASUREMENTS = 30
+
+
+def _meta(obj: Obj | None) -> Obj:
+    return (obj or {}).get("metadata") or {}
+
+
+def key(obj: Obj) -> str:
+    """`namespace/name`: how the pages name an object."""
+    m = _meta(obj)
+    return f"{m.get('namespace') or ''}/{m.get('name') or ''}"
+
+
+def _iso(value: Any) -> str | None:
+    when = parse_time(value) if isinstance(value, str) else value
+    return when.isoformat() if isinstance(when, datetime.datetime) else None
+
+
+# -- weights -------------------------------------------------------------------
+
+
+def version_of_target_groups(cell: Obj) -> dict[str, str]:
+    """arn and name -> version, from the Cell's `status.targetGroups`."""
+    out: dict[str, str] = {}
+    for tg in (cell.get("status") or {}).get("targetGroups") or []:
+        version = tg.get("version")
+        if version:
+            out[str(tg.get("arn"))] = str(version)
+            out[str(tg.get("name"))] = str(version)
+    return out
+
+
+def aws_weights(cell: Obj, config: Obj | None) -> dict[str, int] | None:
+    """version -> weight as okra last read it from AWS (`status.applied` of the Cell's
+    load balancer config: an ALB or NLB forward action, or Route 53 records); None
+    before anything was applied. A target group of unknown version counts under its
+    own name."""
+    applied = ((config or {}).get("status") or {}).get("applied")
+    if not applied:
+        return None
+    versions = version_of_target_groups(cell)
+    out: dict[str, int] = {}
+    entries = [
+        (str(f.get("arn")), f.get("weight")) for f in applied.get("forwardTargetGroups") or []
+    ]
+    entries += [
+        (str(r.get("setIdentifier")), r.get("weight")) for r in applied.get("records") or []
+    ]
+    for ident, weight in entries:
+        version = versions.get(ident, ident.rsplit("/", 2)[-2] if "/" in ident else ident)
+        out[version] = out.get(version, 0) + int(weight or 0)
+    return out
+
+
+def synced(config: Obj | None) -> bool:
+    """The config's Synced condition is True for its current generation: AWS showed
+    what okra asked for when it last looked."""
+    if config is None:
+        return False
+    st = config.get("status") or {}
+    cond = next((c for c in st.get("conditions") or [] if c.get("type") == "Synced"), None)
+    return bool(
+        cond
+        and cond.get("status") == "True"
+        and st.get("observedGeneration") == _meta(config).get("generation")
+    )
+
+
+def weight_list(cell: Obj, weights: Mapping[str, int] | None) -> list[Obj]:
+    """Weights in display order (stable first, canary next, others by name), each with
+    its role."""
+    if not weights:
+        return []
+    st = cell.get("status") or {}
+    stable, canary = st.get("stableVersion"), st.get("canaryVersion")
+
+    def order(v: str) -> tuple[int, str]:
+        return (0 if v == stable else 1 if v == canary else 2, v)
+
+    return [
+        {
+            "version": v,
+            "weight": weights[v],
+            "role": "stable" if v == stable else "canary" if v == canary else "",
+        }
+        for v in sorted(weights, key=order)
+    ]
+
+
+# -- the Cells list ------------------------------------------------------------
+
+
+def _steps(cell: Obj) -> list[Obj]:
+    canary = ((cell.get("spec") or {}).get("updateStrategy") or {}).get("canary") or {}
+    steps = canary.get("steps") or []
+    if not steps:
+        steps = (((cell.get("spec") or {}).get("updateStrategy") or {}).get("blueGreen") or {}).get(
+            "steps"
+        ) or []
+    return list(steps)
+
+
+def analysis_state(cell: Obj, runs: Mapping[str, Obj]) -> str:
+    """The phase of the current rollout's analyses: the worst of its runs (Failed,
+    Error, Inconclusive, Running, Successful), `-` when it has none."""
+    st = cell.get("status") or {}
+    if not st.get("canaryVersion"):
+        return "-"
+    names = list((st.get("analysisRuns") or {}).values())
+    phases = [((runs.get(n) or {}).get("status") or {}).get("phase") or "Pending" for n in names]
+    for phase in ("Failed", "Error", "Inconclusive", "Running", "Pending", "Successful"):
+        if phase in phases:
+            return phase
+    return "-"
+
+
+def cell_row(cell: Obj, config: Obj | None, runs: Mapping[str, Obj]) -> Obj:
+    """One line of the Cells list."""
+    meta, st = _meta(cell), cell.get("status") or {}
+    total = len(_steps(cell))
+    in_rollout = bool(st.get("canaryVersion"))
+    index = st.get("currentStepIndex") if in_rollout else None
+    annotations = meta.get("annotations") or {}
+    return {
+        "key": key(cell),
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "phase": st.get("phase") or "Pending",
+        "health": st.get("health") or "",
+        "message": st.get("message") or "",
+        "stable": st.get("stableVersion"),
+        "canary": st.get("canaryVersion"),
+        "step": (index or 0) + 1 if index is not None and total else None,
+        "steps": total,
+        "weights": weight_list(cell, aws_weights(cell, config)),
+        "synced": synced(config),
+        "analysis": analysis_state(cell, runs),
+        "paused": annotations.get(PAUSED) == "true" or st.get("health") == "Paused",
+        "aborted": bool(st.get("aborted")),
+    }
+
+
+# -- one Cell ------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """The weights AWS showed for each Cell over time, kept while the dashboard runs:
+    a point is added when they change (the chart's data)."""
+
+    points: dict[str, list[Obj]] = field(default_factory=dict)
+    limit: int = MAX_HISTORY
+
+    def record(
+        self, cell_key: str, weights: Mapping[str, int] | None, at: datetime.datetime
+    ) -> bool:
+        """Add a point when `weights` differ from the last one; True when added."""
+        if weights is None:
+            return False
+        series = self.points.setdefault(cell_key, [])
+        if series and series[-1]["weights"] == dict(weights):
+            return False
+        series.append({"time": at.isoformat(), "weights": dict(weights)})
+        del series[: -self.limit]
+        return True
+
+    def forget(self, cell_key: str) -> None:
+        self.points.pop(cell_key, None)
+
+    def of(self, cell_key: str) -> list[Obj]:
+        return list(self.points.get(cell_key, []))
+
+
+def step_timeline(cell: Obj, now: datetime.datetime) -> list[Obj]:
+    """Each step: what it does, done / current / todo, and for the current pause the
+    time left (seconds) or that it waits for a promote."""
+    try:
+        model = Cell.model_validate(cell)
+    except ValueError:
+        return []
+    st = model.status
+    strategy = model.spec.update_strategy
+    steps: Sequence[Any] = []
+    if strategy.canary is not None:
+        steps = strategy.canary.steps
+    elif strategy.blue_green is not None:
+        steps = strategy.blue_green.steps
+    in_rollout = bool(st and st.canary_version and st.rollout_id)
+    current = (st.current_step_index or 0) if st is not None and in_rollout else None
+    out: list[Obj] = []
+    for n, step in enumerate(steps):
+        state = "todo" if current is None or n > current else "done" if n < current else "current"
+        text = describe_step(step)
+        canary_steps = list(strategy.canary.steps) if strategy.canary is not None else []
+        if getattr(step, "set_weight", None) is not None or getattr(step, "step_weight", None):
+            text += f" → canary {weight_before(canary_steps, n + 1)}%"
+        item: Obj = {"index": n, "text": text, "state": state}
+        if state == "current" and getattr(step, "pause", None) is not None and st is not None:
+            seconds = pause_seconds(step)
+            if seconds is None:
+                item["note"] = "paused until promoted"
+            elif st.step_started_at is not None:
+                left = (st.step_started_at - now).total_seconds() + seconds
+                item["note"] = f"{max(0, int(left))}s left"
+                item["until"] = (
+                    st.step_started_at + datetime.timedelta(seconds=seconds)
+                ).isoformat()
+        out.append(item)
+    return out
+
+
+def run_view(run: Obj, cell: Obj) -> Obj:
+    """An AnalysisRun: phase, what it is for, and each metric's measurements with the
+    conditions they are judged by."""
+    st = run.get("status") or {}
+    spec_metrics = {m.get("name"): m for m in (run.get("spec") or {}).get("metrics") or []}
+    name = _meta(run).get("name")
+    role = next(
+        (k for k, v in ((cell.get("status") or {}).get("analysisRuns") or {}).items() if v == name),
+        "",
+    )
+    metrics = []
+    for result in st.get("metricResults") or []:
+        spec = spec_metrics.get(result.get("name")) or {}
+        metrics.append(
+            {
+                "name": result.get("name"),
+                "phase": result.get("phase") or "Pending",
+                "successCondition": spec.get("successCondition"),
+                "failureCondition": spec.get("failureCondition"),
+                "measurements": [
+                    {
+                        "value": m.get("value"),
+                        "phase": m.get("phase"),
+                        "time": _iso(m.get("finishedAt") or m.get("startedAt")),
+                    }
+                    for m in (result.get("measurements") or [])[-MAX_MEASUREMENTS:]
+                ],
+            }
+        )
+    return {
+        "name": name,
+        "role": role,
+        "phase": st.get("phase") or "Pending",
+        "message": st.get("message") or "",
+        "started": _iso(_meta(run).get("creationTimestamp")),
+        "metrics": metrics,
+    }
+
+
+def event_view(event: Obj) -> Obj:
+    """An Event (events.k8s.io/v1 or core/v1) as the page lists it."""
+    series = event.get("series") or {}
+    when = (
+        series.get("lastObservedTime")
+        or event.get("eventTime")
+        or event.get("lastTimestamp")
+        or event.get("deprecatedLastTimestamp")
+        or _meta(event).get("creationTimestamp")
+    )
+    return {
+        "time": _iso(when),
+        "type": event.get("type") or "Normal",
+        "reason": event.get("reason") or "",
+        "note": event.get("note") or event.get("message") or "",
+        "count": series.get("count") or event.get("count") or event.get("deprecatedCount") or 1,
+    }
+
+
+def regarding(event: Obj) -> tuple[str | None, str | None, str | None]:
+    """(kind, namespace, name) of the object an Event is about."""
+    ref = event.get("regarding") or event.get("involvedObject") or {}
+    return ref.get("kind"), ref.get("namespace"), ref.get("name")
+
+
+def cell_detail(
+    cell: Obj,
+    config: Obj | None,
+    runs: Iterable[Obj],
+    blocklist: Obj | None,
+    events: Iterable[Obj],
+    history: list[Obj],
+    now: datetime.datetime,
+) -> Obj:
+    """Everything the Cell page shows."""
+    uid = _meta(cell).get("uid")
+    owned = [
+        r
+        for r in runs
+        if any(ref.get("uid") == uid for ref in _meta(r).get("ownerReferences") or [])
+    ]
+    owned.sort(key=lambda r: str(_meta(r).get("creationTimestamp") or ""), reverse=True)
+    by_name = {str(_meta(r).get("name")): r for r in owned}
+    st = cell.get("status") or {}
+    evs = sorted((event_view(e) for e in events), key=lambda e: e["time"] or "", reverse=True)
+    return {
+        **cell_row(cell, config, by_name),
+        "rolloutId": st.get("rolloutId"),
+        "pinned": (cell.get("spec") or {}).get("version"),
+        "desired": weight_list(cell, _desired(cell, config)),
+        "timeline": step_timeline(cell, now),
+        "history": history,
+        "runs": [run_view(r, cell) for r in owned[:MAX_RUNS]],
+        "blocklist": [
+            {
+                "version": i.get("version"),
+                "cause": i.get("cause") or "",
+                "time": _iso(i.get("time")),
+            }
+            for i in ((blocklist or {}).get("spec") or {}).get("items") or []
+        ],
+        "conditions": [
+            {
+                "type": c.get("type"),
+                "status": c.get("status"),
+                "reason": c.get("reason") or "",
+                "message": c.get("message") or "",
+                "time": _iso(c.get("lastTransitionTime")),
+            }
+            for c in st.get("conditions") or []
+        ],
+        "events": evs[:MAX_EVENTS],
+    }
+
+
+def _desired(cell: Obj, config: Obj | None) -> dict[str, int] | None:
+    """version -> weight okra asks for (the config's spec)."""
+    spec = (config or {}).get("spec") or {}
+    entries = spec.get("forwardTargetGroups") or spec.get("targetGroups") or []
+    if not entries:
+        return None
+    versions = version_of_target_groups(cell)
+    out: dict[str, int] = {}
+    for f in entries:
+        version = versions.get(str(f.get("arn")), versions.get(str(f.get("name")), "?"))
+        out[version] = out.get(version, 0) + int(f.get("weight") or 0)
+    return out
+
+
+# -- ProgressiveRollouts and inventory -------------------------------------------
+
+
+def rollout_row(pr: Obj) -> Obj:
+    """A ProgressiveRollout: its stages and, per stage, its clusters and their phases."""
+    meta, st, spec = _meta(pr), pr.get("status") or {}, pr.get("spec") or {}
+    statuses = {s.get("name"): s for s in st.get("stages") or []}
+    stages = []
+    for s in spec.get("stages") or []:
+        got = statuses.get(s.get("name")) or {}
+        stages.append(
+            {
+                "name": s.get("name"),
+                "phase": got.get("phase") or "Pending",
+                "message": got.get("message") or "",
+                "bakeTime": s.get("bakeTime"),
+                "analysis": got.get("analysisPhase"),
+                "clusters": [
+                    {
+                        "name": c.get("name"),
+                        "phase": c.get("phase") or "Pending",
+                        "message": c.get("message") or "",
+                    }
+                    for c in got.get("clusters") or []
+                ],
+                "webhooks": [
+                    {"name": w.get("name"), "succeeded": bool(w.get("succeeded"))}
+                    for w in got.get("webhooks") or []
+                ],
+            }
+        )
+    return {
+        "key": key(pr),
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "phase": st.get("phase") or "Pending",
+        "message": st.get("message") or "",
+        "revision": st.get("revision"),
+        "currentStage": st.get("currentStage"),
+        "paused": bool(spec.get("paused")),
+        "source": (spec.get("sourceRef") or {}).get("name"),
+        "stages": stages,
+    }
+
+
+def cluster_set_row(cs: Obj) -> Obj:
+    meta, st = _meta(cs), cs.get("status") or {}
+    return {
+        "key": key(cs),
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "clusters": list(st.get("clusters") or []),
+        "errors": list(st.get("errors") or []),
+    }
+
+
+def target_group_row(tg: Obj) -> Obj:
+    meta = _meta(tg)
+    labels = meta.get("labels") or {}
+    return {
+        "key": key(tg),
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "version": labels.get(VERSION_LABEL) or "",
+        "arn": (tg.get("spec") or {}).get("arn") or "",
+        "labels": {k: v for k, v in labels.items() if k != VERSION_LABEL},
+    }
+
+
+def diff(old: Mapping[str, Obj], new: Mapping[str, Obj]) -> tuple[dict[str, Obj], list[str]]:
+    """(rows to set, keys to delete) turning `old` into `new`."""
+    changed = {k: v for k, v in new.items() if old.get(k) != v}
+    return changed, [k for k in old if k not in new]

@@ -1,0 +1,372 @@
+"""`okra dashboard`: an aiohttp server that shows the cluster as okra sees it, live.
+
+Reading: one informer per kind (Cells, their load balancer configs, AnalysisRuns,
+VersionBlocklists, AWSTargetGroups, ClusterSets, ProgressiveRollouts, okra's Events),
+never one per Cell, with the user's kubeconfig. A kind the user may not read (RBAC) or
+that is not installed stays empty and the page says why. Secrets are never read.
+
+Pushing: every change wakes `Dashboard.pump`, which (after a short debounce, one frame
+for a burst) recomputes the rows from the caches and the weights history. Each open
+page holds one server-sent-events stream (`GET /api/events[?cell=ns/name]`) and gets
+only what changed since its last frame: keyed rows to set or delete per section, and
+the Cell page's whole detail when it changed. The page never polls.
+
+Acting: `POST /api/{cells|rollouts}/{ns}/{name}/{action}` runs the CLI's own command
+functions (`okra promote`, `promote --full`, `abort`, `retry`, `pause`, `resume`) with the
+user's credentials; their messages, or the API server's refusal (a 403 is the user's
+RBAC), come back as JSON for the page to show. `--read-only` refuses them (and the page
+hides them). A POST must carry the `X-Okra-Dashboard` header, which a page of another
+origin cannot send without a CORS preflight that this server never grants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import io
+import json
+import time
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.cell.controller import BLOCKLIST, CELL, TARGET_GROUP
+from okra_controllers.cell.observe import (
+    ALB_CONFIG_KIND,
+    NLB_CONFIG_KIND,
+    ROUTE53_CONFIG_KIND,
+    config_kind,
+)
+from okra_controllers.cli import commands, progressive
+from okra_controllers.cli.dashboard import model
+from okra_controllers.cli.kube import CliError, Context, on_interrupt, reading
+from okra_controllers.clusterset.controller import CLUSTERSET
+from okra_controllers.progressiverollout.controller import PROGRESSIVE_ROLLOUT
+from okra_runtime.client import Client
+from okra_runtime.errors import ApiError
+from okra_runtime.gvk import GVK
+from okra_runtime.informer import FuncHandler, Informer, InformerOptions
+
+EVENT = GVK("events.k8s.io", "v1", "Event")
+OKRA_EVENTS = f"regarding.apiVersion={GROUP}/{VERSION}"
+CONFIG_KINDS = (ALB_CONFIG_KIND, NLB_CONFIG_KIND, ROUTE53_CONFIG_KIND)
+DEBOUNCE = 0.05
+HEARTBEAT = 15.0
+HEADER = "X-Okra-Dashboard"
+SECTIONS = ("cells", "rollouts", "clustersets", "targetgroups")
+STATIC = resources.files("okra_controllers.cli.dashboard") / "static"
+CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+
+Obj = dict[str, Any]
+Action = Callable[[Context, str], Awaitable[int]]
+
+
+def _ns(**kw: Any) -> argparse.Namespace:
+    return argparse.Namespace(**kw)
+
+
+CELL_ACTIONS: dict[str, Action] = {
+    "promote": lambda ctx, n: commands.cmd_promote(ctx, _ns(cell=n, full=False)),
+    "promote-full": lambda ctx, n: commands.cmd_promote(ctx, _ns(cell=n, full=True)),
+    "abort": lambda ctx, n: commands.cmd_abort(ctx, _ns(cell=n)),
+    "retry": lambda ctx, n: commands.cmd_retry(ctx, _ns(cell=n, version=None)),
+    "pause": lambda ctx, n: commands.cmd_pause(ctx, _ns(cell=n)),
+    "resume": lambda ctx, n: commands.cmd_promote(ctx, _ns(cell=n, full=False)),
+}
+ROLLOUT_ACTIONS: dict[str, Action] = {
+    "promote": progressive.promote_rollout,
+    "abort": progressive.abort_rollout,
+    "pause": progressive.pause_rollout,
+    "resume": lambda ctx, n: progressive.cmd_resume(ctx, _ns(name=n)),
+}
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+class Dashboard:
+    """The informers, the rows computed from them, and the pages following them."""
+
+    def __init__(self, client: Client, namespace: str | None, *, read_only: bool = False) -> None:
+        self.client, self.namespace, self.read_only = client, namespace, read_only
+        self.changed = asyncio.Event()
+        self.frame = asyncio.Condition()
+        self.version = 0
+        self.history = model.History()
+        self.rows: dict[str, dict[str, Obj]] = {s: {} for s in SECTIONS}
+
+        def inf(gvk: GVK, field_selector: str | None = None) -> Informer:
+            options: InformerOptions = reading(namespace, field_selector)
+            return Informer(client, gvk, options)
+
+        self.cells = inf(CELL)
+        self.configs = {kind: inf(GVK(GROUP, VERSION, kind)) for kind in CONFIG_KINDS}
+        self.runs = inf(ANALYSIS_RUN)
+        self.blocklists = inf(BLOCKLIST)
+        self.target_groups = inf(TARGET_GROUP)
+        self.cluster_sets = inf(CLUSTERSET)
+        self.rollouts = inf(PROGRESSIVE_ROLLOUT)
+        self.events = inf(EVENT, OKRA_EVENTS)
+        self.informers = [
+            self.cells,
+            *self.configs.values(),
+            self.runs,
+            self.blocklists,
+            self.target_groups,
+            self.cluster_sets,
+            self.rollouts,
+            self.events,
+        ]
+        for i in self.informers:
+            i.add_handler(
+                FuncHandler(
+                    add=lambda _: self.changed.set(),
+                    update=lambda _a, _b: self.changed.set(),
+                    delete=lambda _: self.changed.set(),
+                )
+            )
+
+    # -- computing ---------------------------------------------------------------
+
+    def _config(self, cell: Obj) -> Obj | None:
+        meta = cell.get("metadata") or {}
+        store = self.configs[config_kind(cell)].store
+        return store.peek(f"{meta.get('namespace')}/{meta.get('name')}")
+
+    def _runs_by_name(self) -> dict[str, dict[str, Obj]]:
+        out: dict[str, dict[str, Obj]] = {}
+        for run in self.runs.store.raw_items().values():
+            meta = run.get("metadata") or {}
+            out.setdefault(str(meta.get("namespace")), {})[str(meta.get("name"))] = run
+        return out
+
+    def compute(self) -> None:
+        """The rows of every section, from the caches; a weights point per Cell whose
+        AWS weights changed."""
+        at = now()
+        runs = self._runs_by_name()
+        cells: dict[str, Obj] = {}
+        for cell in self.cells.store.raw_items().values():
+            config = self._config(cell)
+            row = model.cell_row(
+                cell, config, runs.get(str((cell.get("metadata") or {}).get("namespace")), {})
+            )
+            cells[row["key"]] = row
+            self.history.record(row["key"], model.aws_weights(cell, config), at)
+        for gone in set(self.history.points) - set(cells):
+            self.history.forget(gone)
+        self.rows = {
+            "cells": cells,
+            "rollouts": {
+                r["key"]: r
+                for r in map(model.rollout_row, self.rollouts.store.raw_items().values())
+            },
+            "clustersets": {
+                r["key"]: r
+                for r in map(model.cluster_set_row, self.cluster_sets.store.raw_items().values())
+            },
+            "targetgroups": {
+                r["key"]: r
+                for r in map(model.target_group_row, self.target_groups.store.raw_items().values())
+            },
+        }
+
+    def meta(self) -> Obj:
+        """What the page needs besides rows: the mode, and which kinds it cannot read."""
+        return {
+            "readOnly": self.read_only,
+            "namespace": self.namespace,
+            "synced": all(i.has_synced for i in (self.cells, self.rollouts)),
+            "unreadable": {
+                i.gvk.kind: i.health_message
+                for i in self.informers
+                if not i.healthy and not i.has_synced and i.health_message != "not started"
+            },
+        }
+
+    def detail(self, cell_key: str) -> Obj | None:
+        cell = self.cells.store.peek(cell_key)
+        if cell is None:
+            return None
+        ns, _, name = cell_key.partition("/")
+        events = [
+            e
+            for e in self.events.store.raw_items().values()
+            if model.regarding(e) == ("Cell", ns, name)
+        ]
+        return model.cell_detail(
+            cell,
+            self._config(cell),
+            (
+                r
+                for r in self.runs.store.raw_items().values()
+                if r["metadata"].get("namespace") == ns
+            ),
+            self.blocklists.store.peek(cell_key),
+            events,
+            self.history.of(cell_key),
+            now(),
+        )
+
+    async def pump(self) -> None:
+        """Recompute after every burst of changes and wake the streams."""
+        while True:
+            await self.changed.wait()
+            await asyncio.sleep(DEBOUNCE)
+            self.changed.clear()
+            self.compute()
+            async with self.frame:
+                self.version += 1
+                self.frame.notify_all()
+
+    # -- serving -----------------------------------------------------------------
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        """Server-sent events: the first frame has everything, later ones what changed."""
+        cell_key = request.query.get("cell")
+        resp = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await resp.prepare(request)
+        sent: dict[str, dict[str, Obj]] = {s: {} for s in SECTIONS}
+        sent_meta: Obj | None = None
+        sent_detail: Obj | bool | None = False
+        while True:
+            seen = self.version
+            patch: Obj = {}
+            meta = self.meta()
+            if meta != sent_meta:
+                patch["meta"] = sent_meta = meta
+            rows = self.rows
+            for section in SECTIONS:
+                changed, deleted = model.diff(sent[section], rows[section])
+                if changed or deleted:
+                    patch[section] = {"set": changed, "del": deleted}
+                    sent[section] = rows[section]
+            if cell_key:
+                detail = self.detail(cell_key)
+                if detail != sent_detail:
+                    patch["cell"] = sent_detail = detail
+            if patch:
+                patch["sent"] = time.time()
+                await resp.write(f"data: {json.dumps(patch, default=str)}\n\n".encode())
+            try:
+                await asyncio.wait_for(self._next_frame(seen), HEARTBEAT)
+            except TimeoutError:
+                await resp.write(b": keep-alive\n\n")
+
+    async def _next_frame(self, seen: int) -> None:
+        async with self.frame:
+            await self.frame.wait_for(lambda: self.version != seen)
+
+    async def act(self, request: web.Request) -> web.Response:
+        kind, action = request.match_info["kind"], request.match_info["action"]
+        ns, name = request.match_info["namespace"], request.match_info["name"]
+        if request.headers.get(HEADER) != "1":
+            return web.json_response({"error": f"missing {HEADER} header"}, status=400)
+        if self.read_only:
+            return web.json_response({"error": "the dashboard is read-only"}, status=405)
+        table = CELL_ACTIONS if kind == "cells" else ROLLOUT_ACTIONS
+        run = table.get(action)
+        if run is None:
+            return web.json_response({"error": f"unknown action {action}"}, status=404)
+        out, err = io.StringIO(), io.StringIO()
+        ctx = Context(self.client, ns, out=out, err=err)
+        try:
+            await run(ctx, name)
+        except CliError as e:
+            return web.json_response({"error": e.message}, status=409)
+        except ApiError as e:
+            forbidden = e.status == 403
+            return web.json_response(
+                {
+                    "error": e.message or str(e),
+                    "forbidden": forbidden,
+                    "status": e.status,
+                },
+                status=403 if forbidden else 502,
+            )
+        self.changed.set()
+        return web.json_response({"message": (out.getvalue() + err.getvalue()).strip()})
+
+    async def static(self, request: web.Request) -> web.Response:
+        name = request.match_info.get("file") or "index.html"
+        path = STATIC / name
+        suffix = "." + name.rsplit(".", 1)[-1]
+        if "/" in name or suffix not in CONTENT_TYPES or not path.is_file():
+            raise web.HTTPNotFound()
+        return web.Response(
+            body=path.read_bytes(),
+            content_type=CONTENT_TYPES[suffix],
+            charset="utf-8",
+            headers={"Cache-Control": "no-cache"},
+        )
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/", self.static)
+        app.router.add_get("/static/{file}", self.static)
+        app.router.add_get("/api/events", self.stream)
+        app.router.add_post(
+            "/api/{kind:cells|rollouts}/{namespace}/{name}/{action}",
+            self.act,
+        )
+        return app
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> Any:
+        """The informers and the pump, running while inside."""
+        tasks = [asyncio.create_task(i.run(), name=f"informer {i.name}") for i in self.informers]
+        tasks.append(asyncio.create_task(self.pump(), name="dashboard pump"))
+        self.changed.set()
+        try:
+            yield self
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def serve(
+    dashboard: Dashboard, address: str, port: int, on_listening: Callable[[str], None]
+) -> web.AppRunner:
+    runner = web.AppRunner(dashboard.app(), access_log=None, shutdown_timeout=1)
+    await runner.setup()
+    site = web.TCPSite(runner, address, port)
+    await site.start()
+    server = site._server
+    sockets = getattr(server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    host = f"[{address}]" if ":" in address else address
+    on_listening(f"http://{host}:{bound}/")
+    return runner
+
+
+async def cmd_dashboard(ctx: Context, args: argparse.Namespace) -> int:
+    """Serve until Ctrl-C/SIGTERM."""
+    dashboard = Dashboard(ctx.client, ctx.list_namespace, read_only=args.read_only)
+    stop = asyncio.Event()
+    async with dashboard.running():
+        runner = await serve(
+            dashboard,
+            args.address,
+            args.port,
+            lambda url: ctx.say(f"okra dashboard: {url}  (Ctrl-C stops it)"),
+        )
+        try:
+            with on_interrupt(stop.set):
+                await stop.wait()
+        finally:
+            await runner.cleanup()
+    return 0

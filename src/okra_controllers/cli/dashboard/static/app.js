@@ -1,0 +1,261 @@
+// okra dashboard: one server-sent-events stream brings every change; the page never polls.
+"use strict";
+
+const state = { meta: {}, cells: {}, rollouts: {}, clustersets: {}, targetgroups: {}, cell: null };
+let source = null;
+let streamCell = null;
+let filterText = "";
+window.okraFrames = 0;
+
+const esc = (v) => String(v === null || v === undefined ? "" : v)
+  .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const badge = (text, cls) => `<span class="badge ${esc(cls || text)}">${esc(text)}</span>`;
+const $ = (id) => document.getElementById(id);
+
+function route() {
+  const parts = (location.hash.replace(/^#\/?/, "") || "cells").split("/").map(decodeURIComponent);
+  return { page: parts[0], ns: parts[1], name: parts[2] };
+}
+
+function connect() {
+  const r = route();
+  const want = r.page === "cell" ? `${r.ns}/${r.name}` : null;
+  if (source && want === streamCell) return;
+  if (source) source.close();
+  streamCell = want;
+  for (const k of ["cells", "rollouts", "clustersets", "targetgroups"]) state[k] = {};
+  state.cell = null;
+  source = new EventSource("/api/events" + (want ? "?cell=" + encodeURIComponent(want) : ""));
+  source.onopen = () => { $("live").textContent = "live"; $("live").className = "live"; };
+  source.onerror = () => { $("live").textContent = "reconnecting"; $("live").className = "live off"; };
+  source.onmessage = (msg) => {
+    const patch = JSON.parse(msg.data);
+    for (const k of ["cells", "rollouts", "clustersets", "targetgroups"]) {
+      if (!patch[k]) continue;
+      Object.assign(state[k], patch[k].set);
+      for (const key of patch[k].del) delete state[k][key];
+    }
+    if (patch.meta) state.meta = patch.meta;
+    if ("cell" in patch) state.cell = patch.cell;
+    window.okraFrames += 1;
+    window.okraLastFrame = { received: Date.now() / 1000, sent: patch.sent };
+    render();
+  };
+}
+
+// -- pieces ------------------------------------------------------------------------
+
+function weightBar(weights, synced) {
+  if (!weights || !weights.length) return `<span class="muted">-</span>`;
+  const total = weights.reduce((a, w) => a + w.weight, 0) || 1;
+  const spans = weights.map((w) =>
+    `<span class="w-${esc(w.role)}" style="width:${(100 * w.weight) / total}%" title="${esc(w.version)} ${w.weight}"></span>`).join("");
+  const text = weights.map((w) => `${esc(w.version)} ${w.weight}`).join(" · ");
+  return `<div class="bar">${spans}</div><div class="weights ${synced ? "" : "unsynced"}" data-weights="${esc(text)}">${text}${synced ? "" : " (applying)"}</div>`;
+}
+
+function versions(row) {
+  const stable = row.stable ? esc(row.stable) : "none";
+  return row.canary ? `${stable} → <b>${esc(row.canary)}</b>` : stable;
+}
+
+function step(row) {
+  return row.step ? `step ${row.step} of ${row.steps}` : (row.steps ? `${row.steps} steps` : "-");
+}
+
+function actions(kind, row) {
+  if (state.meta.readOnly) return "";
+  const list = kind === "cells"
+    ? [["promote", "Promote", "primary"], ["promote-full", "Promote fully", ""],
+       [row.paused ? "resume" : "pause", row.paused ? "Resume" : "Pause", ""],
+       ["abort", "Abort", "danger"], ["retry", "Retry", ""]]
+    : [["promote", "Promote", "primary"], [row.paused ? "resume" : "pause", row.paused ? "Resume" : "Pause", ""],
+       ["abort", "Abort", "danger"]];
+  return `<div class="actions">${list.map(([a, label, cls]) =>
+    `<button class="${cls}" data-kind="${kind}" data-ns="${esc(row.namespace)}" data-name="${esc(row.name)}" data-action="${a}">${label}</button>`).join("")}</div>`;
+}
+
+function ago(iso) {
+  if (!iso) return "";
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 90 ? `${s}s` : s < 5400 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`;
+}
+
+// The weights AWS showed over time: one step line per version, Events as ticks.
+function weightChart(history, events) {
+  const W = 640, H = 200, L = 36, R = 10, T = 10, B = 24;
+  if (!history || !history.length) return `<p class="muted">No weights read from AWS yet.</p>`;
+  const times = history.map((p) => Date.parse(p.time));
+  const t0 = times[0], t1 = Math.max(Date.now(), times[times.length - 1] + 1000);
+  const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R);
+  const y = (w) => T + (1 - w / 100) * (H - T - B);
+  const names = [];
+  for (const p of history) for (const v of Object.keys(p.weights)) if (!names.includes(v)) names.push(v);
+  const colors = ["var(--stable)", "var(--canary)", "#7b4fd0", "#19a0a0", "var(--other)"];
+  const lines = names.map((v, i) => {
+    let d = "";
+    history.forEach((p, j) => {
+      const w = p.weights[v] || 0;
+      d += j === 0 ? `M${x(times[j])},${y(w)}` : `H${x(times[j])}V${y(w)}`;
+    });
+    d += `H${x(t1)}`;
+    return `<path d="${d}" fill="none" stroke="${colors[i % colors.length]}" stroke-width="2"/>`;
+  }).join("");
+  const grid = [0, 50, 100].map((w) =>
+    `<line x1="${L}" x2="${W - R}" y1="${y(w)}" y2="${y(w)}" stroke="#e3e6ec"/><text x="4" y="${y(w) + 4}">${w}%</text>`).join("");
+  const ticks = (events || []).filter((e) => e.time && Date.parse(e.time) >= t0).map((e) =>
+    `<line x1="${x(Date.parse(e.time))}" x2="${x(Date.parse(e.time))}" y1="${H - B}" y2="${H - B + 6}" stroke="${e.type === "Warning" ? "var(--bad)" : "var(--muted)"}"><title>${esc(e.reason)}: ${esc(e.note)}</title></line>`).join("");
+  const axis = `<text x="${L}" y="${H - 4}">${new Date(t0).toLocaleTimeString()}</text><text x="${W - R - 60}" y="${H - 4}">${new Date(t1).toLocaleTimeString()}</text>`;
+  const legend = names.map((v, i) => `<span><i style="background:${colors[i % colors.length]}"></i>${esc(v)}</span>`).join("");
+  return `<svg id="weights-chart" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="weights over time">${grid}${lines}${ticks}${axis}</svg><div class="legend">${legend}</div>`;
+}
+
+// One metric's measurements as dots (green success, red failure, amber otherwise).
+function measurementChart(metric) {
+  const values = metric.measurements.map((m) => parseFloat(m.value)).filter((v) => !isNaN(v));
+  if (!values.length) return "";
+  const W = 260, H = 60, P = 6;
+  const lo = Math.min(0, ...values), hi = Math.max(...values, lo + 1e-9);
+  const pts = metric.measurements.map((m, i) => {
+    const v = parseFloat(m.value);
+    if (isNaN(v)) return "";
+    const cx = P + (i / Math.max(1, metric.measurements.length - 1)) * (W - 2 * P);
+    const cy = H - P - ((v - lo) / (hi - lo)) * (H - 2 * P);
+    const color = m.phase === "Successful" ? "var(--ok)" : m.phase === "Failed" ? "var(--bad)" : "var(--warn)";
+    return `<circle cx="${cx}" cy="${cy}" r="3" fill="${color}"><title>${esc(m.value)} (${esc(m.phase)})</title></circle>`;
+  }).join("");
+  return `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">${pts}<text x="2" y="10">${hi}</text><text x="2" y="${H - 2}">${lo}</text></svg>`;
+}
+
+// -- pages -------------------------------------------------------------------------
+
+function cellsPage() {
+  const rows = Object.values(state.cells)
+    .filter((r) => !filterText || `${r.namespace}/${r.name} ${r.phase} ${r.stable} ${r.canary}`.toLowerCase().includes(filterText))
+    .sort((a, b) => a.key.localeCompare(b.key));
+  const body = rows.map((r) => `<tr data-key="${esc(r.key)}">
+    <td><a href="#/cell/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}">${esc(r.name)}</a><div class="muted">${esc(r.namespace)}</div></td>
+    <td>${badge(r.phase)} ${r.health ? badge(r.health) : ""}${r.aborted ? " " + badge("aborted") : ""}</td>
+    <td>${versions(r)}</td><td>${step(r)}</td>
+    <td class="weights-cell">${weightBar(r.weights, r.synced)}</td>
+    <td>${r.analysis === "-" ? "-" : badge(r.analysis)}</td>
+    <td class="muted">${esc(r.message)}</td></tr>`).join("");
+  const total = Object.keys(state.cells).length;
+  return { key: "cells", head: `<h1>Cells <span class="muted">(${total})</span></h1>
+    <input id="filter" class="filter" placeholder="filter by name, namespace, phase, version" value="${esc(filterText)}">`,
+  body: `<table id="cells"><thead><tr><th>CELL</th><th>PHASE</th><th>STABLE → CANARY</th><th>STEP</th><th>WEIGHTS (AWS)</th><th>ANALYSIS</th><th>MESSAGE</th></tr></thead>
+    <tbody>${body || `<tr><td colspan="7" class="muted">${state.meta.synced ? "No Cells." : "Reading…"}</td></tr>`}</tbody></table>` };
+}
+
+function cellPage(r) {
+  const c = state.cell;
+  if (!c) return { key: "cell", head: "", body: `<p class="muted">${state.meta.synced ? `Cell ${esc(r.ns)}/${esc(r.name)} not found.` : "Reading…"}</p>` };
+  const timeline = c.timeline.map((s) =>
+    `<li class="${s.state}">${s.index + 1}. ${esc(s.text)}${s.note ? ` <span class="muted" ${s.until ? `data-until="${esc(s.until)}"` : ""}>${esc(s.note)}</span>` : ""}</li>`).join("");
+  const runs = c.runs.map((run) => `<div class="card run"><b>${esc(run.name)}</b> ${badge(run.phase)} <span class="muted">${esc(run.role)} ${esc(run.message)}</span>
+    ${run.metrics.map((m) => `<div><span>${esc(m.name)}</span> ${badge(m.phase)} <span class="muted">${m.successCondition ? "success: " + esc(m.successCondition) : ""} ${m.failureCondition ? "failure: " + esc(m.failureCondition) : ""}</span>
+    <div>${measurementChart(m)} <span class="muted">${m.measurements.slice(-5).map((x) => esc(x.value)).join(", ")}</span></div></div>`).join("")}</div>`).join("") || `<p class="muted">None.</p>`;
+  const blocked = c.blocklist.map((b) => `<tr><td>${badge(b.version, "Failed")}</td><td>${esc(b.cause)}</td><td class="muted">${ago(b.time)}</td></tr>`).join("");
+  const conds = c.conditions.map((k) => `<tr><td>${esc(k.type)}</td><td>${esc(k.status)}</td><td>${esc(k.reason)}</td><td class="muted">${esc(k.message)}</td></tr>`).join("");
+  const events = c.events.map((e) => `<tr><td class="muted">${ago(e.time)}</td><td>${e.type === "Warning" ? badge("Warning", "Failed") : ""} ${esc(e.reason)}</td><td>${esc(e.note)}${e.count > 1 ? ` <span class="muted">×${e.count}</span>` : ""}</td></tr>`).join("");
+  return { key: "cell", head: `<h1><a href="#/cells" class="muted">Cells</a> / ${esc(c.namespace)}/${esc(c.name)}</h1>`, body: `
+    <div class="card" id="cell-summary">${badge(c.phase)} ${c.health ? badge(c.health) : ""}${c.aborted ? " " + badge("aborted") : ""}
+      <span>${versions(c)}</span> · <span id="cell-step">${step(c)}</span> ${c.rolloutId ? `<span class="muted">rollout ${esc(c.rolloutId)}</span>` : ""}
+      ${c.pinned ? `<span class="muted">pinned to ${esc(c.pinned)}</span>` : ""}
+      <p class="muted">${esc(c.message)}</p>
+      <div id="cell-weights">${weightBar(c.weights, c.synced)}</div>
+      ${actions("cells", c)}</div>
+    <div class="grid"><div class="card"><h2>Steps</h2><ol class="steps" id="timeline">${timeline || "<li>none: a new version gets all traffic at once</li>"}</ol></div>
+    <div class="card"><h2>Weights over time (as AWS showed them)</h2>${weightChart(c.history, c.events)}</div></div>
+    <h2>Analysis runs</h2>${runs}
+    <h2>Blocked versions</h2>${blocked ? `<table>${blocked}</table>` : `<p class="muted">None.</p>`}
+    <h2>Conditions</h2>${conds ? `<table><tr><th>TYPE</th><th>STATUS</th><th>REASON</th><th>MESSAGE</th></tr>${conds}</table>` : `<p class="muted">None.</p>`}
+    <h2>Events</h2>${events ? `<table id="events">${events}</table>` : `<p class="muted">None${state.meta.unreadable && state.meta.unreadable.Event ? " (Events cannot be read)" : ""}.</p>`}` };
+}
+
+function rolloutsPage() {
+  const rows = Object.values(state.rollouts).sort((a, b) => a.key.localeCompare(b.key));
+  const body = rows.map((r) => `<div class="card rollout" data-key="${esc(r.key)}">
+    <b>${esc(r.namespace)}/${esc(r.name)}</b> ${badge(r.phase)} ${r.paused ? badge("paused") : ""}
+    <span class="muted">ApplicationSet ${esc(r.source)} · revision ${esc((r.revision || "").slice(0, 8))} ${esc(r.message)}</span>
+    ${actions("rollouts", r)}
+    <div>${r.stages.map((s, i) => `<div class="card stage ${i === r.currentStage ? "current" : ""}"><b>${esc(s.name)}</b> ${badge(s.phase)}
+      ${s.analysis ? `<div class="muted">analysis ${esc(s.analysis)}</div>` : ""}${s.bakeTime ? `<div class="muted">bake ${esc(s.bakeTime)}</div>` : ""}
+      ${s.clusters.map((k) => `<div class="cluster">${badge(k.phase)} ${esc(k.name)}</div>`).join("") || `<div class="muted cluster">no clusters yet</div>`}
+      ${s.webhooks.map((w) => `<div class="cluster">webhook ${esc(w.name)} ${w.succeeded ? "✓" : "✗"}</div>`).join("")}</div>`).join("")}</div></div>`).join("");
+  return { key: "rollouts", head: "<h1>ProgressiveRollouts</h1>", body: body || `<p class="muted">No ProgressiveRollouts.</p>` };
+}
+
+function inventoryPage() {
+  const sets = Object.values(state.clustersets).sort((a, b) => a.key.localeCompare(b.key)).map((s) =>
+    `<tr><td>${esc(s.namespace)}/${esc(s.name)}</td><td>${s.clusters.map(esc).join(", ") || "-"}</td><td class="muted">${s.errors.map(esc).join("; ")}</td></tr>`).join("");
+  const byVersion = {};
+  for (const t of Object.values(state.targetgroups)) (byVersion[t.version || "(no version)"] ||= []).push(t);
+  const tgs = Object.keys(byVersion).sort().map((v) => `<tr><td>${badge(v, "")}</td><td>${byVersion[v].sort((a, b) => a.key.localeCompare(b.key)).map((t) =>
+    `<div>${esc(t.namespace)}/${esc(t.name)} <span class="muted">${esc(t.arn)}</span></div>`).join("")}</td></tr>`).join("");
+  return { key: "inventory", head: "<h1>Inventory</h1>", body: `<h2>ClusterSets</h2>${sets ? `<table><tr><th>CLUSTERSET</th><th>CLUSTERS</th><th>ERRORS</th></tr>${sets}</table>` : `<p class="muted">None.</p>`}
+    <h2>AWSTargetGroups by version</h2>${tgs ? `<table id="targetgroups"><tr><th>VERSION</th><th>TARGET GROUPS</th></tr>${tgs}</table>` : `<p class="muted">None.</p>`}` };
+}
+
+let shownHead = null;
+function render() {
+  const r = route();
+  document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.page === r.page || (r.page === "cell" && a.dataset.page === "cells")));
+  const page = r.page === "cell" ? cellPage(r) : r.page === "rollouts" ? rolloutsPage() : r.page === "inventory" ? inventoryPage() : cellsPage();
+  const main = $("main");
+  // Keep the head (and the filter box with its focus) when only the body changed.
+  if (shownHead !== page.key + page.head || !$("page-body")) {
+    main.innerHTML = `<div id="page-head">${page.head}</div><div id="page-body"></div>`;
+    shownHead = page.key + page.head;
+    const f = $("filter");
+    if (f) f.addEventListener("input", () => { filterText = f.value.toLowerCase(); render(); f.focus(); });
+  }
+  $("page-body").innerHTML = page.body;
+  const unreadable = Object.entries(state.meta.unreadable || {});
+  $("unreadable").hidden = !unreadable.length;
+  $("unreadable").textContent = unreadable.map(([k, why]) => `Cannot read ${k}: ${why}`).join(" · ");
+}
+
+// -- actions -----------------------------------------------------------------------
+
+function notice(text, error) {
+  const n = $("notice");
+  n.hidden = false;
+  n.className = "notice" + (error ? " error" : "");
+  n.textContent = text;
+}
+
+function confirmThen(text, then) {
+  $("confirm-text").textContent = text;
+  $("confirm").hidden = false;
+  $("confirm-yes").onclick = () => { $("confirm").hidden = true; then(); };
+  $("confirm-no").onclick = () => { $("confirm").hidden = true; };
+}
+
+async function act(kind, ns, name, action) {
+  const res = await fetch(`/api/${kind}/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${action}`,
+    { method: "POST", headers: { "X-Okra-Dashboard": "1" } });
+  const body = await res.json().catch(() => ({ error: res.statusText }));
+  if (res.ok) notice(body.message || `${action}: done`, false);
+  else if (body.forbidden) notice(`Forbidden: your Kubernetes user may not ${action} ${ns}/${name} (RBAC). The API server said: ${body.error}`, true);
+  else notice(`${action} ${ns}/${name} failed: ${body.error}`, true);
+}
+
+document.addEventListener("click", (e) => {
+  const b = e.target.closest("button[data-action]");
+  if (!b) return;
+  const { kind, ns, name, action } = b.dataset;
+  const what = kind === "cells" ? "Cell" : "ProgressiveRollout";
+  confirmThen(`${b.textContent} ${what} ${ns}/${name}?`, () => act(kind, ns, name, action));
+});
+
+setInterval(() => {
+  document.querySelectorAll("[data-until]").forEach((el) => {
+    const left = Math.max(0, Math.round((Date.parse(el.dataset.until) - Date.now()) / 1000));
+    el.textContent = `${left}s left`;
+  });
+}, 1000);
+
+window.addEventListener("hashchange", () => { $("notice").hidden = true; connect(); render(); });
+connect();
+render();
