@@ -95,7 +95,13 @@ def test_a_rolling_cells_row_shows_versions_step_and_the_weights_aws_shows_by_ve
         {"version": "v2", "weight": 20, "role": "canary"},
     ]
     assert row["synced"] is True
-    assert row["paused"] is True
+    assert row["paused"] is False  # held by its pause step, not by okra pause
+
+
+def test_a_cell_held_by_okra_pause_is_paused() -> None:
+    c = cell(**ROLLING)
+    c["metadata"]["annotations"]["okra.mumo.co/pause"] = "true"
+    assert model.cell_row(c, None, {})["paused"] is True
 
 
 def test_the_row_shows_what_aws_applied_not_what_okra_asks_for() -> None:

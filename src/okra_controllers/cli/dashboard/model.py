@@ -166,7 +166,7 @@ def cell_row(cell: Obj, config: Obj | None, runs: Mapping[str, Obj]) -> Obj:
         "weights": weight_list(cell, aws_weights(cell, config)),
         "synced": synced(config),
         "analysis": analysis_state(cell, runs),
-        "paused": annotations.get(PAUSED) == "true" or st.get("health") == "Paused",
+        "paused": annotations.get(PAUSED) == "true",
         "aborted": bool(st.get("aborted")),
     }
 

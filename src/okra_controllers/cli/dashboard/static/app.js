@@ -115,7 +115,8 @@ function measurementChart(metric) {
   const values = metric.measurements.map((m) => parseFloat(m.value)).filter((v) => !isNaN(v));
   if (!values.length) return "";
   const W = 260, H = 60, P = 6;
-  const lo = Math.min(0, ...values), hi = Math.max(...values, lo + 1e-9);
+  const lo = Math.min(0, ...values), top = Math.max(...values), hi = top > lo ? top : lo + 1;
+  const label = (v) => Number(v.toPrecision(3));
   const pts = metric.measurements.map((m, i) => {
     const v = parseFloat(m.value);
     if (isNaN(v)) return "";
@@ -124,7 +125,7 @@ function measurementChart(metric) {
     const color = m.phase === "Successful" ? "var(--ok)" : m.phase === "Failed" ? "var(--bad)" : "var(--warn)";
     return `<circle cx="${cx}" cy="${cy}" r="3" fill="${color}"><title>${esc(m.value)} (${esc(m.phase)})</title></circle>`;
   }).join("");
-  return `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">${pts}<text x="2" y="10">${hi}</text><text x="2" y="${H - 2}">${lo}</text></svg>`;
+  return `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">${pts}<text x="2" y="10">${label(hi)}</text><text x="2" y="${H - 2}">${label(lo)}</text></svg>`;
 }
 
 // -- pages -------------------------------------------------------------------------

@@ -1,0 +1,335 @@
+"""`okra dashboard` in a real headless Chromium (Debian's `chromium`, driven by Selenium through
+Debian's `chromium-driver`), against the real okra-manager, control plane and moto.
+
+One scenario, one okra-manager and one browser: the Cells list shows a Cell whose rollout is
+running; promote on the Cell's page (with its confirmation) moves the Cell to its next step,
+and the weights AWS then shows appear on the open page without a reload (the delay from AWS
+showing them to the page showing them is measured and printed, not asserted: bench/ and
+docs/dashboard.md hold the figure); a user with the okra-viewer role gets the API server's
+refusal on the page.
+
+Selenium rather than Playwright: Debian's chromedriver is built from the same source as its
+chromium, so the two always match, and Selenium is pure Python; Playwright's driver speaks to
+the browser build it pins and ships a Node runtime in its wheel, and its own browsers cannot be
+downloaded here.
+
+`OKRA_DOCS_SCREENSHOTS=1` writes a PNG of each page to docs/images/ (docs/dashboard.md shows
+them); otherwise nothing is written to the tree.
+
+Without chromium and chromedriver the test is skipped with the reason, except under `CI=true`
+(.ci/run installs them), where their absence fails it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from okra_runtime import Client
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.controlplane import UNPRIVILEGED
+
+from .conftest import (
+    CELL,
+    REPO,
+    VERSION_ARG,
+    Env,
+    Metrics,
+    OkraManager,
+    cell_obj,
+    error_rate_template,
+    wait_status,
+)
+
+pytestmark = pytest.mark.e2e
+
+IMAGES = REPO / "docs" / "images"
+SCREENSHOTS = os.environ.get("OKRA_DOCS_SCREENSHOTS") == "1"
+PAGE_WAIT = 60.0
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if chromium is None or driver is None:
+        why = (
+            "Debian's chromium and chromium-driver are not installed "
+            "(apt-get install chromium chromium-driver; .ci/run installs them)"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = chromium
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",  # root in CI
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1360,1000",
+    ):
+        options.add_argument(arg)
+    d = webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    try:
+        yield d
+    finally:
+        d.quit()
+
+
+class Dashboard:
+    """An `okra dashboard` process (as the user of `kubeconfig`) and the URL it printed."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, log: Path) -> None:
+        self.log = log
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "okra_controllers.cli",
+                "dashboard",
+                "--kubeconfig",
+                str(kubeconfig),
+                "-n",
+                namespace,
+                "--port",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=open(log, "ab"),  # noqa: SIM115 (the process owns it)
+            text=True,
+        )
+        lines: queue.Queue[str] = queue.Queue()
+        assert self.proc.stdout is not None
+        out = self.proc.stdout
+
+        def read() -> None:
+            for line in out:
+                lines.put(line)
+
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            first = lines.get(timeout=60)
+        except queue.Empty:
+            self.stop()
+            raise AssertionError(f"okra dashboard printed no URL: {log.read_text()}") from None
+        assert first.startswith("okra dashboard: http://127.0.0.1:"), first
+        self.url = first.split()[2]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+async def page_until(browser: Any, script: str, what: str, within: float = PAGE_WAIT) -> Any:
+    """Wait until `script` (JavaScript returning a value) returns something truthy in the page;
+    the waiting runs in a thread, so the test's event loop (moto's proxy) keeps running."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def wait() -> Any:
+        return WebDriverWait(browser, within, poll_frequency=0.05).until(
+            lambda d: d.execute_script(script)
+        )
+
+    try:
+        return await asyncio.to_thread(wait)
+    except TimeoutException:
+        body = await asyncio.to_thread(browser.execute_script, "return document.body.innerText")
+        raise AssertionError(f"the page never showed {what}; it shows:\n{body}") from None
+
+
+def text_has(*words: str) -> str:
+    checks = " && ".join(f"t.includes({w!r})" for w in words)
+    return f"const t = document.body.innerText; return {checks};"
+
+
+async def click_and_confirm(browser: Any, action: str) -> None:
+    """Click the action's button, then Confirm in the dialog it opens (in one script: a live
+    frame may redraw the buttons between two WebDriver calls)."""
+    script = f"""
+    document.querySelector("button[data-action='{action}']").click();
+    if (document.getElementById('confirm').hidden) return 'no confirmation asked';
+    document.getElementById('confirm-yes').click();
+    return 'confirmed';
+    """
+    assert await asyncio.to_thread(browser.execute_script, script) == "confirmed"
+
+
+def screenshot(browser: Any, name: str) -> None:
+    if SCREENSHOTS:
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(IMAGES / f"dashboard-{name}.png"))
+
+
+def viewer_role(namespace: str) -> list[dict[str, Any]]:
+    """okra-viewer's rules (config/rbac) as a Role in `namespace`, bound to the plane's
+    unprivileged user."""
+    docs = list(yaml.safe_load_all((REPO / "config/rbac/viewer_role.yaml").read_text()))
+    rules = next(d for d in docs if d and d["kind"] == "ClusterRole")["rules"]
+    meta = {"name": "okra-viewer", "namespace": namespace}
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": meta,
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "okra-viewer",
+            },
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": UNPRIVILEGED}
+            ],
+        },
+    ]
+
+
+async def aws_shows(env: Env, want: dict[str, int], stop: Callable[[], bool]) -> float | None:
+    """When (epoch seconds) moto's rule first showed `want`, polling until `stop()`."""
+    while not stop():
+        if await env.rule_weights() == want:
+            return time.time()
+        await asyncio.sleep(0.02)
+    return None
+
+
+SEEN_WEIGHTS = """
+window.okraSeen = {};
+window.okraMarker = 'no reload';
+const note = () => document.querySelectorAll('[data-weights]').forEach((el) => {
+  const seen = window.okraSeen;
+  if (!(el.dataset.weights in seen)) seen[el.dataset.weights] = Date.now() / 1000;
+});
+note();
+new MutationObserver(note).observe(document.body, {subtree: true, childList: true});
+"""
+
+
+async def test_dashboard_shows_a_rollout_live_promotes_it_and_shows_a_viewers_refusal(
+    env: Env,
+    okra: OkraManager,
+    metrics: Metrics,
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    ns = namespace
+    await rt_client.create(error_rate_template(ns, metrics.url))
+    await env.target_group("web-a-v1", "v1")
+    steps: list[dict[str, Any]] = [
+        {"setWeight": 20},
+        {"pause": {}},
+        {"setWeight": 50},
+        {"pause": {}},
+    ]
+    bg = {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG}
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
+    await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
+    await env.target_group("web-a-v2", "v2")
+    await wait_status(
+        rt_client, ns, lambda s: s.get("health") == "Paused" and s.get("currentStepIndex") == 1
+    )
+    assert await env.rule_becomes({"web-a-v1": 80, "web-a-v2": 20})
+
+    admin = Dashboard(control_plane.kubeconfig(), ns, tmp_path / "dashboard.log")
+    try:
+        # The list: the Cell, its versions, its step and the weights AWS shows.
+        await asyncio.to_thread(browser.get, admin.url)
+        await page_until(
+            browser, text_has("web", "step 2 of 4", "v1 80 · v2 20"), "the rolling Cell"
+        )
+        row = await asyncio.to_thread(
+            browser.execute_script,
+            f"return document.querySelector(\"tr[data-key='{ns}/web']\").innerText",
+        )
+        assert "Migrating" in row, row
+        assert "v1 → v2" in row, row
+        screenshot(browser, "cells")
+
+        # The Cell's page; promote there moves the Cell on, and the new weights AWS shows
+        # reach the open page (no reload: the marker set in the page survives).
+        await asyncio.to_thread(browser.get, f"{admin.url}#/cell/{ns}/web")
+        await page_until(browser, text_has("Steps", "pause (until promoted)"), "the Cell page")
+        await page_until(browser, "return !!document.getElementById('weights-chart')", "a chart")
+        await page_until(browser, "return !!document.getElementById('events')", "the Events")
+        await page_until(browser, text_has("error-rate", "result < 0.05"), "the analysis")
+        await asyncio.to_thread(browser.execute_script, SEEN_WEIGHTS)
+        done = False
+        aws = asyncio.create_task(aws_shows(env, {"web-a-v1": 50, "web-a-v2": 50}, lambda: done))
+        clicked = time.monotonic()
+        await click_and_confirm(browser, "promote")
+        await page_until(browser, text_has("ending the pause at step 2"), "promote's message")
+        shown = await page_until(
+            browser, "return window.okraSeen['v1 50 · v2 50']", "the weights after promote"
+        )
+        done = True
+        aws_at = await aws
+        assert aws_at is not None, "moto's rule never showed 50/50"
+        marker = await asyncio.to_thread(browser.execute_script, "return window.okraMarker")
+        assert marker == "no reload"
+        modified = [t for t, a in env.proxy.calls if t >= clicked and a == "ModifyRule"]
+        assert modified, "okra never called ModifyRule after promote"
+        # The ModifyRule's arrival at moto, on the page's clock (epoch seconds): AWS shows
+        # the weights from shortly after it, so the delay measured from it is an upper bound.
+        modify_at = time.time() - (time.monotonic() - modified[-1])
+        print(
+            f"\ndashboard: the page showed the new weights {shown - modify_at:.3f} s after "
+            "okra's ModifyRule reached AWS"
+        )
+        st = await wait_status(rt_client, ns, lambda s: (s.get("currentStepIndex") or 0) >= 2)
+        assert st["canaryVersion"] == "v2"
+        await page_until(browser, text_has("step 4 of 4"), "the next step on the page")
+        screenshot(browser, "cell")
+
+        await asyncio.to_thread(browser.get, f"{admin.url}#/inventory")
+        await page_until(browser, text_has("web-a-v1", "web-a-v2", "AWSTargetGroups"), "inventory")
+        screenshot(browser, "inventory")
+        await asyncio.to_thread(browser.get, f"{admin.url}#/rollouts")
+        await page_until(browser, text_has("ProgressiveRollouts"), "the rollouts page")
+    finally:
+        admin.stop()
+
+    # A viewer reads everything and is refused promote by the API server: the page says so.
+    for obj in viewer_role(ns):
+        await rt_client.create(obj)
+    viewer = Dashboard(
+        control_plane.kubeconfig(UNPRIVILEGED), ns, tmp_path / "dashboard-viewer.log"
+    )
+    try:
+        await asyncio.to_thread(browser.get, f"{viewer.url}#/cell/{ns}/web")
+        await page_until(browser, text_has("step 4 of 4"), "the Cell, read as a viewer")
+        await click_and_confirm(browser, "promote")
+        await page_until(browser, text_has("Forbidden", "RBAC", "forbidden"), "the refusal")
+        screenshot(browser, "forbidden")
+    finally:
+        viewer.stop()
+    cell = await rt_client.get(CELL, "web", ns)
+    assert (cell.get("status") or {}).get("currentStepIndex") == 3, "the refused promote moved it"
