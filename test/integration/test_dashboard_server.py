@@ -1,0 +1,202 @@
+"""The dashboard's server against a real API server, without a browser: it serves its own
+page, streams the rows as server-sent events (the whole state first, then only what
+changed), holds one informer per kind however many Cells there are, never reads a Secret
+(so no secret value can reach a page), and guards its actions (a header a page of another
+origin cannot send; `--read-only`; the CLI's own refusals)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientResponse
+from aiohttp.test_utils import TestClient, TestServer
+
+from okra_controllers.cli.dashboard.server import HEADER, Dashboard
+from okra_runtime import GVK, Client
+from okra_testkit.envtest import ControlPlane
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
+TG = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
+SECRET_VALUE = "dashboard-leak-canary-3c9a71"
+LISTENER = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/1/2"
+
+
+def cell(ns: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "Cell",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "ingress": {
+                "type": "AWSApplicationLoadBalancer",
+                "awsApplicationLoadBalancer": {
+                    "listenerARN": LISTENER,
+                    "targetGroupSelector": {"matchLabels": {"role": name}},
+                },
+            },
+            "updateStrategy": {"type": "Canary", "canary": {"steps": [{"setWeight": 20}]}},
+        },
+    }
+
+
+def target_group(ns: str, name: str, version: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "AWSTargetGroup",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {"role": "web", "okra.mumo.co/version": version},
+        },
+        "spec": {"arn": f"arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/{name}/1"},
+    }
+
+
+@pytest.fixture
+async def world(control_plane: ControlPlane, rt_client: Client, namespace: str) -> str:
+    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+    ns = namespace
+    for name in ("web", "api"):
+        await rt_client.create(cell(ns, name))
+    await rt_client.create(target_group(ns, "web-a", "v1"))
+    await rt_client.create(target_group(ns, "web-b", "v2"))
+    await rt_client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "cluster-a",
+                "namespace": ns,
+                "labels": {"argocd.argoproj.io/secret-type": "cluster"},
+            },
+            "stringData": {"config": json.dumps({"bearerToken": SECRET_VALUE})},
+        }
+    )
+    return ns
+
+
+@pytest.fixture
+async def page(
+    rt_client: Client, world: str
+) -> AsyncIterator[tuple[TestClient[Any, Any], Dashboard]]:
+    dashboard = Dashboard(rt_client, world)
+    async with dashboard.running(), TestClient(TestServer(dashboard.app())) as http:
+        yield http, dashboard
+
+
+class Frames:
+    """The data frames of one server-sent-events response, and the rows they add up to."""
+
+    def __init__(self, resp: ClientResponse) -> None:
+        self.resp = resp
+        self.raw: list[str] = []
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    async def next(self) -> dict[str, Any]:
+        data = ""
+        while True:
+            line = (await self.resp.content.readline()).decode()
+            assert line, "the stream ended"
+            if line.startswith("data: "):
+                data += line[6:].strip()
+            elif line == "\n" and data:
+                self.raw.append(data)
+                frame: dict[str, Any] = json.loads(data)
+                for section in ("cells", "targetgroups", "rollouts", "clustersets"):
+                    if section in frame:
+                        rows = self.rows.setdefault(section, {})
+                        rows.update(frame[section]["set"])
+                        for key in frame[section]["del"]:
+                            del rows[key]
+                return frame
+
+    async def until(self, pred: Any) -> dict[str, Any]:
+        while True:
+            frame = await self.next()
+            if pred(frame):
+                return frame
+
+
+async def test_the_page_and_its_files_are_served_by_okra_itself(
+    page: tuple[TestClient[Any, Any], Dashboard],
+) -> None:
+    http, _ = page
+    index = await http.get("/")
+    assert index.status == 200
+    html = await index.text()
+    assert "/static/app.js" in html
+    assert "http://" not in html
+    assert "https://" not in html
+    for name, kind in (("app.js", "text/javascript"), ("style.css", "text/css")):
+        resp = await http.get(f"/static/{name}")
+        assert resp.status == 200
+        assert resp.content_type == kind
+        body = await resp.text()
+        assert "https://" not in body
+        assert "http://" not in body
+    assert (await http.get("/static/..%2Fserver.py")).status == 404
+    assert (await http.get("/static/server.py")).status == 404
+
+
+async def test_the_stream_sends_everything_then_only_what_changed_and_no_secret(
+    page: tuple[TestClient[Any, Any], Dashboard], rt_client: Client, world: str
+) -> None:
+    http, dashboard = page
+    ns = world
+    resp = await http.get("/api/events", params={"cell": f"{ns}/web"})
+    assert resp.content_type == "text/event-stream"
+    frames = Frames(resp)
+    await frames.until(
+        lambda _: (
+            len(frames.rows.get("cells", {})) == 2 and len(frames.rows.get("targetgroups", {})) == 2
+        )
+    )
+    assert set(frames.rows["cells"]) == {f"{ns}/web", f"{ns}/api"}
+    await rt_client.patch(CELL, "web", {"metadata": {"labels": {"touched": "yes"}}}, namespace=ns)
+    await rt_client.create(target_group(ns, "web-c", "v2"))
+    later = await frames.until(lambda f: "targetgroups" in f)
+    assert list(later["targetgroups"]["set"]) == [f"{ns}/web-c"]
+    assert "cells" not in later or f"{ns}/api" not in later["cells"]["set"]
+    await rt_client.delete(TG, "web-a", ns)
+    gone = await frames.until(lambda f: "targetgroups" in f and f["targetgroups"]["del"])
+    assert gone["targetgroups"]["del"] == [f"{ns}/web-a"]
+    await resp.release()
+
+    # One informer per kind, whatever the number of Cells; none of them reads Secrets.
+    kinds = [i.gvk.kind for i in dashboard.informers]
+    assert len(kinds) == len(set(kinds))
+    assert "Secret" not in kinds
+    selectors = [i.options.field_selector or "" for i in dashboard.informers]
+    assert not [s for s in selectors if "metadata.name" in s]  # no watch of one object
+    assert SECRET_VALUE not in "".join(frames.raw)
+    assert "cluster-a" not in "".join(frames.raw)
+
+
+async def test_actions_need_the_header_and_say_the_clis_refusal(
+    page: tuple[TestClient[Any, Any], Dashboard], world: str
+) -> None:
+    http, _ = page
+    url = f"/api/cells/{world}/web/promote"
+    assert (await http.post(url)).status == 400
+    refused = await http.post(url, headers={HEADER: "1"})
+    assert refused.status == 409
+    assert "has no rollout in progress" in (await refused.json())["error"]
+    assert (await http.post(f"/api/cells/{world}/web/explode", headers={HEADER: "1"})).status == 404
+
+
+async def test_read_only_refuses_actions_and_tells_the_page(rt_client: Client, world: str) -> None:
+    dashboard = Dashboard(rt_client, world, read_only=True)
+    async with dashboard.running(), TestClient(TestServer(dashboard.app())) as http:
+        resp = await http.post(f"/api/cells/{world}/web/abort", headers={HEADER: "1"})
+        assert resp.status == 405
+        stream = await http.get("/api/events")
+        first = await Frames(stream).next()
+        assert first["meta"]["readOnly"] is True
+        await stream.release()
