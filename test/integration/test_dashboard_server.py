@@ -1,8 +1,9 @@
 """The dashboard's server against a real API server, without a browser: it serves its own
 page, streams the rows as server-sent events (the whole state first, then only what
 changed), holds one informer per kind however many Cells there are, never reads a Secret
-(so no secret value can reach a page), and guards its actions (a header a page of another
-origin cannot send; `--read-only`; the CLI's own refusals)."""
+(so no secret value can reach a page), answers only requests naming a loopback host, and
+guards its actions (a header a page of another origin cannot send; `--read-only`; the CLI's
+own refusals)."""
 
 from __future__ import annotations
 
@@ -143,6 +144,9 @@ async def test_the_page_and_its_files_are_served_by_okra_itself(
         assert "http://" not in body
     assert (await http.get("/static/..%2Fserver.py")).status == 404
     assert (await http.get("/static/server.py")).status == 404
+    # Another site's name resolving to 127.0.0.1 (DNS rebinding) gets nothing.
+    assert (await http.get("/api/events", headers={"Host": "evil.example:8765"})).status == 421
+    assert (await http.get("/", headers={"Host": "localhost:8765"})).status == 200
 
 
 async def test_the_stream_sends_everything_then_only_what_changed_and_no_secret(

@@ -16,7 +16,9 @@ functions (`okra promote`, `promote --full`, `abort`, `retry`, `pause`, `resume`
 user's credentials; their messages, or the API server's refusal (a 403 is the user's
 RBAC), come back as JSON for the page to show. `--read-only` refuses them (and the page
 hides them). A POST must carry the `X-Okra-Dashboard` header, which a page of another
-origin cannot send without a CORS preflight that this server never grants.
+origin cannot send without a CORS preflight that this server never grants. On a loopback
+address, a request naming any other host (`Host:`) is refused, so that a page of another
+site whose name was made to resolve to 127.0.0.1 (DNS rebinding) cannot read the stream.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ HEADER = "X-Okra-Dashboard"
 SECTIONS = ("cells", "rollouts", "clustersets", "targetgroups")
 STATIC = resources.files("okra_controllers.cli.dashboard") / "static"
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 Obj = dict[str, Any]
 Action = Callable[[Context, str], Awaitable[int]]
@@ -313,8 +316,8 @@ class Dashboard:
             headers={"Cache-Control": "no-cache"},
         )
 
-    def app(self) -> web.Application:
-        app = web.Application()
+    def app(self, address: str = "127.0.0.1") -> web.Application:
+        app = web.Application(middlewares=[host_guard(address)])
         app.router.add_get("/", self.static)
         app.router.add_get("/static/{file}", self.static)
         app.router.add_get("/api/events", self.stream)
@@ -338,10 +341,25 @@ class Dashboard:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def host_guard(address: str) -> Any:
+    """Middleware: on a loopback `address`, only requests naming a loopback host pass."""
+    loopback = address in LOOPBACK_NAMES or address.startswith("127.")
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+        host = (request.host or "").rsplit(":", 1)[0].strip("[]") if request.host else ""
+        if loopback and host not in LOOPBACK_NAMES and host != address:
+            return web.Response(status=421, text=f"this dashboard answers {address} only\n")
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    return guard
+
+
 async def serve(
     dashboard: Dashboard, address: str, port: int, on_listening: Callable[[str], None]
 ) -> web.AppRunner:
-    runner = web.AppRunner(dashboard.app(), access_log=None, shutdown_timeout=1)
+    runner = web.AppRunner(dashboard.app(address), access_log=None, shutdown_timeout=1)
     await runner.setup()
     site = web.TCPSite(runner, address, port)
     await site.start()
