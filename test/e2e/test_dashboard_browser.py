@@ -175,6 +175,22 @@ async def click_and_confirm(browser: Any, action: str) -> None:
     assert await asyncio.to_thread(browser.execute_script, script) == "confirmed"
 
 
+async def filter_hides_and_shows(browser: Any, ns: str) -> None:
+    """Typing in the filter box hides the rows that do not match, and typing the Cell's
+    namespace brings its row back."""
+    shown = f"document.querySelector(\"tr[data-key='{ns}/web']\") !== null"
+
+    def typed(text: str) -> None:
+        box = browser.find_element("id", "filter")
+        box.clear()
+        box.send_keys(text)
+
+    await asyncio.to_thread(typed, "no-such-cell")
+    await page_until(browser, f"return !({shown})", "the row filtered out")
+    await asyncio.to_thread(typed, ns)
+    await page_until(browser, f"return {shown}", "the row matching the filter")
+
+
 def screenshot(browser: Any, name: str) -> None:
     if SCREENSHOTS:
         IMAGES.mkdir(parents=True, exist_ok=True)
@@ -273,6 +289,7 @@ async def test_dashboard_shows_a_rollout_live_promotes_it_and_shows_a_viewers_re
         assert "Migrating" in row, row
         assert "v1 → v2" in row, row
         screenshot(browser, "cells")
+        await filter_hides_and_shows(browser, ns)
 
         # The Cell's page; promote there moves the Cell on, and the new weights AWS shows
         # reach the open page (no reload: the marker set in the page survives).

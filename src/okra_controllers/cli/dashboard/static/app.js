@@ -142,9 +142,10 @@ function cellsPage() {
     <td>${r.analysis === "-" ? "-" : badge(r.analysis)}</td>
     <td class="muted">${esc(r.message)}</td></tr>`).join("");
   const total = Object.keys(state.cells).length;
-  return { key: "cells", head: `<h1>Cells <span class="muted">(${total})</span></h1>
-    <input id="filter" class="filter" placeholder="filter by name, namespace, phase, version" value="${esc(filterText)}">`,
-  body: `<table id="cells"><thead><tr><th>CELL</th><th>PHASE</th><th>STABLE → CANARY</th><th>STEP</th><th>WEIGHTS (AWS)</th><th>ANALYSIS</th><th>MESSAGE</th></tr></thead>
+  // The head never changes while the list is shown, so the filter box keeps its focus.
+  return { key: "cells", head: `<h1>Cells</h1>
+    <input id="filter" class="filter" placeholder="filter by name, namespace, phase, version">`,
+  body: `<p class="muted">${rows.length} of ${total}</p><table id="cells"><thead><tr><th>CELL</th><th>PHASE</th><th>STABLE → CANARY</th><th>STEP</th><th>WEIGHTS (AWS)</th><th>ANALYSIS</th><th>MESSAGE</th></tr></thead>
     <tbody>${body || `<tr><td colspan="7" class="muted">${state.meta.synced ? "No Cells." : "Reading…"}</td></tr>`}</tbody></table>` };
 }
 
@@ -209,7 +210,10 @@ function render() {
     main.innerHTML = `<div id="page-head">${page.head}</div><div id="page-body"></div>`;
     shownHead = page.key + page.head;
     const f = $("filter");
-    if (f) f.addEventListener("input", () => { filterText = f.value.toLowerCase(); render(); f.focus(); });
+    if (f) {
+      f.value = filterText;
+      f.addEventListener("input", () => { filterText = f.value.toLowerCase(); render(); });
+    }
   }
   $("page-body").innerHTML = page.body;
   const unreadable = Object.entries(state.meta.unreadable || {});
