@@ -103,7 +103,7 @@ async def test_bad_input_never_stops_the_manager(
     }
     await rt_client.create(lonely)
     # An unknown step kind is rejected by the schema.
-    bad = cell_obj(ns, env.alb.listener_arn, [{"experiment": {}}])
+    bad = cell_obj(ns, env.alb.listener_arn, [{"scaleDown": {}}])
     bad["metadata"]["name"] = "bad-step"
     with pytest.raises(InvalidError) as err:
         await rt_client.create(bad)

@@ -251,7 +251,7 @@ async def test_the_controller_plans_with_the_target_groups_seen_after_the_health
     )
     asked: list[str] = []
 
-    async def healthy(target_group_arn: str) -> tuple[bool, str]:
+    async def healthy(target_group_arn: str, aws: AwsConfig | None = None) -> tuple[bool, str]:
         asked.append(target_group_arn)
         # the watch delivers v3's target group while AWS answers for v2's
         rec.target_groups.upsert(target_group("web-0-v3", "v3"))
