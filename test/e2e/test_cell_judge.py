@@ -10,13 +10,12 @@ until its latency arrives, drawn like v1's (other draws), and is then promoted t
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
-from integration.analysis.promharness import PrometheusServer
+from integration.analysis.promharness import PrometheusServer, Traffic
 from okra_runtime import Client
 from support import eventually, wait_events
 
@@ -31,26 +30,9 @@ def prometheus() -> Iterator[PrometheusServer]:
         yield server
 
 
-class Traffic:
-    """Each version's latency, redrawn every 0.3 s (Prometheus scrapes every second) around
-    the median set for it; a version without a median has no series (no traffic)."""
-
-    def __init__(self, prom: PrometheusServer) -> None:
-        self.prom = prom
-        self.medians: dict[str, float] = {}
-        self.rng = random.Random(31)
-
-    async def run(self) -> None:
-        while True:
-            for version, median in list(self.medians.items()):
-                value = median * self.rng.lognormvariate(0, 0.05)
-                self.prom.set(LATENCY, value, {"version": version})
-            await asyncio.sleep(0.3)
-
-
 @pytest.fixture
 async def traffic(prometheus: PrometheusServer) -> AsyncIterator[Traffic]:
-    t = Traffic(prometheus)
+    t = Traffic(prometheus, LATENCY, 0.05)
     task = asyncio.create_task(t.run())
     yield t
     task.cancel()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -286,3 +287,21 @@ def vector_values(data: Mapping[str, Any]) -> list[float]:
     if data.get("resultType") != "vector":
         return []
     return [float(s["value"][1]) for s in data.get("result", [])]
+
+
+class Traffic:
+    """Latency samples per version, drawn log-normally around each version's median
+    (`medians`, in ms) and set on the exporter's gauge `name` every 0.3 s while `run` runs:
+    the v1 and v2 clusters a judge compares."""
+
+    def __init__(self, prom: PrometheusServer, name: str, sigma: float) -> None:
+        self.prom, self.name, self.sigma = prom, name, sigma
+        self.medians: dict[str, float] = {}
+        self.rng = random.Random(31)
+
+    async def run(self) -> None:
+        while True:
+            for version, median in list(self.medians.items()):
+                value = median * self.rng.lognormvariate(0, self.sigma)
+                self.prom.set(self.name, value, {"version": version})
+            await asyncio.sleep(0.3)

@@ -7,13 +7,12 @@ its data arrives."""
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from integration.analysis.promharness import PrometheusServer
+from integration.analysis.promharness import PrometheusServer, Traffic
 from integration.analysis.test_analysisrun import (  # noqa: F401  (fixtures)
     analysis,
     finished,
@@ -29,25 +28,9 @@ NAME = "okra_judge_latency_ms"
 pytestmark = pytest.mark.usefixtures("analysis")
 
 
-class Traffic:
-    """Redraws each version's latency every 0.3 s (Prometheus scrapes every second)."""
-
-    def __init__(self, prom: PrometheusServer) -> None:
-        self.prom = prom
-        self.medians: dict[str, float] = {}
-        self.rng = random.Random(31)
-
-    async def run(self) -> None:
-        while True:
-            for version, median in list(self.medians.items()):
-                value = median * self.rng.lognormvariate(0, 0.1)
-                self.prom.set(NAME, value, {"version": version})
-            await asyncio.sleep(0.3)
-
-
 @pytest.fixture
 async def traffic(prometheus: PrometheusServer) -> AsyncIterator[Traffic]:
-    t = Traffic(prometheus)
+    t = Traffic(prometheus, NAME, 0.1)
     task = asyncio.create_task(t.run())
     yield t
     task.cancel()
