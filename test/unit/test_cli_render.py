@@ -492,7 +492,7 @@ def test_age_reads_like_kubectl(seconds: int, text: str) -> None:
 
 
 def test_step_descriptions_and_labels() -> None:
-    from okra_controllers.api.v1alpha1.cell import CanaryStep
+    from okra_controllers.api.v1alpha1.strategy import CanaryStep
 
     assert describe_step(CanaryStep.model_validate({"stepWeight": 20})) == "stepWeight 20"
     assert describe_step(CanaryStep.model_validate({"setWeight": 5})) == "setWeight 5"

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from okra_controllers.api.v1alpha1.analysis import Argument
-from okra_controllers.api.v1alpha1.cell import CanaryStep, Cell, CellStatus
+from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
+from okra_controllers.api.v1alpha1.strategy import CanaryStep
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.plan import run_name
 from okra_controllers.cell.versions import parse_version

@@ -19,13 +19,8 @@ from dataclasses import dataclass
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus, Measurement
-from okra_controllers.api.v1alpha1.cell import (
-    DEFAULT_VERSION_LABEL,
-    BlueGreenStep,
-    CanaryStep,
-    Cell,
-    CellStatus,
-)
+from okra_controllers.api.v1alpha1.cell import DEFAULT_VERSION_LABEL, Cell, CellStatus
+from okra_controllers.api.v1alpha1.strategy import BlueGreenStep, CanaryStep
 from okra_controllers.cell.observe import ALB_CONFIG_KIND, config_kind
 from okra_controllers.cell.plan import weight_before
 from okra_controllers.cell.versions import Grouped, group_target_groups

@@ -18,7 +18,6 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1 import spelling
-from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
     GROUP,
@@ -27,6 +26,11 @@ from okra_controllers.api.v1alpha1.common import (
     Condition,
     ObjectMeta,
     PendingNotification,
+)
+from okra_controllers.api.v1alpha1.strategy import (
+    RolloutCheck,
+    UpdateStrategy,
+    VersionedBy,
 )
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -236,160 +240,6 @@ class CellIngress(ApiModel):
             and self.aws_network_load_balancer is None
             and self.aws_application_load_balancer is not None
         )
-
-
-class VersionedBy(ApiModel):
-    label: str
-
-
-class AnalysisTemplateRef(ApiModel):
-    template_name: str
-    cluster_scope: bool = False
-
-
-class StepAnalysis(ApiModel):
-    templates: list[AnalysisTemplateRef] = Field(min_length=1, max_length=10)
-    args: list[Argument] | None = None
-
-
-class BackgroundAnalysis(StepAnalysis):
-    starting_step: int | None = Field(default=None, ge=0)
-
-
-class PauseStep(ApiModel):
-    duration: str | int | None = None
-    """A duration (`10m`, `30s`) or seconds; none means until promoted."""
-
-
-class ExperimentAnalysis(ApiModel):
-    name: str = ""
-    template_name: str = Field(min_length=1)
-    cluster_scope: bool = False
-    args: list[Argument] | None = None
-    required_for_completion: bool = False
-
-
-class ExperimentStep(ApiModel):
-    """Argo Rollouts' experiment step, as the original okra accepts it: okra runs its
-    `analyses` as one analysis step; `templates` (ReplicaSets) and `duration` have no
-    meaning for clusters."""
-
-    templates: list[dict[str, Any]] = Field(default_factory=list)
-    duration: str | int | None = None
-    analyses: list[ExperimentAnalysis] = Field(default_factory=list, max_length=10)
-
-
-class SetCanaryScale(ApiModel):
-    """Argo Rollouts' pod scaling step: changes nothing for clusters."""
-
-    weight: int | None = None
-    replicas: int | None = None
-    match_traffic_weight: bool = False
-
-
-class CanaryStep(ApiModel):
-    """Exactly one of the step kinds. `experiment` and `setCanaryScale` (Argo Rollouts'
-    kinds the original okra accepts) are read as an analysis step and as a step that
-    changes nothing (`spelling`)."""
-
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "(has(self.setWeight) ? 1 : 0) + (has(self.stepWeight) ? 1 : 0) + "
-                    "(has(self.pause) ? 1 : 0) + (has(self.analysis) ? 1 : 0) + "
-                    "(has(self.experiment) ? 1 : 0) + (has(self.setCanaryScale) ? 1 : 0) == 1",
-                    "message": "a step has exactly one of setWeight, stepWeight, pause, analysis "
-                    "(or, as the original okra, experiment or setCanaryScale)",
-                }
-            ]
-        }
-    }
-    set_weight: int | None = Field(default=None, ge=0, le=100)
-    step_weight: int | None = Field(default=None, ge=0, le=100)
-    pause: PauseStep | None = None
-    analysis: StepAnalysis | None = None
-    experiment: ExperimentStep | None = None
-    set_canary_scale: SetCanaryScale | None = None
-
-
-class CanaryStrategy(ApiModel):
-    analysis: BackgroundAnalysis | None = None
-    steps: list[CanaryStep] = Field(default_factory=list, max_length=64)
-
-
-class BlueGreenStep(ApiModel):
-    """Exactly one of: `analysis` (run against the new version, which has no traffic
-    before `promote`, and wait for success) or `promote: {}` (all traffic to the new
-    version at once). Steps after `promote` run with the new version serving; a failure
-    there sends all traffic back to the old version."""
-
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "(has(self.analysis) ? 1 : 0) + (has(self.promote) ? 1 : 0) == 1",
-                    "message": "a blueGreen step has exactly one of analysis, promote",
-                }
-            ]
-        }
-    }
-    analysis: StepAnalysis | None = None
-    promote: dict[str, Any] | None = None
-
-
-class BlueGreenStrategy(ApiModel):
-    """The new version's target groups get a healthy target, then the steps run; after
-    the last step (with or without an explicit `promote`) the new version serves 100%."""
-
-    steps: list[BlueGreenStep] = Field(default_factory=list, max_length=64)
-
-
-class UpdateStrategy(ApiModel):
-    type: Literal["Canary", "BlueGreen"] = "Canary"
-    canary: CanaryStrategy | None = None
-    blue_green: BlueGreenStrategy | None = None
-
-
-class CheckContainer(ApiModel):
-    """What the check's Job runs (seed 002: `job.template.spec`): one container."""
-
-    image: str = Field(min_length=1)
-    command: list[str] = Field(default_factory=list)
-    args: list[str] = Field(default_factory=list)
-    env: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class CheckJobTemplate(ApiModel):
-    spec: CheckContainer
-
-
-class CheckJob(ApiModel):
-    template: CheckJobTemplate
-    active_deadline_seconds: int | None = Field(default=None, ge=1)
-    """The Job's activeDeadlineSeconds: a check that runs longer fails."""
-
-
-class RolloutCheck(ApiModel):
-    """A precheck (before any traffic moves to the new version) or a postcheck (after it
-    serves 100%): a Kubernetes Job the Cell owns (exit 0 passes), or an analysis (an
-    AnalysisRun, Successful passes), one per rollout and check. Anything else fails the
-    rollout (precheck: the new version is blocked and never gets traffic; postcheck: all
-    traffic returns to the old version)."""
-
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "(has(self.job) ? 1 : 0) + (has(self.analysis) ? 1 : 0) == 1",
-                    "message": "a check has exactly one of job, analysis",
-                }
-            ]
-        }
-    }
-    name: str = Field(min_length=1, max_length=20, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    job: CheckJob | None = None
-    analysis: StepAnalysis | None = None
 
 
 class ArgoCDClusterSecret(ApiModel):

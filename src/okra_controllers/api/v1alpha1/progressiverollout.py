@@ -18,7 +18,6 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from okra_controllers.api.v1alpha1.analysis import DURATION_PATTERN, Argument
-from okra_controllers.api.v1alpha1.cell import AnalysisTemplateRef
 from okra_controllers.api.v1alpha1.common import (
     GROUP,
     VERSION,
@@ -27,6 +26,7 @@ from okra_controllers.api.v1alpha1.common import (
     ObjectMeta,
     PendingNotification,
 )
+from okra_controllers.api.v1alpha1.strategy import AnalysisTemplateRef
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 PERCENT_PATTERN = r"^([1-9][0-9]?|100)%$"

@@ -9,7 +9,8 @@ version with no traffic waits for its target groups to have a healthy target.
 
 from __future__ import annotations
 
-from okra_controllers.api.v1alpha1.cell import BackgroundAnalysis, CanaryStep, CellSpec
+from okra_controllers.api.v1alpha1.cell import CellSpec
+from okra_controllers.api.v1alpha1.strategy import BackgroundAnalysis, CanaryStep
 from okra_controllers.cell.plan.health import wait_for_health
 from okra_controllers.cell.plan.model import Observed, Plan
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from okra_controllers.api.v1alpha1.cell import BackgroundAnalysis, CanaryStep, StepAnalysis
+from okra_controllers.api.v1alpha1.strategy import BackgroundAnalysis, CanaryStep, StepAnalysis
 from okra_controllers.cell.plan.bluegreen import background
 from okra_controllers.cell.plan.checks import run_checks
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout, pause_over

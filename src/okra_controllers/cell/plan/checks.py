@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from okra_controllers.api.v1alpha1.cell import CheckResult, RolloutCheck
+from okra_controllers.api.v1alpha1.cell import CheckResult
+from okra_controllers.api.v1alpha1.strategy import RolloutCheck
 from okra_controllers.cell.plan.model import JobRequest, Observed, Plan, RunRequest, Stage
 from okra_controllers.cell.plan.names import job_name, run_name
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus, RolloutCheck, StepAnalysis
+from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
+from okra_controllers.api.v1alpha1.strategy import RolloutCheck, StepAnalysis
 from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.versions import Grouped
 

@@ -12,7 +12,8 @@ import hashlib
 import json
 
 from okra_controllers.analysis.duration import parse_duration
-from okra_controllers.api.v1alpha1.cell import CanaryStep, CellSpec
+from okra_controllers.api.v1alpha1.cell import CellSpec
+from okra_controllers.api.v1alpha1.strategy import CanaryStep
 
 
 def has_checks(spec: CellSpec) -> bool:
