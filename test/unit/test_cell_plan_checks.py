@@ -232,3 +232,34 @@ def test_a_first_rollout_whose_postcheck_fails_waits_then_is_blocked_but_keeps_s
     assert "no earlier version to roll back to" in (w.status.message or "")
     assert (w.status.phase, w.weights()) == ("Error", {"a-v1": 100})
     # v2 arrives: a normal rollout (v1, blocked, still serves; v2 replaces it).
+
+
+def test_failure_policy_rollback_waits_its_delay_after_a_failed_precheck() -> None:
+    policy = {"type": "Rollback", "delaySeconds": 5}
+    w = rolled_out(with_checks([{"setWeight": 50}], ["run-test"], [], failurePolicy=policy))
+    w.job_outcome = lambda name: ("Failed", "exit code 1")
+    w.run(20)
+    waiting = [
+        p
+        for p in w.history
+        if "Waiting 5 seconds before starting a rollback" in (p.status.message or "")
+    ]
+    assert len(waiting) == 5
+    assert all(p.block is None and p.status.phase == "Error" for p in waiting)
+    assert [e.reason for p in waiting for e in p.events] == ["PrecheckFailed"]
+    assert all({f.version for f in p.forward or ()} <= {"v1"} for p in w.history)
+    assert "v2" in w.blocked
+    assert w.weights() == {"a-v1": 100}
+
+
+def test_failure_policy_stop_leaves_traffic_where_it_is_and_blocks_nothing() -> None:
+    policy = {"type": "Stop"}
+    w = rolled_out(with_checks([{"setWeight": 50}], [], ["smoke"], failurePolicy=policy))
+    w.job_outcome = lambda name: ("Failed", "exit code 1")
+    w.run(30)
+    assert w.weights() == {"a-v2": 100}
+    assert not w.blocked
+    assert (w.status.phase, w.status.health) == ("Error", "Degraded")
+    assert "failurePolicy Stop" in (w.status.message or "")
+    said = [e.reason for p in w.history for e in p.events if e.reason == "PostcheckFailed"]
+    assert said == ["PostcheckFailed"]  # said once, not at every look

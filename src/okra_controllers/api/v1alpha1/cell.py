@@ -18,6 +18,18 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1 import spelling
+from okra_controllers.api.v1alpha1.argocd import (
+    ArgoCDApplicationSet as ArgoCDApplicationSet,
+)
+from okra_controllers.api.v1alpha1.argocd import (
+    ArgoCDClusterSecret as ArgoCDClusterSecret,
+)
+from okra_controllers.api.v1alpha1.argocd import (
+    ArgoCDUpdateStrategy as ArgoCDUpdateStrategy,
+)
+from okra_controllers.api.v1alpha1.argocd import (
+    CellArgoCD as CellArgoCD,
+)
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
     GROUP,
@@ -27,53 +39,29 @@ from okra_controllers.api.v1alpha1.common import (
     ObjectMeta,
     PendingNotification,
 )
+from okra_controllers.api.v1alpha1.listener import (
+    HeaderCondition as HeaderCondition,
+)
+from okra_controllers.api.v1alpha1.listener import (
+    LabelSelector as LabelSelector,
+)
+from okra_controllers.api.v1alpha1.listener import (
+    ListenerRule as ListenerRule,
+)
+from okra_controllers.api.v1alpha1.listener import (
+    QueryStringCondition as QueryStringCondition,
+)
 from okra_controllers.api.v1alpha1.strategy import (
     RolloutCheck,
     UpdateStrategy,
     VersionedBy,
 )
+from okra_controllers.api.v1alpha1.system import FailurePolicy
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 DEFAULT_VERSION_LABEL = "okra.mumo.co/version"
 _ARN = r"^arn:[a-z0-9-]+:elasticloadbalancing:"
 _ROLE_ARN = r"^arn:[a-z0-9-]+:iam::[0-9]{12}:role/.+"
-
-
-class LabelSelector(ApiModel):
-    match_labels: dict[str, str] = Field(default_factory=dict)
-
-
-class HeaderCondition(ApiModel):
-    name: str = Field(min_length=1, max_length=40)
-    values: list[str] = Field(min_length=1, max_length=5)
-
-
-class QueryStringCondition(ApiModel):
-    key: str | None = None
-    value: str = Field(min_length=1)
-
-
-class ListenerRule(ApiModel):
-    """The listener rule okra owns. It never touches the listener's default rule."""
-
-    priority: int = Field(default=50000, ge=1, le=50000)
-    """1 is evaluated first; the default, 50000, is the last before the default rule."""
-    hosts: list[str] = Field(default_factory=list, max_length=5)
-    path_patterns: list[str] = Field(default_factory=list, max_length=5)
-    methods: list[str] = Field(default_factory=list, max_length=5)
-    source_i_ps: list[str] = Field(default_factory=list, max_length=5, alias="sourceIPs")
-    headers: list[HeaderCondition] = Field(default_factory=list, max_length=5)
-    query_strings: list[QueryStringCondition] = Field(default_factory=list, max_length=5)
-
-    def has_condition(self) -> bool:
-        return bool(
-            self.hosts
-            or self.path_patterns
-            or self.methods
-            or self.source_i_ps
-            or self.headers
-            or self.query_strings
-        )
 
 
 class TargetGroupSelector(LabelSelector):
@@ -242,49 +230,6 @@ class CellIngress(ApiModel):
         )
 
 
-class ArgoCDClusterSecret(ApiModel):
-    """Which Argo CD cluster Secrets are the Cell's clusters, and the labels that put an
-    application on them (seed 002: `clusterSecret.labels`)."""
-
-    selector: LabelSelector = Field(default_factory=LabelSelector)
-    """Cluster Secrets (`argocd.argoproj.io/secret-type: cluster`, in the Cell's namespace)
-    of this Cell; each Secret's version is read from the Cell's version labels. Empty: every
-    cluster Secret there with a version label."""
-    labels: dict[str, str] = Field(min_length=1)
-    """The labels the ApplicationSet's cluster generator selects on: okra adds them to the
-    clusters that should run the app and removes them from the others."""
-
-
-class ArgoCDApplicationSet(ApiModel):
-    """The Applications to wait for on a version's clusters (seed 002: "automatically waits
-    for related applicationset(s)"): those an ApplicationSet of this `name` owns, or those
-    whose labels match `selector`; neither: every Application sent to the clusters."""
-
-    name: str | None = None
-    selector: LabelSelector | None = None
-
-
-class ArgoCDUpdateStrategy(ApiModel):
-    type: Literal["CreateBeforeDelete", "DeleteBeforeCreate"] = "CreateBeforeDelete"
-    """`CreateBeforeDelete`: the new version's clusters get the labels first, okra waits for
-    their Applications to be Synced and Healthy before any traffic moves, and the old
-    version's clusters lose the labels only once the new version has completed (postchecks
-    passed). `DeleteBeforeCreate` (apps with no load balancer, e.g. background jobs): the old
-    clusters lose the labels, their Applications go, then the new clusters get them."""
-
-
-class CellArgoCD(ApiModel):
-    """Argo CD cluster Secret strategy (seed 002): which app runs on which clusters."""
-
-    cluster_secret: ArgoCDClusterSecret
-    application_set: ArgoCDApplicationSet | None = None
-    update_strategy: ArgoCDUpdateStrategy = Field(default_factory=ArgoCDUpdateStrategy)
-
-    @property
-    def delete_first(self) -> bool:
-        return self.update_strategy.type == "DeleteBeforeCreate"
-
-
 class CellSpec(ApiModel):
     model_config = ApiModel.model_config | {
         "json_schema_extra": {
@@ -332,6 +277,10 @@ class CellSpec(ApiModel):
     rollback_delay_seconds: int = Field(default=60, ge=0)
     """After a failed postcheck, how long to wait before rolling back (seed 002: "run-test
     failed. Waiting 60 seconds before starting a rollback"); the wait survives a restart."""
+    failure_policy: FailurePolicy | None = None
+    """What a failed precheck or postcheck does: `Rollback` after `delaySeconds`, or
+    `Stop` where it is. Unset: a failed precheck fails the version at once and a failed
+    postcheck rolls back after `rollbackDelaySeconds`."""
     progress_deadline_abort: bool = False
     """With a deadline exceeded, send all traffic back to the stable version and block the
     new one (as a failed analysis does; `okra retry` unblocks it)."""

@@ -18,7 +18,7 @@ from okra_controllers.api.v1alpha1.strategy import BackgroundAnalysis, CanarySte
 from okra_controllers.cell.plan.bluegreen import background
 from okra_controllers.cell.plan.checks import run_checks
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout, pause_over
-from okra_controllers.cell.plan.failure import fail, postcheck_failed
+from okra_controllers.cell.plan.failure import check_failed, fail
 from okra_controllers.cell.plan.model import (
     FAILED_RUN,
     Event,
@@ -93,7 +93,13 @@ def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[Canar
     if o.spec.prechecks:
         verdict, said = run_checks(p, o, "precheck", o.spec.prechecks, fhash, rid, to.text)
         if verdict == "failed":
-            return fail(p, o, stable, to, f"{said}; {to.text} is blocked")
+            return check_failed(
+                p,
+                o,
+                "precheck",
+                said,
+                lambda: fail(p, o, stable, to, f"{said}; {to.text} is blocked"),
+            )
         if verdict == "pending":
             return prechecking(w, said)
     st.phase = "Migrating"
@@ -295,8 +301,8 @@ def finish(w: Walk, full: tuple[Forward, ...], fhash: str) -> Plan | None:
         if verdict == "failed":
             weights_status(p)
             st.canary_weight = 100
-            return postcheck_failed(
-                p, o, said, lambda: fail(p, o, w.stable, to, f"{said}. Rolling back")
+            return check_failed(
+                p, o, "postcheck", said, lambda: fail(p, o, w.stable, to, f"{said}. Rolling back")
             )
         if verdict == "pending":
             st.phase = "Completing"

@@ -15,7 +15,7 @@ from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.plan.checks import run_checks
 from okra_controllers.cell.plan.cluster_labels import argocd_gate, relabel
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout
-from okra_controllers.cell.plan.failure import postcheck_failed
+from okra_controllers.cell.plan.failure import check_failed
 from okra_controllers.cell.plan.model import Event, Observed, Plan
 from okra_controllers.cell.plan.names import rollout_id
 from okra_controllers.cell.plan.status import set_phase
@@ -91,7 +91,13 @@ def clusters_rollout(
     if o.spec.prechecks:
         verdict, said = run_checks(p, o, "precheck", o.spec.prechecks, fhash, rid, to.text)
         if verdict == "failed":
-            return clusters_fail(p, o, stable, to.text, f"{said}; {to.text} is blocked")
+            return check_failed(
+                p,
+                o,
+                "precheck",
+                said,
+                lambda: clusters_fail(p, o, stable, to.text, f"{said}; {to.text} is blocked"),
+            )
         if verdict == "pending":
             st.phase = "Init"
             relabel(p, o, {stable or ""})
@@ -146,8 +152,12 @@ def clusters_complete(
     if o.spec.postchecks:
         verdict, said = run_checks(p, o, "postcheck", o.spec.postchecks, fhash, rid, to)
         if verdict == "failed":
-            return postcheck_failed(
-                p, o, said, lambda: clusters_fail(p, o, stable, to, f"{said}. Rolling back")
+            return check_failed(
+                p,
+                o,
+                "postcheck",
+                said,
+                lambda: clusters_fail(p, o, stable, to, f"{said}. Rolling back"),
             )
         if verdict == "pending":
             st.phase = "Completing"

@@ -13,7 +13,7 @@ import datetime
 from collections.abc import Callable
 
 from okra_controllers.cell.plan.ending import end_rollout
-from okra_controllers.cell.plan.model import Event, Observed, Plan
+from okra_controllers.cell.plan.model import Event, Observed, Plan, Stage
 from okra_controllers.cell.plan.status import set_phase
 from okra_controllers.cell.plan.weights import forward_for, weights_status
 from okra_controllers.cell.versions import Version
@@ -31,20 +31,43 @@ def fail(p: Plan, o: Observed, stable: Version, canary: Version, cause: str) -> 
     return p
 
 
-def postcheck_failed(p: Plan, o: Observed, said: str, fail: Callable[[], Plan]) -> Plan:
-    """A failed postcheck rolls back after `rollbackDelaySeconds` (seed 002: "run-test
-    failed. Waiting 60 seconds before starting a rollback"). The time is in the status
-    (`rollbackAt`), so a restarted manager waits out the same delay, not a new one."""
+def check_failed(p: Plan, o: Observed, stage: Stage, said: str, fail: Callable[[], Plan]) -> Plan:
+    """A failed check, handled as `spec.failurePolicy` says.
+
+    - No policy (a Cell as seed 000 writes it): a failed precheck fails the version at
+      once (no traffic moved); a failed postcheck rolls back after `rollbackDelaySeconds`
+      (seed 002: "run-test failed. Waiting 60 seconds before starting a rollback").
+    - `Rollback`: either kind rolls back after the policy's `delaySeconds`.
+    - `Stop`: nothing moves, nothing is blocked; the Cell says so and waits for a person.
+
+    The rollback time is in the status (`rollbackAt`), so a restarted manager waits out the
+    same delay, not a new one."""
+    policy = o.spec.failure_policy
     st = p.status
-    delay = o.spec.rollback_delay_seconds
+    if policy is not None and policy.type == "Stop":
+        message = (
+            f"{said}; failurePolicy Stop: traffic stays where it is "
+            "(okra abort, or a change of the spec, moves on)"
+        )
+        if not (o.status.phase == "Error" and o.status.message == message):
+            p.events.append(Event("Warning", _REASON[stage], message))
+        st.phase = "Error"
+        set_phase(p, o, "Degraded", message)
+        return p
+    if policy is None and stage == "precheck":
+        return fail()
+    delay = policy.delay_seconds if policy is not None else o.spec.rollback_delay_seconds
     if st.rollback_at is None:
         st.rollback_at = o.now + datetime.timedelta(seconds=delay)
     if o.now >= st.rollback_at:
         return fail()
     message = f"{said}. Waiting {delay} seconds before starting a rollback"
     if o.status.rollback_at is None:
-        p.events.append(Event("Warning", "PostcheckFailed", message))
+        p.events.append(Event("Warning", _REASON[stage], message))
     st.phase = "Error"
     set_phase(p, o, "Degraded", message)
     p.requeue_after = (st.rollback_at - o.now).total_seconds()
     return p
+
+
+_REASON = {"precheck": "PrecheckFailed", "postcheck": "PostcheckFailed"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from okra_controllers.cell.plan.checks import run_checks
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout
-from okra_controllers.cell.plan.failure import fail, postcheck_failed
+from okra_controllers.cell.plan.failure import check_failed, fail
 from okra_controllers.cell.plan.model import Event, Observed, Plan
 from okra_controllers.cell.plan.names import rollout_id
 from okra_controllers.cell.plan.status import set_phase
@@ -98,7 +98,13 @@ def first_with_checks(p: Plan, o: Observed, to: Version) -> Plan:
     if o.spec.prechecks:
         verdict, said = run_checks(p, o, "precheck", o.spec.prechecks, fhash, rid, to.text)
         if verdict == "failed":
-            return failed(f"{said}; {to.text} is blocked", "nothing serves yet")
+            return check_failed(
+                p,
+                o,
+                "precheck",
+                said,
+                lambda: failed(f"{said}; {to.text} is blocked", "nothing serves yet"),
+            )
         if verdict == "pending":
             st.phase = "Init"
             set_phase(p, o, "Progressing", f"Init: {said}; no traffic moves to {to.text}")
@@ -113,9 +119,10 @@ def first_with_checks(p: Plan, o: Observed, to: Version) -> Plan:
     if o.spec.postchecks:
         verdict, said = run_checks(p, o, "postcheck", o.spec.postchecks, fhash, rid, to.text)
         if verdict == "failed":
-            return postcheck_failed(
+            return check_failed(
                 p,
                 o,
+                "postcheck",
                 said,
                 lambda: failed(
                     f"{said}; {to.text} is blocked",
