@@ -56,7 +56,13 @@ from okra_controllers.api.v1alpha1.strategy import (
     UpdateStrategy,
     VersionedBy,
 )
-from okra_controllers.api.v1alpha1.system import FailurePolicy
+from okra_controllers.api.v1alpha1.system import (
+    ApplicationStatus,
+    FailurePolicy,
+    SystemApplication,
+    SystemCluster,
+    SystemClusterStatus,
+)
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 DEFAULT_VERSION_LABEL = "okra.mumo.co/version"
@@ -235,9 +241,34 @@ class CellSpec(ApiModel):
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": "has(self.ingress) || has(self.argocd)",
+                    "rule": "has(self.ingress) || has(self.argocd) || "
+                    "has(self.clusters) || has(self.applications)",
                     "message": "a Cell needs spec.ingress (a load balancer) or spec.argocd "
-                    "(Argo CD cluster Secrets), or both",
+                    "(Argo CD cluster Secrets), or both; or, for a system of several "
+                    "clusters and applications, spec.clusters and spec.applications",
+                },
+                {
+                    "rule": "!(has(self.clusters) || has(self.applications)) || "
+                    "!(has(self.ingress) || has(self.argocd) || has(self.prechecks) || "
+                    "has(self.postchecks))",
+                    "message": "a Cell is either one application (spec.ingress, spec.argocd, "
+                    "spec.prechecks, spec.postchecks: seed 000's shape) or a system "
+                    "(spec.clusters and spec.applications: seed 002's shape), not both: move "
+                    "the application's settings into an entry of spec.applications",
+                },
+                {
+                    "rule": "has(self.clusters) == has(self.applications)",
+                    "message": "a system Cell needs both spec.clusters and spec.applications",
+                },
+                {
+                    "rule": "!has(self.clusters) || self.clusters.all(c, "
+                    "self.clusters.exists_one(d, d.name == c.name))",
+                    "message": "spec.clusters: each name once",
+                },
+                {
+                    "rule": "!has(self.applications) || self.applications.all(a, "
+                    "self.applications.exists_one(b, b.name == a.name))",
+                    "message": "spec.applications: each name once",
                 },
                 {
                     "rule": "!has(self.ingress) || !has(self.argocd) || "
@@ -277,6 +308,12 @@ class CellSpec(ApiModel):
     rollback_delay_seconds: int = Field(default=60, ge=0)
     """After a failed postcheck, how long to wait before rolling back (seed 002: "run-test
     failed. Waiting 60 seconds before starting a rollback"); the wait survives a restart."""
+    clusters: list[SystemCluster] | None = Field(default=None, min_length=1, max_length=32)
+    """A system Cell (seed 002): the clusters the system runs on. Editing this list (a new
+    pair in place of the old) starts a migration, once every cluster is ready."""
+    applications: list[SystemApplication] | None = Field(default=None, min_length=1, max_length=16)
+    """A system Cell: the applications on `clusters`, each moved by a Cell okra makes and
+    owns (`<cell>-<application>`)."""
     failure_policy: FailurePolicy | None = None
     """What a failed precheck or postcheck does: `Rollback` after `delaySeconds`, or
     `Stop` where it is. Unset: a failed precheck fails the version at once and a failed
@@ -319,11 +356,25 @@ class CheckResult(ApiModel):
 
 class CellStatus(ApiModel):
     observed_generation: int | None = None
-    phase: Literal["", "Init", "Migrating", "Completing", "Completed", "Error"] = ""
+    phase: Literal[
+        "",
+        "Init",
+        "Migrating",
+        "Completing",
+        "Completed",
+        "Error",
+        "Pending",
+        "Failed",
+        "Reverting",
+        "FailedReverting",
+    ] = ""
     """Where the Cell's rollout is (seed 002): Init (a new version found; prechecks, waiting
     for Argo CD; no traffic moves yet), Migrating (steps; traffic moving), Completing
     (postchecks, the new version serving 100%), Completed (a version serves 100%, nothing
-    under way), Error (a version failed, was aborted, or the Cell cannot proceed)."""
+    under way), Error (a version failed, was aborted, or the Cell cannot proceed). A system
+    Cell: Pending (waiting for its clusters), Migrating, Completed, Failed (an application
+    failed and stays where it is), Reverting (an application going back to the clusters
+    that served it), FailedReverting (going back failed too)."""
     health: Literal["", "Progressing", "Paused", "Healthy", "Degraded"] = ""
     """Progressing (working towards a state), Paused (waiting for a pause, an inconclusive
     analysis or `okra promote`), Healthy (settled), Degraded (needs attention); conditions
@@ -350,6 +401,11 @@ class CellStatus(ApiModel):
     rollback_at: datetime.datetime | None = None
     """A postcheck failed: when the rollback starts (`rollbackDelaySeconds` after)."""
     conditions: list[Condition] | None = None
+    clusters: list[SystemClusterStatus] | None = None
+    """A system Cell: each cluster, ready or what it waits for."""
+    applications: list[ApplicationStatus] | None = None
+    """A system Cell: each application's phase (seed 002: Pending, Syncing, Synced,
+    PrecheckFailed, ...), where it is going and what serves it now."""
     notifications: list[PendingNotification] | None = None
     """Notifications not yet accepted by their receiver (oldest first)."""
 

@@ -19,7 +19,6 @@ from okra_controllers.api.v1alpha1.analysis import DURATION_PATTERN
 from okra_controllers.api.v1alpha1.argocd import ArgoCDApplicationSet, ArgoCDUpdateStrategy
 from okra_controllers.api.v1alpha1.common import ARN_MAX_LENGTH, ApiModel
 from okra_controllers.api.v1alpha1.listener import ListenerRule
-from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck
 
 _ELB_ARN = r"^arn:[a-z0-9-]+:elasticloadbalancing:"
@@ -140,10 +139,13 @@ class SystemCheckAnalysis(ApiModel):
     `{{.Vars.targetGroupARN}}`."""
 
     interval: str = Field(default="10s", pattern=DURATION_PATTERN)
-    provider: MetricProvider | None = None
+    provider: dict[str, Any] | None = None
+    """An analysis metric provider (`prometheus`, `datadog`, `cloudWatch`, `web`, as in an
+    AnalysisTemplate); with `query` below, the provider's own query may be left out."""
     query: str | None = None
-    """The provider's query (`prometheus.query`, `datadog.query`), written here as seed
-    002 does; needs `provider` to say where it goes."""
+    """The query, written beside the provider as seed 002 does: it goes into
+    `prometheus.query` or `datadog.query`. Without `provider` the check cannot run and the
+    Cell says so."""
     success_condition: str | None = None
     failure_condition: str | None = None
     min: float | None = None
@@ -233,5 +235,7 @@ class ApplicationStatus(ApiModel):
     """The clusters serving it now (weight above 0, or Argo CD's labels)."""
     weight: int | None = None
     """The share of traffic on `clusters`, in percent."""
+    serving_version: str = ""
+    """The version serving it now (the one `serving` lists)."""
     rollback_at: datetime.datetime | None = None
     """A check failed with failurePolicy Rollback: when the rollback starts."""

@@ -1,0 +1,227 @@
+"""What a system Cell makes for one application, as objects to apply: its Cell (seed 000's
+shape, pinned to the version of the cluster set it is going to), an AWSTargetGroup per
+cluster and version, and its Checks (one per cluster when the rendered queries differ, one
+shared otherwise, each with its `analysis-hash`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+from pydantic import ValidationError
+
+from okra_controllers.analysis.check_controller import HASH_ANNOTATION
+from okra_controllers.api.v1alpha1.common import API_VERSION
+from okra_controllers.api.v1alpha1.providers import MetricProvider
+from okra_controllers.api.v1alpha1.system import SystemApplication, SystemCheck, SystemCluster
+from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
+from okra_controllers.cell.system.model import Obj, SystemObserved
+from okra_controllers.cell.system.names import (
+    APP_LABEL,
+    SYSTEM_LABEL,
+    child_name,
+    dns,
+    member_key,
+    version_key,
+)
+from okra_controllers.templating import Syntax, TemplateError, render
+
+_VARS = Syntax(roots=frozenset({"Vars"}))
+_QUERY_PROVIDERS = ("prometheus", "datadog")
+
+
+def labels(o: SystemObserved, app: str) -> dict[str, str]:
+    return {SYSTEM_LABEL: o.name, APP_LABEL: app}
+
+
+def steps(app: SystemApplication) -> list[dict[str, Any]]:
+    """`stepWeight` of `totalWeight` as canary steps; with checks, each step waits for them
+    (a pause the system Cell promotes once every check has passed since the step began)."""
+    if app.alb is None:
+        return []
+    s, total = app.alb.update_strategy.step_weight, app.alb.update_strategy.total_weight
+    out: list[dict[str, Any]] = []
+    for k in range(1, math.ceil(total / s) + 1):
+        out.append({"setWeight": round(min(k * s, total) * 100 / total)})
+        if app.checks:
+            out.append({"pause": {}})
+    return out
+
+
+def child_cell(
+    o: SystemObserved,
+    app: SystemApplication,
+    version: str,
+    replicas: int,
+    annotations: dict[str, str],
+) -> Obj:
+    """The application's Cell: the system's clusters of `version` are its target groups
+    (and Argo CD clusters), selected by the labels the system puts on them."""
+    spec: dict[str, Any] = {
+        "version": version,
+        "replicas": max(replicas, 1),
+        "versionLabels": [version_key(o.name, app.name)],
+        "updateStrategy": {"type": "Canary", "canary": {"steps": steps(app)}},
+    }
+    if app.alb is not None:
+        rule = app.alb.forward_config.model_dump(
+            by_alias=True, exclude_none=True, exclude={"target_group"}, mode="json"
+        )
+        if not app.alb.forward_config.has_condition():
+            # seed 002 gives a priority only: the rule takes every request that reaches it
+            rule["pathPatterns"] = ["/*"]
+        alb: dict[str, Any] = {
+            "listenerARN": app.alb.listener_arn,
+            "listenerRule": rule,
+            "targetGroupSelector": {"matchLabels": labels(o, app.name)},
+        }
+        if app.alb.role_arn:
+            alb["roleARN"] = app.alb.role_arn
+        spec["ingress"] = {"type": "AWSApplicationLoadBalancer", "awsApplicationLoadBalancer": alb}
+    if app.argocd is not None:
+        argocd: dict[str, Any] = {
+            "clusterSecret": {
+                "selector": {"matchLabels": {member_key(o.name, app.name): "true"}},
+                "labels": dict(app.argocd.cluster_secret.labels or {}),
+            },
+            "updateStrategy": app.argocd.update_strategy.model_dump(by_alias=True, mode="json"),
+        }
+        if app.argocd.application_set is not None:
+            argocd["applicationSet"] = app.argocd.application_set.model_dump(
+                by_alias=True, exclude_none=True, mode="json"
+            )
+        spec["argocd"] = argocd
+    for key, checks in (("prechecks", app.prechecks), ("postchecks", app.postchecks)):
+        if checks:
+            spec[key] = [
+                c.model_dump(by_alias=True, exclude_none=True, mode="json") for c in checks
+            ]
+    policy = app.failure_policy or o.spec.failure_policy
+    if policy is not None:
+        spec["failurePolicy"] = policy.model_dump(by_alias=True, mode="json")
+    if o.spec.progress_deadline_seconds is not None:
+        spec["progressDeadlineSeconds"] = o.spec.progress_deadline_seconds
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Cell",
+        "metadata": {
+            "name": child_name(o.name, app.name),
+            "namespace": o.namespace,
+            "labels": labels(o, app.name),
+            "annotations": annotations,
+        },
+        "spec": spec,
+    }
+
+
+def hold_annotations(pause: bool, promote: str | None, abort: str | None) -> dict[str, str]:
+    """The annotations the system Cell sets on an application's Cell (the same ones `okra
+    pause`, `okra promote` and `okra abort` set); one left out is removed by the apply."""
+    out = {}
+    if pause:
+        out[PAUSED] = "true"
+    if promote:
+        out[PROMOTE] = promote
+    if abort:
+        out[ABORT] = abort
+    return out
+
+
+def target_group(o: SystemObserved, app: str, cluster: str, arn: str, version: str) -> Obj:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AWSTargetGroup",
+        "metadata": {
+            "name": dns(o.name, app, cluster),
+            "namespace": o.namespace,
+            "labels": {**labels(o, app), version_key(o.name, app): version},
+        },
+        "spec": {"arn": arn},
+    }
+
+
+def check_objects(
+    o: SystemObserved,
+    app: SystemApplication,
+    clusters: list[SystemCluster],
+    arns: dict[str, str],
+) -> tuple[list[Obj], str]:
+    """The Checks of `app` for `clusters`; or a problem that keeps them from running."""
+    out: list[Obj] = []
+    for check in app.checks:
+        rendered: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
+        for c in clusters:
+            vars_ = {
+                "eksClusterName": c.eks_name,
+                "clusterName": c.name,
+                "albListenerARN": app.alb.listener_arn if app.alb else "",
+                "targetGroupARN": arns.get(c.name, ""),
+            }
+            provider, problem = _provider(check, vars_)
+            if problem:
+                return [], f"check {check.name}: {problem}"
+            rendered[c.name] = (provider, vars_)
+        distinct = {json.dumps(p, sort_keys=True) for p, _ in rendered.values()}
+        if len(distinct) == 1:
+            first = next(iter(rendered.values()))
+            out.append(_check(o, app, check, None, first[0]))
+        else:
+            out += [_check(o, app, check, c, p) for c, (p, _) in rendered.items()]
+    return out, ""
+
+
+def _provider(check: SystemCheck, vars_: dict[str, str]) -> tuple[dict[str, Any], str]:
+    a = check.analysis
+    if a.provider is None:
+        return {}, "analysis.provider is needed to run its query (prometheus, datadog, ...)"
+    provider = json.loads(json.dumps(a.provider))
+    if a.query is not None:
+        kinds = [k for k in _QUERY_PROVIDERS if isinstance(provider.get(k), dict)]
+        if not kinds:
+            return {}, "analysis.query goes into a prometheus or datadog provider"
+        provider[kinds[0]]["query"] = a.query
+    try:
+        text = render(json.dumps(provider), {"Vars": vars_}, _VARS, escape="json")
+        provider = json.loads(text)
+        MetricProvider.model_validate(provider)
+    except TemplateError as e:
+        return {}, f"its query: {e}"
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return {}, f"analysis.provider.{where}: {first['msg']}"
+    return provider, ""
+
+
+def _check(
+    o: SystemObserved,
+    app: SystemApplication,
+    check: SystemCheck,
+    cluster: str | None,
+    provider: dict[str, Any],
+) -> Obj:
+    a = check.analysis
+    spec: dict[str, Any] = {"interval": a.interval, "provider": provider}
+    for key, value in (
+        ("successCondition", a.success_condition),
+        ("failureCondition", a.failure_condition),
+        ("min", a.min),
+        ("max", a.max),
+    ):
+        if value is not None:
+            spec[key] = value
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    parts = (app.name, check.name) + ((cluster,) if cluster else ())
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Check",
+        "metadata": {
+            "name": dns(o.name, *parts),
+            "namespace": o.namespace,
+            "labels": labels(o, app.name),
+            "annotations": {HASH_ANNOTATION: digest},
+        },
+        "spec": spec,
+    }

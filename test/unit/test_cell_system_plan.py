@@ -1,0 +1,415 @@
+"""The system Cell's plan (seed 002) composed over the Cell engine: a simulated world in
+which the system plan's output (the applications' Cells, AWSTargetGroups, Checks) is
+carried out and each application's Cell is planned by the real Cell plan
+(`test_cell_plan.World`), a tick at a time, AWS applying weights a tick later."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
+from okra_controllers.cell.system.model import (
+    CheckSeen,
+    ChildSeen,
+    ClusterSeen,
+    SystemObserved,
+    SystemPlan,
+)
+from okra_controllers.cell.system.names import version_key
+from okra_controllers.cell.system.plan import plan
+from okra_controllers.cell.versions import Grouped, group_target_groups
+from unit.test_cell_plan import T0, World
+
+LISTENER = "arn:aws:elasticloadbalancing:us-east-1:1:listener/app/sys/1/2"
+
+
+def tg_arn(name: str) -> str:
+    return f"arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/{name}/1"
+
+
+def cluster(name: str, role: str) -> dict[str, Any]:
+    return {"name": name, "eks": {}, "labels": {"role": role, "targetGroupARN": tg_arn(name)}}
+
+
+def prometheus_check(name: str = "errors") -> dict[str, Any]:
+    return {
+        "name": name,
+        "analysis": {
+            "interval": "1s",
+            "provider": {"prometheus": {"address": "http://prometheus:9090"}},
+            "query": 'errors{cluster="{{.Vars.eksClusterName}}"}',
+            "max": 0.1,
+        },
+    }
+
+
+def app(name: str, role: str, step: int, checks: bool = False, **kw: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "clusterSelector": {"matchEKSTags": {"role": role}},
+        "alb": {
+            "listenerARN": LISTENER,
+            "forwardConfig": {
+                "priority": 10 + len(name),
+                "targetGroup": {"arnFromLabel": "targetGroupARN"},
+            },
+            "updateStrategy": {"stepWeight": step, "totalWeight": 100},
+        },
+        "checks": [prometheus_check()] if checks else [],
+        **kw,
+    }
+
+
+def system(clusters: list[dict[str, Any]], apps: list[dict[str, Any]], **kw: Any) -> CellSpec:
+    return CellSpec.model_validate({"clusters": clusters, "applications": apps, **kw})
+
+
+V1 = [cluster("web-1-v1", "web"), cluster("web-2-v1", "web"), cluster("api-v1", "api")]
+V2 = [cluster("web-1-v2", "web"), cluster("web-2-v2", "web"), cluster("api-v1", "api")]
+
+
+class ChildWorld(World):
+    """An application's Cell as the engine plans it; its version label is the system's."""
+
+    label: str = ""
+
+    def grouped(self) -> Grouped:
+        return group_target_groups(self.tgs, [self.label])
+
+
+@dataclass
+class SystemWorld:
+    spec: CellSpec
+    status: CellStatus = field(default_factory=CellStatus)
+    now: datetime.datetime = T0
+    eks: dict[str, ClusterSeen] = field(default_factory=dict)
+    children: dict[str, ChildWorld] = field(default_factory=dict)
+    checks: dict[str, CheckSeen] = field(default_factory=dict)
+    check_passes: Callable[[str], bool] = lambda name: True
+    history: list[SystemPlan] = field(default_factory=list)
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    paused: bool = False
+
+    def __post_init__(self) -> None:
+        for c in self.spec.clusters or []:
+            self.up(c.name, c.labels.get("role", ""))
+
+    def up(self, name: str, role: str) -> None:
+        """An EKS cluster, ACTIVE and reachable, tagged with its role."""
+        self.eks[name] = ClusterSeen(eks_status="ACTIVE", tags={"role": role}, reachable=True)
+
+    def observed(self) -> SystemObserved:
+        return SystemObserved(
+            name="sys",
+            namespace="ns",
+            generation=1,
+            spec=self.spec,
+            status=self.status,
+            now=self.now,
+            clusters=dict(self.eks),
+            children={
+                n: ChildSeen(status=w.status, generation=1) for n, w in self.children.items()
+            },
+            checks=dict(self.checks),
+            paused=self.paused,
+        )
+
+    def tick(self) -> SystemPlan:
+        p = plan(self.observed())
+        self.history.append(p)
+        self.status = p.status
+        # the API server's AWSTargetGroups: applied, pruned unless kept
+        tgs = {t["metadata"]["name"]: t for t in self.objects.get("tgs", [])}
+        kept = {n: tgs[n] for kind, n in p.keep if kind == "AWSTargetGroup" and n in tgs}
+        tgs = kept | {t["metadata"]["name"]: t for t in p.target_groups}
+        self.objects = {"cells": p.cells, "tgs": list(tgs.values()), "checks": p.checks}
+        for obj in p.checks:  # each Check runs at once and says whether it passed
+            name = obj["metadata"]["name"]
+            digest = obj["metadata"]["annotations"]["analysis-hash"]
+            self.checks[name] = CheckSeen(
+                hash=digest,
+                observed_hash=digest,
+                last_passed=self.check_passes(name),
+                last_run_time=self.now,
+            )
+        for cell in p.cells:
+            name = cell["metadata"]["labels"]["okra.mumo.co/application"]
+            spec = CellSpec.model_validate(cell["spec"])
+            w = self.children.get(name)
+            if w is None:
+                w = self.children[name] = ChildWorld(spec)
+                w.label = version_key("sys", name)
+            w.spec, w.now = spec, self.now
+            w.tgs = [
+                (t["metadata"]["name"], t["spec"]["arn"], t["metadata"]["labels"])
+                for t in self.objects["tgs"]
+                if t["metadata"]["labels"]["okra.mumo.co/application"] == name
+            ]
+            notes = cell["metadata"]["annotations"]
+            w.promote = notes.get("okra.mumo.co/promote")
+            w.abort = notes.get("okra.mumo.co/abort")
+            w.paused = notes.get("okra.mumo.co/pause") == "true"
+            w.tick()
+            w.status = w.status.model_copy(update={"observed_generation": 1})
+        self.now += datetime.timedelta(seconds=1)
+        return p
+
+    def run(self, ticks: int) -> None:
+        for _ in range(ticks):
+            self.tick()
+
+    def app(self, name: str) -> Any:
+        return next(a for a in self.status.applications or [] if a.name == name)
+
+    def weights(self, name: str) -> dict[str, int]:
+        return self.children[name].weights()
+
+    def events(self) -> list[str]:
+        return [f"{e.reason}: {e.message}" for p in self.history for e in p.events]
+
+
+def rolled_out(apps: list[dict[str, Any]], **kw: Any) -> SystemWorld:
+    w = SystemWorld(system(V1, apps, **kw))
+    w.run(12)
+    assert w.status.phase == "Completed", w.status
+    for c in V2:
+        w.up(c["name"], c["labels"]["role"])
+    w.spec = system(V2, apps, **kw)
+    w.history.clear()
+    return w
+
+
+def test_first_rollout_puts_each_application_on_its_clusters() -> None:
+    w = SystemWorld(system(V1, [app("web", "web", 10), app("api", "api", 100)]))
+    w.run(12)
+    assert w.status.phase == "Completed"
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+    assert w.weights("api") == {"sys-api-api-v1": 100}
+    assert {a.name: (a.phase, a.version, a.serving) for a in w.status.applications or []} == {
+        "web": ("Synced", "v1", ["web-1-v1", "web-2-v1"]),
+        "api": ("Synced", "v1", ["api-v1"]),
+    }
+    cells = {c["metadata"]["name"]: c for c in w.objects["cells"]}
+    assert set(cells) == {"sys-web", "sys-api"}
+    assert cells["sys-web"]["spec"]["ingress"]["awsApplicationLoadBalancer"]["listenerRule"] == {
+        "priority": 13,
+        "pathPatterns": ["/*"],
+    } | {k: [] for k in ("hosts", "methods", "sourceIPs", "headers", "queryStrings")}
+
+
+def test_a_new_pair_of_web_clusters_is_walked_to_by_step_weight_and_api_stays() -> None:
+    w = rolled_out([app("web", "web", 10), app("api", "api", 100)])
+    w.run(40)
+    web = [sum(v for k, v in p.items() if "v2" in k) for p in _weights_over_time(w, "web")]
+    assert web == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+    assert w.weights("web") == {"sys-web-web-1-v2": 50, "sys-web-web-2-v2": 50}
+    assert w.weights("api") == {"sys-api-api-v1": 100}
+    assert (w.app("web").version, w.app("web").phase) == ("v2", "Synced")
+    assert (w.app("api").version, w.app("api").phase) == ("v1", "Synced")
+    assert w.status.phase == "Completed"
+    # the old clusters' target groups are gone once v2 serves
+    assert sorted(t["metadata"]["name"] for t in w.objects["tgs"]) == [
+        "sys-api-api-v1",
+        "sys-web-web-1-v2",
+        "sys-web-web-2-v2",
+    ]
+    started = [e for e in w.events() if e.startswith("MigrationStarted")]
+    assert started == [
+        "MigrationStarted: application web: v2 on web-1-v2, web-2-v2 "
+        "(from v1 on web-1-v1, web-2-v1)"
+    ]
+
+
+def _weights_over_time(w: SystemWorld, name: str) -> list[dict[str, int]]:
+    out: list[dict[str, int]] = []
+    child = w.children[name]
+    for p in child.history:
+        if p.forward is None:
+            continue
+        now = {f.name: f.weight for f in p.forward}
+        if not out or out[-1] != now:
+            out.append(now)
+    return out
+
+
+def test_each_step_waits_for_the_checks_to_run_and_pass_since_it_began() -> None:
+    w = rolled_out([app("web", "web", 50, checks=True), app("api", "api", 100)])
+    w.run(40)
+    assert w.app("web").phase == "Synced"
+    assert w.weights("web") == {"sys-web-web-1-v2": 50, "sys-web-web-2-v2": 50}
+    # one Check per cluster: the rendered queries differ ({{.Vars.eksClusterName}})
+    names = sorted(w.checks)
+    assert names == ["sys-web-errors-web-1-v2", "sys-web-errors-web-2-v2"]
+    query = 'errors{cluster="web-1-v2"}'
+    # every promote names a pause step and came after a Check run past that step's start
+    promotes = [
+        (p.status, c["metadata"]["annotations"]["okra.mumo.co/promote"])
+        for p in w.history
+        for c in p.cells
+        if "okra.mumo.co/promote" in c["metadata"]["annotations"]
+    ]
+    assert {v.split("/")[1] for _, v in promotes} == {"1", "3"}  # steps: 50, pause, 100, pause
+    assert w.objects["checks"] == []
+    assert w.status.phase == "Completed"
+    assert query in str(next(p.checks for p in w.history))
+
+
+def test_one_shared_check_when_the_rendered_queries_are_equal() -> None:
+    shared = prometheus_check()
+    shared["analysis"]["query"] = "sum(errors)"
+    w = rolled_out([app("web", "web", 50, checks=True) | {"checks": [shared]}])
+    w.tick()
+    assert [c["metadata"]["name"] for c in w.history[-1].checks] == ["sys-web-errors"]
+    assert w.history[-1].checks[0]["metadata"]["annotations"]["analysis-hash"]
+
+
+def test_no_weight_moves_until_the_late_cluster_is_ready_then_the_pair_moves() -> None:
+    apps = [app("web", "web", 50), app("api", "api", 100)]
+    w = SystemWorld(system(V1, apps))
+    w.run(12)
+    w.spec = system(V2, apps)
+    w.up("web-1-v2", "web")  # web-2-v2 is not in EKS yet
+    w.run(10)
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+    assert w.status.phase == "Pending"
+    assert "web-2-v2: not found in EKS" in (w.status.message or "")
+    assert (w.app("web").phase, w.app("web").version) == ("Pending", "v1")
+    assert [c.name for c in w.status.clusters or [] if not c.ready] == ["web-2-v2"]
+    w.up("web-2-v2", "web")
+    w.run(20)
+    assert w.weights("web") == {"sys-web-web-1-v2": 50, "sys-web-web-2-v2": 50}
+    assert w.app("web").phase == "Synced"
+
+
+def test_past_ready_timeout_the_cell_names_the_missing_cluster_once() -> None:
+    apps = [app("web", "web", 50)]
+    late = [*V2[:1], V2[1] | {"readyTimeout": "5s"}]
+    w = SystemWorld(system(V1[:2], apps))
+    w.run(12)
+    w.spec = system(late, apps)
+    w.up("web-1-v2", "web")
+    w.eks["web-2-v2"] = ClusterSeen(eks_status="CREATING")
+    w.run(10)
+    assert "web-2-v2: not ready after readyTimeout 5s: EKS status CREATING" in (
+        w.status.message or ""
+    )
+    said = [e for e in w.events() if e.startswith("ClusterNotReady")]
+    assert said == [
+        "ClusterNotReady: cluster web-2-v2 not ready after readyTimeout 5s: EKS status CREATING"
+    ]
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+
+
+def test_a_cluster_that_need_not_be_ready_is_left_out_after_its_timeout() -> None:
+    apps = [app("web", "web", 50)]
+    optional = [*V2[:1], V2[1] | {"requireReady": False, "readyTimeout": "3s"}]
+    w = SystemWorld(system(V1[:2], apps))
+    w.run(12)
+    w.spec = system(optional, apps)
+    w.up("web-1-v2", "web")
+    w.eks.pop("web-2-v2", None)
+    w.run(20)
+    assert w.weights("web") == {"sys-web-web-1-v2": 100}
+    assert w.app("web").clusters == ["web-1-v2"]
+    c = next(c for c in w.status.clusters or [] if c.name == "web-2-v2")
+    assert c.message == "left out (requireReady: false): not found in EKS"
+
+
+def test_a_failed_check_waits_the_delay_then_rolls_that_application_back() -> None:
+    apps = [
+        app("web", "web", 50, checks=True, failurePolicy={"type": "Rollback", "delaySeconds": 4}),
+        app("api", "api", 100),
+    ]
+    w = rolled_out(apps)
+    w.check_passes = lambda name: False
+    w.run(30)
+    waiting = [
+        p
+        for p in w.history
+        if any(
+            a.name == "web"
+            and a.phase == "CheckFailed"
+            and "Waiting 4 seconds before starting a rollback" in a.message
+            for a in p.status.applications or []
+        )
+    ]
+    assert 3 <= len(waiting) <= 4
+    assert w.app("web").phase == "Reverted"
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+    assert w.app("api").phase == "Synced"
+    assert w.status.phase == "Failed"
+    assert len([e for e in w.events() if e.startswith("CheckFailed")]) == 1
+
+
+def test_a_failed_check_with_stop_stays_where_it_is_and_others_go_on() -> None:
+    apps = [app("web", "web", 50, checks=True, failurePolicy={"type": "Stop"})]
+    apps.append(app("api", "api", 100))
+    w = SystemWorld(system(V1, apps))
+    w.run(12)
+    for c in V2:
+        w.up(c["name"], c["labels"]["role"])
+    api_v2 = [*V2[:2], cluster("api-v2", "api")]
+    w.up("api-v2", "api")
+    w.spec = system(api_v2, apps)
+    w.check_passes = lambda name: False
+    w.run(30)
+    assert w.app("web").phase == "Stopped"
+    assert "failurePolicy Stop" in w.app("web").message
+    # held at the step that failed: half the traffic on each pair, nothing aborted
+    assert w.weights("web") == {
+        "sys-web-web-1-v1": 25,
+        "sys-web-web-2-v1": 25,
+        "sys-web-web-1-v2": 25,
+        "sys-web-web-2-v2": 25,
+    }
+    assert not any("okra.mumo.co/abort" in c["metadata"]["annotations"] for c in w.objects["cells"])
+    assert w.app("api").phase == "Synced"
+    assert w.weights("api") == {"sys-api-api-v2": 100}
+
+
+def test_what_the_cell_cannot_do_is_said_per_application() -> None:
+    bad_selector = app("web", "web", 50) | {"clusterSelector": None}
+    fixed_arn = app("api", "web", 100)
+    fixed_arn["alb"]["forwardConfig"]["targetGroup"] = {"arn": tg_arn("x")}
+    w = SystemWorld(system(V1, [bad_selector, fixed_arn]))
+    w.run(3)
+    assert w.app("web").phase == "Error"
+    assert "clusterSelector is required" in w.app("web").message
+    assert w.app("api").phase == "Error"
+    assert "names one target group, but 2 clusters" in w.app("api").message
+    assert w.objects["cells"] == []
+    assert w.status.phase == "Failed"
+
+
+def test_an_overlapping_set_is_refused_and_the_serving_set_keeps_serving() -> None:
+    apps = [app("web", "web", 50)]
+    w = SystemWorld(system(V1[:2], apps))
+    w.run(12)
+    w.up("web-3", "web")
+    w.spec = system([V1[0], cluster("web-3", "web")], apps)
+    w.run(5)
+    assert w.app("web").phase == "Error"
+    assert "web-1-v1 serve the application now and are in its new set too" in w.app("web").message
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+
+
+def test_going_back_to_the_serving_set_reuses_its_version() -> None:
+    apps = [app("web", "web", 50)]
+    w = rolled_out(apps)
+    w.tick()
+    assert w.app("web").version == "v2"
+    w.spec = system(V1, apps)
+    w.run(20)
+    assert (w.app("web").version, w.app("web").phase) == ("v1", "Synced")
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+
+
+def test_the_plan_is_the_same_from_the_same_observation() -> None:
+    w = rolled_out([app("web", "web", 50, checks=True), app("api", "api", 100)])
+    for _ in range(15):
+        o = w.observed()
+        assert plan(o) == plan(o)
+        w.tick()
