@@ -1,31 +1,39 @@
 """No secret leaks: a rollout run with known secret values everywhere okra handles them,
 then every place okra writes to searched for them.
 
-Secrets planted: AWS credentials (the manager's environment); an analysis web provider's
-API key (in the URL) and bearer token (a header), both template args from a Secret, with a
-dry-run metric whose requests fail (so error messages carry its URL); a notification
-webhook whose URL (with a token in its path) and Authorization header come from the
-notifications Secret, and whose receiver fails the first deliveries; an Argo CD cluster
-Secret (bearer token, CA data) selected by an AWSTargetGroupSet, whose token the API server
-rejects.
+Secrets planted: AWS credentials (in the manager's environment, and in a Secret of the
+namespace, where a Deployment takes them from); an analysis web provider's API key (in the
+URL) and bearer token (a header), both template args from a Secret, with a dry-run metric
+whose requests fail (so error messages carry its URL); a notification webhook whose URL
+(with a token in its path) and Authorization header come from the notifications Secret, and
+whose receiver fails the first deliveries; an Argo CD cluster Secret (bearer token, CA
+data) selected by an AWSTargetGroupSet, whose token the API server rejects.
 
-Searched, for each value and its base64: okra-manager's log at debug level, in JSON for
-the first rollout and as console text (after a restart) for a second, failing one; every
-Event in the namespace; the status of every okra object; the /metrics output. Zero hits.
+Searched, for each value, in plain text and in base64 (also inside the base64 of a longer
+text, as in a Secret's `data`): okra-manager's log at debug level, in JSON for the first
+rollout and as console text (after a restart) for a second, failing one; every Event in the
+namespace; the status of every okra object; the /metrics output; and every response of
+`okra dashboard` (its server run as the admin, who may read every Secret): two pages'
+server-sent-event streams (the lists, and the Cell's page) held open through both rollouts,
+the page and its files, and the JSON answers of its actions. Zero hits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import urllib.request
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
+import aiohttp
 import pytest
 from aiohttp import web
 
 from e2e.conftest import VERSION_ARG, Env, Metrics, cell_obj, wait_status
+from okra_controllers.cli.dashboard.server import HEADER, Dashboard, serve
 from okra_runtime import GVK, Client
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
@@ -77,6 +85,77 @@ async def receiver() -> AsyncIterator[Receiver]:
     await runner.cleanup()
 
 
+@dataclass
+class DashboardResponses:
+    """What `okra dashboard` answered: the streams' bytes as they came, then the page, its
+    files and its actions' JSON (each with its status line and headers)."""
+
+    streams: dict[str, list[str]] = field(default_factory=dict)
+    pages: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+
+    def stream_text(self) -> str:
+        return "".join(line for lines in self.streams.values() for line in lines)
+
+    def frames(self) -> int:
+        return sum(line.startswith("data: ") for lines in self.streams.values() for line in lines)
+
+
+def _head(resp: aiohttp.ClientResponse) -> str:
+    return f"{resp.method} {resp.url} -> {resp.status}\n" + "".join(
+        f"{k}: {v}\n" for k, v in resp.headers.items()
+    )
+
+
+async def _read_stream(http: aiohttp.ClientSession, path: str, sink: list[str]) -> None:
+    async with http.get(path) as resp:
+        sink.append(_head(resp))
+        assert resp.status == 200, await resp.text()
+        async for line in resp.content:
+            sink.append(line.decode())
+
+
+@contextlib.asynccontextmanager
+async def dashboard_open(c: Client, ns: str) -> AsyncIterator[DashboardResponses]:
+    """`okra dashboard -n ns` as the admin, with the Cells list's and the Cell page's streams
+    read while inside; on leaving, its page, files and actions are fetched too."""
+    out = DashboardResponses()
+    board = Dashboard(c, ns)
+    urls: list[str] = []
+    async with board.running():
+        runner = await serve(board, "127.0.0.1", 0, urls.append)
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+        try:
+            async with aiohttp.ClientSession(urls[0], timeout=timeout) as http:
+                paths = ("/api/events", f"/api/events?cell={ns}/web")
+                tasks = []
+                for path in paths:
+                    out.streams[path] = []
+                    tasks.append(asyncio.create_task(_read_stream(http, path, out.streams[path])))
+                try:
+                    yield out
+                finally:
+                    failed = [t.exception() for t in tasks if t.done() and not t.cancelled()]
+                    for t in tasks:
+                        t.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                assert not [e for e in failed if e is not None], failed
+                for path in ("/", "/static/index.html", "/static/app.js", "/static/style.css"):
+                    async with http.get(path) as resp:
+                        out.pages.append(_head(resp) + await resp.text())
+                for kind, name, action in (
+                    ("cells", "web", "promote"),
+                    ("cells", "web", "pause"),
+                    ("cells", "web", "resume"),
+                    ("rollouts", "web", "abort"),  # none: the API server's refusal
+                ):
+                    url = f"/api/{kind}/{ns}/{name}/{action}"
+                    async with http.post(url, headers={HEADER: "1"}) as resp:
+                        out.actions.append(_head(resp) + await resp.text())
+        finally:
+            await runner.cleanup()
+
+
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
         return str(resp.read().decode())
@@ -86,8 +165,20 @@ def b64(s: str) -> str:
     return base64.b64encode(s.encode()).decode()
 
 
+def b64_inside(s: str) -> list[str]:
+    """What the base64 of any text holding `s` contains, whatever its offset: for each of
+    the three alignments, the characters made of `s`'s bits only (a Secret's `data` is the
+    base64 of a whole JSON document, not of the token alone)."""
+    raw = s.encode()
+    forms = []
+    for k in range(3):
+        enc = base64.b64encode(b"\0" * k + raw).decode()
+        forms.append(enc[-(-8 * k // 6) : 8 * (k + len(raw)) // 6])
+    return forms
+
+
 @pytest.mark.timeout(600)
-async def test_no_secret_value_reaches_logs_events_status_or_metrics(
+async def test_no_secret_value_reaches_logs_events_status_metrics_or_the_dashboard(
     world: World, metrics: Metrics, receiver: Receiver
 ) -> None:
     env, c, ns, control_plane = world.env, world.client, world.ns, world.cp
@@ -110,27 +201,33 @@ async def test_no_secret_value_reaches_logs_events_status_or_metrics(
     )
     okra.args += ("--metrics-bind-address", f"127.0.0.1:{port}")
     metrics_text = ""
-    okra.start()
-    try:
-        await wait_status(c, ns, lambda s: s.get("health") == "Healthy")
-        await env.target_group("web-a-v2", "v2")
-        await wait_status(
-            c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
-        )
-        await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
-        okra.args = (*okra.args, "--log-format", "console")
+    async with dashboard_open(c, ns) as dashboard:
         okra.start()
-        metrics.rates["v3"] = 0.5
-        await env.target_group("web-a-v3", "v3")
-        await wait_status(c, ns, lambda s: s.get("health") == "Degraded")
+        try:
+            await wait_status(c, ns, lambda s: s.get("health") == "Healthy")
+            await env.target_group("web-a-v2", "v2")
+            await wait_status(
+                c, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
+            )
+            await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
+            okra.args = (*okra.args, "--log-format", "console")
+            okra.start()
+            metrics.rates["v3"] = 0.5
+            await env.target_group("web-a-v3", "v3")
+            await wait_status(c, ns, lambda s: s.get("health") == "Degraded")
 
-        async def delivered() -> bool:
-            return len(receiver.received) >= 3
+            async def delivered() -> bool:
+                return len(receiver.received) >= 3
 
-        assert await eventually(delivered, within=60), receiver.received
-        metrics_text = await asyncio.to_thread(scrape, port)
-    finally:
-        await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
+            assert await eventually(delivered, within=60), receiver.received
+            metrics_text = await asyncio.to_thread(scrape, port)
+        finally:
+            await asyncio.to_thread(okra.stop)  # the receiver (this loop) keeps answering
+
+        async def pages_show_the_failed_rollout() -> bool:
+            return all('"Degraded"' in "".join(lines) for lines in dashboard.streams.values())
+
+        assert await eventually(pages_show_the_failed_rollout, within=60), dashboard.streams
 
     log = okra.text()
     events = [
@@ -148,18 +245,25 @@ async def test_no_secret_value_reaches_logs_events_status_or_metrics(
         "Events": "\n".join(events),
         "statuses": "\n".join(statuses),
         "/metrics": metrics_text,
+        "the dashboard's streams": dashboard.stream_text(),
+        "the dashboard's page and files": "\n".join(dashboard.pages),
+        "the dashboard's actions": "\n".join(dashboard.actions),
     }
-    hits = [
-        f"{what} ({form}) in {where}"
-        for what, value in secrets.items()
-        for form, needle in (("plain", value), ("base64", b64(value)))
-        for where, text in places.items()
-        if needle in text
-    ]
+    hits = list(
+        dict.fromkeys(
+            f"{what} ({form}) in {where}"
+            for what, value in secrets.items()
+            for form, needle in (("plain", value), *(("base64", f) for f in b64_inside(value)))
+            for where, text in places.items()
+            if needle in text
+        )
+    )
     print(
         f"\nsearched {len(log.splitlines())} log lines (JSON and console, debug), "
         f"{len(events)} Events, {len(statuses)} statuses, {len(metrics_text.splitlines())} "
-        f"metric lines for {len(secrets)} secret values: {len(hits)} hits {hits}; "
+        f"metric lines, {dashboard.frames()} dashboard stream frames, "
+        f"{len(dashboard.pages)} pages and {len(dashboard.actions)} action answers "
+        f"for {len(secrets)} secret values: {len(hits)} hits {hits}; "
         f"webhook deliveries {len(receiver.received)}"
     )
     # The secrets were in play: the webhook was called at its secret path, the log is JSON
@@ -168,6 +272,11 @@ async def test_no_secret_value_reaches_logs_events_status_or_metrics(
     assert '"event": "starting okra-manager"' in log
     assert "starting okra-manager" in log.split('"event": "starting okra-manager"', 1)[1]
     assert any("leak-cluster" in s for s in statuses), statuses
+    # The dashboard showed it all: the Cell page's stream carried the runs of the failing
+    # metric, every page and file was served, and each action was answered.
+    assert '"probe"' in "".join(dashboard.streams[f"/api/events?cell={ns}/web"])
+    assert all(" -> 200\n" in page for page in dashboard.pages), dashboard.pages
+    assert len(dashboard.actions) == 4, dashboard.actions
     assert not hits
 
 
@@ -179,6 +288,14 @@ async def _plant(
     cp: ControlPlane,
     env: Env,
 ) -> None:
+    await c.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "aws-credentials", "namespace": ns},
+            "stringData": {"AWS_ACCESS_KEY_ID": AWS_KEY_ID, "AWS_SECRET_ACCESS_KEY": AWS_SECRET},
+        }
+    )
     await c.create(
         {
             "apiVersion": "v1",
