@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= auto
 
-.PHONY: help venv assets argocd helm chart docs image test-image check-chart lint manifests check-manifests rbac check-rbac test test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell bench-judge demo demo-fleet
+.PHONY: help venv assets node argocd helm chart docs image test-image test-node check-chart lint manifests check-manifests rbac check-rbac test test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell bench-judge demo demo-fleet
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
@@ -23,6 +23,7 @@ help:
 	@echo "make chart   copy the CRDs and RBAC roles of config/ into charts/okra"
 	@echo "make image   build the okra-manager image (buildah, or docker)"
 	@echo "make test-image  run okra-manager from the image against the local control plane"
+	@echo "make test-node   okra installed as users install it, on a real node (root; containerd, kubelet)"
 	@echo "make docs    build the docs site (mkdocs, strict) into site/"
 	@echo "make lock    re-resolve requirements-dev.lock from pyproject.toml"
 	@echo "make bench-runtime  okra_runtime vs kopf vs controller-runtime, 10k objects"
@@ -41,6 +42,9 @@ venv: $(STAMP)
 
 assets:
 	@hack/build-control-plane.sh
+
+node:
+	@hack/build-node.sh
 
 argocd:
 	@hack/build-argocd.sh
@@ -98,7 +102,7 @@ test: lint
 	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
 	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
 	OKRA_EXPRLANG="$$(hack/build-exprlang.sh)" && export OKRA_EXPRLANG && \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image and not fuzz"
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image and not fuzz and not node"
 
 image:
 	@hack/image.sh
@@ -109,6 +113,17 @@ test-image: $(STAMP)
 	OKRA_IMAGE="$$(hack/image.sh)" && export OKRA_IMAGE && \
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
 	$(BIN)/pytest -n 0 -m image test/e2e/test_image.py
+
+# The node suite: a real node (containerd, runc, the bridge CNI, kubelet, kube-proxy) joined to
+# the control plane; okra-manager installed with kustomize and with Helm runs as a Pod. Root
+# only (hack/build-node.sh installs Debian's containerd, runc, CNI plugins); one node per host,
+# and the host's sysctls and iptables are put back after (CI runs it after test-image).
+test-node: $(STAMP)
+	OKRA_NODE_ASSETS="$$(hack/build-node.sh)" && export OKRA_NODE_ASSETS && \
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
+	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
+	OKRA_IMAGE="$$(hack/image.sh)" && export OKRA_IMAGE && \
+	$(BIN)/pytest -n 0 -m node test/node
 
 test-unit: $(STAMP)
 	$(BIN)/pytest -m unit

@@ -14,7 +14,7 @@
 `OKRA_TEST_SHUFFLE=<seed>` runs the modules, and the tests within each, in a random
 order fixed by the seed (tests must pass in any order; this is how that is checked).
 
-Tests under test/unit, test/integration, test/e2e and test/reliability get the
+Tests under test/unit, test/integration, test/e2e, test/reliability and test/node get the
 matching marker.
 After the whole run, the controller process fails the session if any server
 process started by this run is still alive.
@@ -72,7 +72,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items[:] = [item for group in order for item in group]
     for item in items:
         parts = Path(str(item.path)).parts
-        for kind in ("unit", "integration", "e2e", "reliability"):
+        for kind in ("unit", "integration", "e2e", "reliability", "node"):
             if kind in parts:
                 item.add_marker(getattr(pytest.mark, kind))
 

@@ -42,13 +42,15 @@ class MotoServer(Lifecycle):
 
     region: str = "us-east-1"
     base_dir: str | None = None
+    host: str = "127.0.0.1"
+    """The address it listens on (a node's address, for okra-manager in a Pod)."""
     port: int = field(init=False, default=0)
     dir: Path = field(init=False, default=Path())
     _proc: Process | None = field(init=False, default=None)
 
     @property
     def endpoint_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def config(self) -> AwsConfig:
@@ -73,7 +75,7 @@ class MotoServer(Lifecycle):
             self.port = free_port()
             proc = Process(
                 "moto_server",
-                [*_moto_server_argv(), "-H", "127.0.0.1", "-p", str(self.port)],
+                [*_moto_server_argv(), "-H", self.host, "-p", str(self.port)],
                 self.dir / "moto.log",
                 env=env,
             )

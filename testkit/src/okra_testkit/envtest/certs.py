@@ -1,5 +1,6 @@
 """Throwaway PKI for a local control plane: a CA, a serving certificate for
-loopback, and the service-account signing key pair. EC P-256 keys keep start-up
+loopback (and any further hosts), the service-account signing key pair, and client
+certificates the CA signs (`client_certificate`). EC P-256 keys keep start-up
 fast (an RSA key costs tens of milliseconds each)."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class Pki:
     serving_key_pem: bytes
     sa_private_pem: bytes
     sa_public_pem: bytes
+    ca_key_pem: bytes
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -90,4 +92,33 @@ def make_pki(hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> Pki:
         sa_public_pem=sa_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         ),
+        ca_key_pem=_key_pem(ca_key),
     )
+
+
+def client_certificate(
+    pki: Pki, common_name: str, organizations: tuple[str, ...] = ()
+) -> tuple[bytes, bytes]:
+    """A client certificate and its key (PEM) signed by `pki`'s CA: the user `common_name`
+    in the groups `organizations`, as kube-apiserver and the kubelet read them."""
+    ca_key = serialization.load_pem_private_key(pki.ca_key_pem, password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert_pem)
+    now = datetime.datetime.now(datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    subject += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(subject))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=7))
+        .add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)

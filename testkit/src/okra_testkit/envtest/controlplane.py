@@ -1,10 +1,12 @@
 """Start and stop one local control plane: etcd, kube-apiserver and
-kube-controller-manager, with TLS, token users, RBAC and service-account keys."""
+kube-controller-manager, with TLS, token users, RBAC and service-account keys; made
+ready for a node (`node_address`), also kube-scheduler and every controller."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import secrets
 import ssl
 import subprocess
@@ -19,13 +21,16 @@ from pathlib import Path
 import yaml
 
 from okra_testkit.envtest.binaries import Binaries, find_binaries
-from okra_testkit.envtest.certs import make_pki
+from okra_testkit.envtest.certs import client_certificate, make_pki
 from okra_testkit.envtest.process import ControlPlaneError, Process, Processes, wait_until
 
 _Check = Callable[[], bool]
 
 ADMIN = "admin"
 UNPRIVILEGED = "alice"
+SERVICE_CIDR = "10.0.0.0/24"
+KUBERNETES_SERVICE_IP = "10.0.0.1"
+"""The `kubernetes` Service's address (the first of `SERVICE_CIDR`): in-cluster config's."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,15 @@ class ControlPlane(Processes):
     """PEM CA for an https `token_webhook`."""
     token_webhook_cache_ttl: str = "2m"
     """How long kube-apiserver caches the webhook's answers (its own default)."""
+    node_address: str | None = None
+    """A host address a node (`okra_testkit.node.Node`) joins the plane from. Set, the plane
+    is one Pods run on: kube-apiserver listens on every address and advertises this one (the
+    `kubernetes` Service's endpoint), its certificate is valid for it and for the Service's
+    address (in-cluster config), ServiceAccount admission mounts tokens, and it can reach the
+    kubelet (a client certificate); kube-controller-manager runs every controller (Deployments,
+    Jobs, ServiceAccounts and their tokens, the root CA ConfigMap...) and `scheduler` runs."""
+    scheduler: str | os.PathLike[str] | None = None
+    """kube-scheduler's path (`hack/build-node.sh` builds it), run with `node_address`."""
     users: dict[str, User] = field(init=False, default_factory=dict)
     dir: Path = field(init=False, default=Path())
     server: str = field(init=False, default="")
@@ -82,6 +96,8 @@ class ControlPlane(Processes):
             self._write_kubeconfigs()
             if self.controller_manager:
                 self._start_controller_manager()
+            if self.node_address:
+                self._start_scheduler()
         except BaseException:
             self.stop()
             raise
@@ -171,7 +187,10 @@ class ControlPlane(Processes):
     # -- internals -------------------------------------------------------------
 
     def _write_pki_and_users(self) -> None:
-        pki = make_pki()
+        hosts: tuple[str, ...] = ("127.0.0.1", "localhost")
+        if self.node_address:
+            hosts += (self.node_address, KUBERNETES_SERVICE_IP)
+        pki = make_pki(hosts)
         self.ca_pem = pki.ca_cert_pem
         files = {
             "ca.crt": pki.ca_cert_pem,
@@ -180,6 +199,11 @@ class ControlPlane(Processes):
             "sa.key": pki.sa_private_pem,
             "sa.pub": pki.sa_public_pem,
         }
+        if self.node_address:
+            cert, key = client_certificate(
+                pki, "kube-apiserver-kubelet-client", ("system:masters",)
+            )
+            files |= {"kubelet-client.crt": cert, "kubelet-client.key": key}
         for fname, data in files.items():
             path = self.dir / fname
             path.write_bytes(data)
@@ -253,14 +277,27 @@ class ControlPlane(Processes):
     def _start_apiserver(self) -> None:
         assert self._bins is not None
         bins, d = self._bins, self.dir
+        if self.node_address:
+            node_args = [
+                "--kubelet-client-certificate",
+                str(d / "kubelet-client.crt"),
+                "--kubelet-client-key",
+                str(d / "kubelet-client.key"),
+                "--kubelet-preferred-address-types",
+                "InternalIP",
+            ]
+            address, bind = self.node_address, "0.0.0.0"
+        else:
+            node_args = ["--disable-admission-plugins", "ServiceAccount"]
+            address = bind = "127.0.0.1"
 
         def argv(port: int, _unused: int) -> list[str]:
             return [
                 str(bins.kube_apiserver),
                 "--bind-address",
-                "127.0.0.1",
+                bind,
                 "--advertise-address",
-                "127.0.0.1",
+                address,
                 "--secure-port",
                 str(port),
                 "--etcd-servers",
@@ -282,10 +319,9 @@ class ControlPlane(Processes):
                 "--service-account-signing-key-file",
                 str(d / "sa.key"),
                 "--service-cluster-ip-range",
-                "10.0.0.0/24",
+                SERVICE_CIDR,
                 "--allow-privileged=true",
-                "--disable-admission-plugins",
-                "ServiceAccount",
+                *node_args,
                 "--cert-dir",
                 str(d / "certs"),
                 "--v",
@@ -305,24 +341,52 @@ class ControlPlane(Processes):
         bins = self._bins
         kubeconfig = self.kubeconfig(ADMIN)
 
-        def argv(_a: int, _b: int) -> list[str]:
-            return [
-                str(bins.kube_controller_manager),
-                "--kubeconfig",
-                str(kubeconfig),
+        if self.node_address:
+            controllers = [
+                "--controllers",
+                "*",
+                "--service-account-private-key-file",
+                str(self.dir / "sa.key"),
+                "--root-ca-file",
+                str(self.dir / "ca.crt"),
+                "--service-cluster-ip-range",
+                SERVICE_CIDR,
+            ]
+        else:
+            controllers = [
                 "--controllers",
                 "garbagecollector,namespace,clusterrole-aggregation-controller",
-                "--leader-elect=false",
-                "--secure-port",
-                "0",
-                "--v",
-                "1",
             ]
-
+        argv = [
+            str(bins.kube_controller_manager),
+            "--kubeconfig",
+            str(kubeconfig),
+            *controllers,
+            "--leader-elect=false",
+            "--secure-port",
+            "0",
+            "--v",
+            "1",
+        ]
         # It serves nothing we could poll; "ready" means it stayed up for a moment.
-        proc = Process(
-            "kube-controller-manager", argv(0, 0), self.dir / "kube-controller-manager.log"
-        )
+        proc = Process("kube-controller-manager", argv, self.dir / "kube-controller-manager.log")
+        proc.start()
+        self._procs.append(proc)
+
+    def _start_scheduler(self) -> None:
+        if self.scheduler is None:
+            raise ControlPlaneError("a plane with a node_address needs the kube-scheduler path")
+        argv = [
+            str(self.scheduler),
+            "--kubeconfig",
+            str(self.kubeconfig(ADMIN)),
+            "--leader-elect=false",
+            "--secure-port",
+            "0",
+            "--v",
+            "1",
+        ]
+        proc = Process("kube-scheduler", argv, self.dir / "kube-scheduler.log")
         proc.start()
         self._procs.append(proc)
 

@@ -1,0 +1,105 @@
+"""The node suite (`make test-node`): a real node (containerd, runc, the bridge CNI, kubelet,
+kube-proxy; `okra_testkit.node`) joined to a control plane that runs kube-scheduler and every
+controller. Root only, and not part of `make test`: the node changes host state while it
+runs (restored after, which the last test checks) and one runs per host.
+
+Here `control_plane` is that plane (so `rt_client`, `namespace` and the rest reach it), and
+`moto` listens on the node's address, where Pods reach it. Skipped, saying why, where no node
+can run (not root, containerd or the node's binaries missing).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from okra_testkit.emulator import MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.node import (
+    HostState,
+    Node,
+    buildah_archive,
+    busybox_archive,
+    node_control_plane,
+    unavailable,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+LAST = "test_the_host_is_as_it_was"
+BUSYBOX = "localhost/okra-busybox:1"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The host check stops the node: it runs after every other test here."""
+    last = [i for i in items if i.name == LAST]
+    items[:] = [i for i in items if i.name != LAST] + last
+
+
+@dataclass
+class NodeWorld:
+    """The plane, its node, and the host's state before either started."""
+
+    cp: ControlPlane
+    node: Node
+    before: HostState
+
+    def stop(self) -> None:
+        try:
+            self.node.stop()
+        finally:
+            self.cp.stop()
+
+
+@pytest.fixture(scope="session")
+def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"no node on this host: {reason}")
+    before = HostState.read()
+    cp = node_control_plane()
+    node = Node(cp)
+    world = NodeWorld(cp, node, before)
+    try:
+        cp.start()
+        node.start()
+        node.import_image(busybox_archive(tmp_path_factory.mktemp("images") / "busybox.tar"))
+        yield world
+    finally:
+        world.stop()
+    assert not node.leftover, f"the node left the host changed: {node.leftover}"
+
+
+@pytest.fixture(scope="session")
+def node(node_world: NodeWorld) -> Node:
+    return node_world.node
+
+
+@pytest.fixture(scope="session")
+def control_plane(node_world: NodeWorld) -> ControlPlane:
+    return node_world.cp
+
+
+@pytest.fixture(scope="module")
+def moto(node_world: NodeWorld) -> Iterator[MotoServer]:
+    with MotoServer(host=node_world.node.address) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def manager_image(node: Node, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """okra-manager's image (`$OKRA_IMAGE`, else built by `hack/image.sh`), in the node."""
+    image = (
+        os.environ.get("OKRA_IMAGE")
+        or subprocess.run(
+            [str(REPO / "hack" / "image.sh")], capture_output=True, text=True, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    node.import_image(buildah_archive(image, tmp_path_factory.mktemp("image") / "okra.tar"))
+    return image
