@@ -1,0 +1,367 @@
+"""okra installed the way users install it, on a real node: `kubectl apply --server-side -k`
+of config/default (the image set by a kustomize overlay, as `kustomize edit set image` does),
+and `helm install charts/okra`. Each gives an okra-manager Pod that reaches Ready with
+in-cluster config and its own ServiceAccount, takes the leader-election Lease, serves
+/metrics (read through the metrics Service) and rolls a Cell from v1 to v2 in moto, with
+the weights read back from moto. With kustomize, the Deployment is also rolled to a new
+image tag while the Cell waits at a pause: the new Pod takes the Lease over, the rollout
+keeps its id and no weight ever goes backwards; `kubectl delete -k` removes everything.
+
+moto listens on the node's address, which Pods reach; the manager is pointed at it with
+`--aws-endpoint-url` (an overlay patch, the chart's `aws.endpointURL`) and moto's static
+credentials in its environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Awaitable, Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from e2e.conftest import CELL, Env, cell_obj, cell_status, promote, wait_status
+from okra_runtime import Client
+from okra_testkit.emulator import CountingProxy, MotoServer
+from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.process import wait_until
+from okra_testkit.node import Node
+from okra_testkit.seed import Seeder
+
+REPO = Path(__file__).resolve().parents[2]
+SYSTEM = "okra-system"
+LEASE = "okra-manager"
+OKRA_GROUP = CELL.group
+MOTO_ENV = [
+    {"name": "AWS_ACCESS_KEY_ID", "value": "testing"},
+    {"name": "AWS_SECRET_ACCESS_KEY", "value": "testing"},
+]
+"""moto's static credentials, as a Pod's environment."""
+
+
+@cache
+def helm_binary() -> str:
+    found = os.environ.get("OKRA_HELM")
+    if found:
+        return found
+    out = subprocess.run(
+        [str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def helm(cp: ControlPlane, *args: str) -> str:
+    out = subprocess.run(
+        [helm_binary(), "--kubeconfig", str(cp.kubeconfig()), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert out.returncode == 0, f"helm {' '.join(args)}: {out.stdout}{out.stderr}"
+    return out.stdout
+
+
+def _split(image: str) -> tuple[str, str]:
+    name, _, tag = image.rpartition(":")
+    return name, tag
+
+
+def kustomize_overlay(directory: Path, image: str, aws_endpoint: str) -> Path:
+    """An overlay of config/default that sets the image and points the manager at moto."""
+    name, tag = _split(image)
+    container = "/spec/template/spec/containers/0"
+    patch = [
+        {"op": "add", "path": f"{container}/args/-", "value": f"--aws-endpoint-url={aws_endpoint}"},
+        *({"op": "add", "path": f"{container}/env/-", "value": e} for e in MOTO_ENV),
+    ]
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(REPO / "config" / "default", directory)],
+        "images": [{"name": "okra-manager", "newName": name, "newTag": tag}],
+        "patches": [
+            {
+                "target": {"kind": "Deployment", "name": "okra-controller-manager"},
+                "patch": json.dumps(patch),
+            }
+        ],
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "kustomization.yaml").write_text(json.dumps(kustomization, indent=2))
+    return directory
+
+
+def manager_pods(cp: ControlPlane) -> list[dict[str, Any]]:
+    out = cp.kubectl(
+        "get", "pods", "-n", SYSTEM, "-l", "app.kubernetes.io/component=manager", "-o", "json"
+    )
+    pods: list[dict[str, Any]] = json.loads(out.stdout)["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def lease_holder(cp: ControlPlane) -> str:
+    return cp.kubectl(
+        "get", "lease", LEASE, "-n", SYSTEM, "-o", "jsonpath={.spec.holderIdentity}", check=False
+    ).stdout.strip()
+
+
+def wait_for_leader(cp: ControlPlane, deployment: str, within: float = 180) -> str:
+    """The Deployment rolled out: one manager Pod, Ready, holding the Lease. Its name."""
+    cp.kubectl(
+        "rollout", "status", "-n", SYSTEM, f"deployment/{deployment}", f"--timeout={int(within)}s"
+    )
+    name = ""
+
+    def led() -> bool:
+        nonlocal name
+        pods = manager_pods(cp)
+        if len(pods) != 1 or not _ready(pods[0]):
+            return False
+        name = pods[0]["metadata"]["name"]
+        return lease_holder(cp).startswith(f"{name}_")
+
+    wait_until(led, within, "a Ready okra-manager Pod holding the Lease", interval=0.5)
+    return name
+
+
+def assert_in_cluster(cp: ControlPlane, pod: str, service_account: str) -> None:
+    """It runs with the installed ServiceAccount's token and no kubeconfig flag."""
+    spec = json.loads(cp.kubectl("get", "pod", pod, "-n", SYSTEM, "-o", "json").stdout)["spec"]
+    assert spec["serviceAccountName"] == service_account
+    args = spec["containers"][0].get("args", [])
+    assert not [a for a in args if a.startswith("--kubeconfig")], args
+    mounts = spec["containers"][0].get("volumeMounts", [])
+    assert any(m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount" for m in mounts)
+
+
+def metrics_text(cp: ControlPlane) -> str:
+    """/metrics of the manager, through its metrics Service (the API server's proxy)."""
+    services = json.loads(
+        cp.kubectl(
+            "get", "services", "-n", SYSTEM, "-l", "app.kubernetes.io/name=okra", "-o", "json"
+        ).stdout
+    )["items"]
+    service = next(
+        s for s in services if any(p.get("name") == "metrics" for p in s["spec"]["ports"])
+    )
+    name = service["metadata"]["name"]
+    return cp.kubectl(
+        "get", "--raw", f"/api/v1/namespaces/{SYSTEM}/services/{name}:metrics/proxy/metrics"
+    ).stdout
+
+
+async def cell_world(rt_client: Client, moto: MotoServer, namespace: str) -> Env:
+    """A listener in moto for the namespace's Cell. The manager in the Pod reaches moto
+    itself: the counting proxy is never started."""
+    seed = Seeder(moto.config)
+    network = await seed.network()
+    alb = await seed.alb(f"web-{namespace[-8:]}", network)
+    return Env(rt_client, seed, namespace, network, alb, CountingProxy(moto.endpoint_url))
+
+
+class WeightLog:
+    """Every distinct rule weight moto shows while a rollout runs, read a few times a second."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.seen: list[dict[str, int]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            w = await self.env.rule_weights()
+            if w and (not self.seen or self.seen[-1] != w):
+                self.seen.append(w)
+            await asyncio.sleep(0.1)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    def canary(self, name: str) -> list[int]:
+        return [w.get(name, 0) for w in self.seen]
+
+
+async def roll_v1_to_v2(
+    env: Env,
+    rt_client: Client,
+    namespace: str,
+    *,
+    at_pause: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+) -> list[dict[str, Any]]:
+    """A Cell rolled from v1 to v2 through 30 %, an indefinite pause (where `at_pause` runs,
+    then the rollout is promoted) and 60 %; every status seen on the way."""
+    statuses: list[dict[str, Any]] = []
+    await env.target_group("web-a-v1", "v1")
+    steps: list[dict[str, Any]] = [
+        {"setWeight": 30},
+        {"pause": {}},
+        {"setWeight": 60},
+        {"pause": {"duration": "1s"}},
+    ]
+    await rt_client.create(cell_obj(namespace, env.alb.listener_arn, steps))
+    await wait_status(rt_client, namespace, lambda s: s.get("health") == "Healthy", within=180)
+    assert await env.rule_weights() == {"web-a-v1": 100}
+
+    log = WeightLog(env)
+    log.start()
+    try:
+        await env.target_group("web-a-v2", "v2")
+        paused = await wait_status(
+            rt_client,
+            namespace,
+            lambda s: s.get("currentStepIndex") == 1 and s.get("canaryVersion") == "v2",
+            within=180,
+        )
+        statuses.append(paused)
+        assert await env.rule_becomes({"web-a-v1": 70, "web-a-v2": 30})
+        if at_pause is not None:
+            await at_pause(paused)
+            statuses.append(await cell_status(rt_client, namespace))
+        await promote(rt_client, namespace)
+        done = await wait_status(
+            rt_client,
+            namespace,
+            lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy",
+            within=180,
+        )
+        statuses.append(done)
+        assert await env.rule_becomes({"web-a-v2": 100})
+    finally:
+        await log.stop()
+    canary = log.canary("web-a-v2")
+    assert canary == sorted(canary), f"a weight went backwards: {log.seen}"
+    assert 60 in canary, log.seen
+    return statuses
+
+
+def cells_namespace(cp: ControlPlane) -> str:
+    """A namespace for the test's Cell (deleted by the test while the manager runs)."""
+    name = f"cells-{uuid.uuid4().hex[:8]}"
+    cp.kubectl("create", "namespace", name)
+    return name
+
+
+async def delete_namespace(cp: ControlPlane, namespace: str) -> None:
+    """Delete the test's namespace while the manager still runs (its finalizers), and wait."""
+    await asyncio.to_thread(
+        cp.kubectl, "delete", "namespace", namespace, "--wait=true", "--timeout=120s"
+    )
+
+
+async def test_kubectl_apply_k_installs_a_manager_pod_that_rolls_a_cell(
+    control_plane: ControlPlane,
+    node: Node,
+    manager_image: str,
+    moto: MotoServer,
+    rt_client: Client,
+    tmp_path: Path,
+) -> None:
+    cp = control_plane
+    namespace = cells_namespace(cp)
+    name, _tag = _split(manager_image)
+    handover = f"{name}:handover"
+    node.ctr("images", "tag", "--force", manager_image, handover)
+    overlay = kustomize_overlay(tmp_path / "overlay", manager_image, moto.endpoint_url)
+    cp.kubectl("apply", "--server-side", "-k", str(overlay))
+    try:
+        first = await asyncio.to_thread(wait_for_leader, cp, "okra-controller-manager")
+        assert_in_cluster(cp, first, "okra-controller-manager")
+        metrics = await asyncio.to_thread(metrics_text, cp)
+        assert "controller_runtime_reconcile_total" in metrics
+
+        env = await cell_world(rt_client, moto, namespace)
+
+        async def new_image_at_pause(paused: dict[str, Any]) -> None:
+            cp.kubectl(
+                "set",
+                "image",
+                "-n",
+                SYSTEM,
+                "deployment/okra-controller-manager",
+                f"manager={handover}",
+            )
+            second = await asyncio.to_thread(wait_for_leader, cp, "okra-controller-manager")
+            assert second != first
+            # the new leader has read the Cell and left it where it was: still paused
+            await asyncio.sleep(3)
+            st = await cell_status(rt_client, namespace)
+            assert st.get("rolloutId") == paused.get("rolloutId"), st
+            assert st.get("currentStepIndex") == 1, st
+            assert await env.rule_weights() == {"web-a-v1": 70, "web-a-v2": 30}
+
+        statuses = await roll_v1_to_v2(env, rt_client, namespace, at_pause=new_image_at_pause)
+        ids = {s["rolloutId"] for s in statuses if s.get("rolloutId")}
+        assert len(ids) == 1, f"the rollout id changed: {statuses}"
+        await delete_namespace(cp, namespace)
+    finally:
+        cp.kubectl("delete", "-k", str(overlay), "--wait=true", "--timeout=180s", check=False)
+    left = cp.kubectl("get", "namespace", SYSTEM, check=False)
+    assert left.returncode != 0, f"{SYSTEM} is still there: {left.stdout}"
+    crds = cp.kubectl("get", "crds", "-o", "name").stdout
+    assert OKRA_GROUP not in crds, crds
+
+
+async def test_helm_install_gives_a_manager_pod_that_rolls_a_cell(
+    control_plane: ControlPlane,
+    node: Node,
+    manager_image: str,
+    moto: MotoServer,
+    rt_client: Client,
+) -> None:
+    cp = control_plane
+    namespace = cells_namespace(cp)
+    name, tag = _split(manager_image)
+    values = [
+        f"--set=image.repository={name}",
+        f"--set=image.tag={tag}",
+        "--set=image.pullPolicy=Never",
+        f"--set=aws.endpointURL={moto.endpoint_url}",
+        f"--set-json=extraEnv={json.dumps(MOTO_ENV)}",
+    ]
+    helm(
+        cp,
+        "install",
+        "okra",
+        str(REPO / "charts" / "okra"),
+        "-n",
+        SYSTEM,
+        "--create-namespace",
+        *values,
+    )
+    try:
+        deployment = json.loads(
+            cp.kubectl("get", "deployments", "-n", SYSTEM, "-o", "json").stdout
+        )["items"][0]
+        pod = await asyncio.to_thread(wait_for_leader, cp, deployment["metadata"]["name"])
+        service_account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        assert_in_cluster(cp, pod, service_account)
+        assert "controller_runtime_reconcile_total" in await asyncio.to_thread(metrics_text, cp)
+        env = await cell_world(rt_client, moto, namespace)
+        await roll_v1_to_v2(env, rt_client, namespace)
+        await delete_namespace(cp, namespace)
+    finally:
+        helm(cp, "uninstall", "okra", "-n", SYSTEM, "--wait")
+        # Helm leaves the CRDs (crds/) and the namespace it created: as a user would
+        crds = [
+            c for c in cp.kubectl("get", "crds", "-o", "name").stdout.split() if OKRA_GROUP in c
+        ]
+        if crds:
+            cp.kubectl("delete", *crds, "--wait=true", check=False)
+        cp.kubectl("delete", "namespace", SYSTEM, "--wait=true", "--timeout=120s", check=False)
