@@ -6,6 +6,8 @@ in-cluster config and its own ServiceAccount, takes the leader-election Lease, s
 the weights read back from moto. With kustomize, the Deployment is also rolled to a new
 image tag while the Cell waits at a pause: the new Pod takes the Lease over, the rollout
 keeps its id and no weight ever goes backwards; `kubectl delete -k` removes everything.
+The Cell's prechecks run as real Jobs (the Job controller, the kubelet, a busybox image): a
+passing one lets the version proceed, a failing one (exit 3 in its Pod) blocks it.
 
 moto listens on the node's address, which Pods reach; the manager is pointed at it with
 `--aws-endpoint-url` (an overlay patch, the chart's `aws.endpointURL`) and moto's static
@@ -20,18 +22,20 @@ import json
 import os
 import subprocess
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from e2e.conftest import CELL, Env, cell_obj, cell_status, promote, wait_status
+from e2e.conftest import BLOCKLIST, CELL, Env, cell_obj, cell_status, promote, wait_status
 from okra_runtime import Client
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.process import wait_until
 from okra_testkit.node import Node
 from okra_testkit.seed import Seeder
+
+from .conftest import BUSYBOX
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "okra-system"
@@ -251,6 +255,21 @@ async def roll_v1_to_v2(
     return statuses
 
 
+@contextlib.asynccontextmanager
+async def kustomize_installed(
+    cp: ControlPlane, image: str, moto: MotoServer, directory: Path
+) -> AsyncIterator[str]:
+    """okra installed with `kubectl apply --server-side -k` (an overlay of config/default
+    for `image` and moto), and removed with `kubectl delete -k` after. Yields the manager
+    Pod's name once it is Ready and holds the Lease."""
+    overlay = kustomize_overlay(directory / "overlay", image, moto.endpoint_url)
+    cp.kubectl("apply", "--server-side", "-k", str(overlay))
+    try:
+        yield await asyncio.to_thread(wait_for_leader, cp, "okra-controller-manager")
+    finally:
+        cp.kubectl("delete", "-k", str(overlay), "--wait=true", "--timeout=180s", check=False)
+
+
 def cells_namespace(cp: ControlPlane) -> str:
     """A namespace for the test's Cell (deleted by the test while the manager runs)."""
     name = f"cells-{uuid.uuid4().hex[:8]}"
@@ -278,10 +297,7 @@ async def test_kubectl_apply_k_installs_a_manager_pod_that_rolls_a_cell(
     name, _tag = _split(manager_image)
     handover = f"{name}:handover"
     node.ctr("images", "tag", "--force", manager_image, handover)
-    overlay = kustomize_overlay(tmp_path / "overlay", manager_image, moto.endpoint_url)
-    cp.kubectl("apply", "--server-side", "-k", str(overlay))
-    try:
-        first = await asyncio.to_thread(wait_for_leader, cp, "okra-controller-manager")
+    async with kustomize_installed(cp, manager_image, moto, tmp_path) as first:
         assert_in_cluster(cp, first, "okra-controller-manager")
         metrics = await asyncio.to_thread(metrics_text, cp)
         assert "controller_runtime_reconcile_total" in metrics
@@ -310,8 +326,6 @@ async def test_kubectl_apply_k_installs_a_manager_pod_that_rolls_a_cell(
         ids = {s["rolloutId"] for s in statuses if s.get("rolloutId")}
         assert len(ids) == 1, f"the rollout id changed: {statuses}"
         await delete_namespace(cp, namespace)
-    finally:
-        cp.kubectl("delete", "-k", str(overlay), "--wait=true", "--timeout=180s", check=False)
     left = cp.kubectl("get", "namespace", SYSTEM, check=False)
     assert left.returncode != 0, f"{SYSTEM} is still there: {left.stdout}"
     crds = cp.kubectl("get", "crds", "-o", "name").stdout
@@ -365,3 +379,96 @@ async def test_helm_install_gives_a_manager_pod_that_rolls_a_cell(
         if crds:
             cp.kubectl("delete", *crds, "--wait=true", check=False)
         cp.kubectl("delete", "namespace", SYSTEM, "--wait=true", "--timeout=120s", check=False)
+
+
+def check(name: str, script: str) -> dict[str, Any]:
+    """A Cell check run as a Job: `script` in the node's busybox image."""
+    return {
+        "name": name,
+        "job": {
+            "template": {
+                "spec": {
+                    "image": BUSYBOX,
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", script],
+                }
+            }
+        },
+    }
+
+
+async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
+    control_plane: ControlPlane,
+    manager_image: str,
+    moto: MotoServer,
+    rt_client: Client,
+    tmp_path: Path,
+) -> None:
+    """The Cell's precheck Jobs are run by the Job controller and the kubelet: a passing one
+    lets v1 roll out, a failing one (exit 3 in its Pod) blocks v2 before any traffic moves."""
+    cp = control_plane
+    namespace = cells_namespace(cp)
+    async with kustomize_installed(cp, manager_image, moto, tmp_path):
+        env = await cell_world(rt_client, moto, namespace)
+        await env.target_group("web-a-v1", "v1")
+        passes = check("run-test", "echo all 40 tests passed")
+        cell = cell_obj(namespace, env.alb.listener_arn, [{"setWeight": 50}], prechecks=[passes])
+        await rt_client.create(cell)
+        st = await wait_status(rt_client, namespace, lambda s: s.get("health") == "Healthy")
+        assert [(r["stage"], r["phase"]) for r in st["checks"]] == [("precheck", "Succeeded")]
+        assert await env.rule_weights() == {"web-a-v1": 100}
+        (job,) = json.loads(cp.kubectl("get", "jobs", "-n", namespace, "-o", "json").stdout)[
+            "items"
+        ]
+        assert job["status"].get("succeeded") == 1, job["status"]
+        logs = cp.kubectl("logs", "-n", namespace, f"job/{job['metadata']['name']}").stdout
+        assert "all 40 tests passed" in logs
+
+        fails = check("run-test", "echo '2 of 40 tests failed'; exit 3")
+        await rt_client.patch(CELL, "web", {"spec": {"prechecks": [fails]}}, namespace=namespace)
+        await env.target_group("web-a-v2", "v2")
+        st = await wait_status(rt_client, namespace, lambda s: s.get("phase") == "Error")
+        assert st["health"] == "Degraded"
+        assert "precheck run-test failed (Job web-" in st["message"]
+        assert "v2 is blocked" in st["message"]
+        assert await env.rule_weights() == {"web-a-v1": 100}
+        blocked = await rt_client.get(BLOCKLIST, "web", namespace)
+        assert [i["version"] for i in blocked["spec"]["items"]] == ["v2"]
+        failed = [
+            j
+            for j in json.loads(cp.kubectl("get", "jobs", "-n", namespace, "-o", "json").stdout)[
+                "items"
+            ]
+            if j["status"].get("failed")
+        ]
+        assert len(failed) == 1
+        pods = json.loads(
+            cp.kubectl(
+                "get",
+                "pods",
+                "-n",
+                namespace,
+                "-l",
+                f"batch.kubernetes.io/job-name={failed[0]['metadata']['name']}",
+                "-o",
+                "json",
+            ).stdout
+        )["items"]
+        (terminated,) = [p["status"]["containerStatuses"][0]["state"]["terminated"] for p in pods]
+        assert terminated["exitCode"] == 3
+        # The Event names the failed precheck and its Job. (Its Pod's last log line is not in
+        # it: okra reads the Job's conditions only, which say BackoffLimitExceeded.)
+        events = json.loads(
+            cp.kubectl(
+                "get",
+                "events",
+                "-n",
+                namespace,
+                "--field-selector",
+                "involvedObject.kind=Cell,reason=RolloutFailed",
+                "-o",
+                "json",
+            ).stdout
+        )["items"]
+        assert any("precheck run-test failed (Job web-" in e["message"] for e in events), events
+        await delete_namespace(cp, namespace)
