@@ -4,13 +4,15 @@ condition instead of sleeping."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from aiohttp import web
 from kubernetes_asyncio import client, config
 
 from okra_runtime import GVK, Client
@@ -115,3 +117,34 @@ def default_sigint() -> None:
     again, whatever the test run inherited (a shell starts background jobs with SIGINT
     ignored, and Python then installs no KeyboardInterrupt handler)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class ErrorRates:
+    """A metrics endpoint for web-provider checks: /rate?cluster=NAME answers
+    {"rate": <value set for NAME, default 0>}; `queries` lists the clusters asked for."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, float] = {}
+        self.queries: list[str] = []
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        cluster = request.query.get("cluster", "")
+        self.queries.append(cluster)
+        return web.json_response({"rate": self.values.get(cluster, 0.0)})
+
+
+@contextlib.asynccontextmanager
+async def serve_error_rates() -> AsyncIterator[ErrorRates]:
+    r = ErrorRates()
+    app = web.Application()
+    app.router.add_get("/rate", r.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    r.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    try:
+        yield r
+    finally:
+        await runner.cleanup()

@@ -219,6 +219,20 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(ARGO_GROUP, "applications", verbs=READ),
         EVENTS,
     ),
+    # A system Cell (seed 002): makes and owns a Cell per application, an AWSTargetGroup per
+    # cluster and version, the applications' Checks (server-side apply: patch; deleted when
+    # no longer wanted); labels Argo CD cluster Secrets (merge patch); reads Applications.
+    # Workload clusters are reached with their Argo CD Secret's or EKS's credentials.
+    "systemcell": _because(
+        "the system Cell controller (cell/system/controller.py), not run by the audited"
+        " rollout; covered by test/integration/test_system_cell.py",
+        *_primary("cells", verbs=(*READ, "create", "update", "patch", "delete"), owner=True),
+        rule(GROUP, "awstargetgroups", verbs=OWN),
+        rule(GROUP, "checks", verbs=OWN),
+        rule(CORE, "secrets", verbs=(*READ, "patch")),
+        rule(ARGO_GROUP, "applications", verbs=READ),
+        EVENTS,
+    ),
     # Makes an ALB listener rule match its config; its finalizer (set with an update of the
     # object) removes the rule on delete. A repaired drift is a notification of the Cell that
     # owns the config: read the Cell, add to its status (outbox), send it (ConfigMap, Secret).

@@ -12,6 +12,7 @@ from okra_controllers.analysis.run_controller import setup as setup_analysisruns
 from okra_controllers.cell.controller import JOB
 from okra_controllers.cell.controller import setup as setup_cells
 from okra_controllers.cell.pause_controller import setup as setup_pauses
+from okra_controllers.cell.system.controller import setup as setup_system_cells
 from okra_controllers.clusterset.controller import setup_clustersets
 from okra_controllers.clusterset.plan import SECRET_TYPE_LABEL
 from okra_controllers.nlbconfig.controller import setup as setup_nlbconfigs
@@ -29,6 +30,7 @@ CONTROLLERS: dict[str, Setup] = {
     "analysisrun": setup_analysisruns,
     "check": setup_checks,
     "cell": setup_cells,
+    "systemcell": setup_system_cells,
     "clusterset": setup_clustersets,
     "targetgroupset": setup_targetgroupsets,
     "targetgroupbinding": setup_targetgroupbindings,

@@ -249,6 +249,8 @@ class CellReconciler:
         if raw is None:
             report_info(req.namespace or "", req.name, None)
             return None
+        if "clusters" in (raw.get("spec") or {}) or "applications" in (raw.get("spec") or {}):
+            return None  # a system Cell: the system Cell controller's (cell/system)
         cell = Cell.model_validate(raw)
         if cell.metadata.generation != (cell.status.observed_generation if cell.status else None):
             for warning in deprecated_spellings("Cell", raw.get("spec")):

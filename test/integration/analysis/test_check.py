@@ -8,44 +8,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from okra_controllers.analysis.check_controller import CHECK, CheckReconciler
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.predicates import AnnotationsChanged, Any_
 from okra_testkit.envtest import ControlPlane
-from support import eventually
+from support import ErrorRates, eventually, serve_error_rates
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-class ErrorRates:
-    """A metrics endpoint: /rate?cluster=NAME answers {"rate": <value for NAME>}."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, float] = {}
-        self.queries: list[str] = []
-        self.url = ""
-
-    async def handle(self, request: web.Request) -> web.Response:
-        cluster = request.query.get("cluster", "")
-        self.queries.append(cluster)
-        return web.json_response({"rate": self.values.get(cluster, 0.0)})
-
-
 @pytest.fixture
 async def rates() -> AsyncIterator[ErrorRates]:
-    r = ErrorRates()
-    app = web.Application()
-    app.router.add_get("/rate", r.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    r.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    yield r
-    await runner.cleanup()
+    async with serve_error_rates() as r:
+        yield r
 
 
 @pytest.fixture

@@ -1,0 +1,402 @@
+"""The system Cell controller: observe (EKS, the clusters' API servers, Argo CD cluster
+Secrets and Applications, the applications' Cells and Checks) → plan
+(`cell.system.plan`, pure) → act (status first, then the objects by server-side apply,
+what is no longer wanted deleted) → report (status, Events).
+
+Only Cells with `spec.clusters` are this controller's; the Cell controller leaves them
+alone and runs the applications' Cells this one makes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import dataclasses
+import hashlib
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from okra_controllers.analysis.check_controller import CHECK
+from okra_controllers.api.v1alpha1.argocd import CellArgoCD
+from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
+from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.eks import AwsReadError, EksCluster, observe_eks
+from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, observe_clusters
+from okra_controllers.cell.controller import APPLICATION, CELL, SECRET, TARGET_GROUP
+from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
+from okra_controllers.cell.system.children import child_cell, hold_annotations
+from okra_controllers.cell.system.model import (
+    AppsOn,
+    CheckSeen,
+    ChildSeen,
+    ClusterSeen,
+    Obj,
+    SystemObserved,
+    SystemPlan,
+)
+from okra_controllers.cell.system.names import APP_LABEL, SYSTEM_LABEL, version_key
+from okra_controllers.cell.system.plan import plan
+from okra_controllers.clusters.connect import (
+    ArgoCluster,
+    AwsAuth,
+    ClusterConnections,
+    ClusterSecretError,
+    parse_cluster_secret,
+)
+from okra_controllers.settings import Settings
+from okra_runtime.cache import Store
+from okra_runtime.client import Client
+from okra_runtime.errors import ApiError, ConflictError, NotFoundError
+from okra_runtime.events import EventRecorder
+from okra_runtime.gvk import GVK
+from okra_runtime.manager import Manager
+from okra_runtime.reconcile import Request, Result
+from okra_runtime.timeutil import parse_time, utcnow
+
+FIELD_MANAGER = "okra-system-cell-controller"
+REACH_TIMEOUT = 5.0
+log = structlog.get_logger("okra.system")
+
+
+def is_system(cell: Obj) -> bool:
+    spec = cell.get("spec") or {}
+    return "clusters" in spec or "applications" in spec
+
+
+class SystemReconciler:
+    def __init__(
+        self,
+        mgr: Manager,
+        events: EventRecorder,
+        aws: AwsConfig,
+        argocd: bool,
+        resync: float = 30.0,
+    ) -> None:
+        """`resync`: EKS and the clusters' API servers have no watch, so a system Cell is
+        looked at again this often while nothing else happens."""
+        self.resync = resync
+        self.client: Client = mgr.client
+        self.cells: Store = mgr.informer_for(CELL).store
+        self.target_groups: Store = mgr.informer_for(TARGET_GROUP).store
+        self.checks: Store = mgr.informer_for(CHECK).store
+        self.secrets: Store = mgr.informer_for(SECRET).store
+        self.apps: Store | None = mgr.informer_for(APPLICATION).store if argocd else None
+        self.events = events
+        self.aws = aws
+        self.connections = ClusterConnections(aws)
+
+    async def reconcile(self, req: Request) -> Result | None:
+        raw = self.cells.get(req.name, req.namespace)
+        if raw is None or not is_system(raw):
+            return None
+        try:
+            cell = Cell.model_validate(raw)
+        except ValidationError as e:  # the CRD's schema lets through what pydantic refuses
+            await self._refuse(raw, e)
+            return None
+        o = await self._observe(raw, cell)
+        p = plan(o)
+        if not await self._write_status(raw, p.status):
+            return Result(requeue=True)
+        for ev in p.events:
+            self.events.event(raw, ev.type, ev.reason, ev.message)
+        await self._act(raw, o, p)
+        after = self.resync if p.requeue_after is None else min(self.resync, p.requeue_after)
+        return Result(requeue_after=after)
+
+    # -- observe ---------------------------------------------------------------
+
+    async def _observe(self, raw: Obj, cell: Cell) -> SystemObserved:
+        ns, name = cell.metadata.namespace or "", cell.metadata.name
+        mine = {SYSTEM_LABEL: name}
+        secrets = self.secrets.list(ns, {"matchLabels": {SECRET_TYPE_LABEL: "cluster"}})
+        children = {
+            c["metadata"]["labels"].get(APP_LABEL, ""): ChildSeen(
+                status=_status(c),
+                generation=int(c["metadata"].get("generation") or 0),
+                annotations=dict(c["metadata"].get("annotations") or {}),
+            )
+            for c in self.cells.list(ns, {"matchLabels": mine})
+        }
+        checks = {
+            c["metadata"]["name"]: _check_seen(c)
+            for c in self.checks.list(ns, {"matchLabels": mine})
+        }
+        clusters = await self._clusters(cell, secrets)
+        o = SystemObserved(
+            name=name,
+            namespace=ns,
+            generation=int(cell.metadata.generation or 0),
+            spec=cell.spec,
+            status=cell.status or CellStatus(),
+            now=utcnow(),
+            clusters=clusters,
+            children=children,
+            checks=checks,
+            secrets={
+                s["metadata"]["name"]: dict(s["metadata"].get("labels") or {}) for s in secrets
+            },
+            paused=(cell.metadata.annotations or {}).get(PAUSED) == "true",
+        )
+        return _with_argocd(o, secrets, self.apps)
+
+    async def _clusters(self, cell: Cell, secrets: list[Obj]) -> dict[str, ClusterSeen]:
+        """Each `spec.clusters` entry: what EKS says, its Argo CD Secret, whether its API
+        server answers (through the Secret's credentials if it has one, else EKS's)."""
+        entries = cell.spec.clusters or []
+        by_name: dict[str, Obj] = {}
+        for s in secrets:
+            try:
+                parsed = parse_cluster_secret(s)
+            except ClusterSecretError:
+                continue
+            for key in (parsed.name, parsed.aws_auth.cluster_name if parsed.aws_auth else ""):
+                if key:
+                    by_name.setdefault(key, s)
+        try:
+            found = await observe_eks(self.aws)
+        except AwsReadError as e:
+            return {c.name: ClusterSeen(problem=f"EKS: {e}") for c in entries}
+        eks = {c.name: c for c in found.clusters}
+
+        async def one(entry_name: str, eks_name: str) -> tuple[str, ClusterSeen]:
+            c = eks.get(eks_name)
+            secret = by_name.get(entry_name) or by_name.get(eks_name)
+            secret_name = secret["metadata"]["name"] if secret is not None else None
+            if c is None:
+                problem = "EKS DescribeCluster failed" if eks_name in found.unknown else ""
+                return entry_name, ClusterSeen(problem=problem, secret=secret_name)
+            reachable, problem = (False, "")
+            if c.status == "ACTIVE":
+                reachable, problem = await self._reach(c, secret)
+            return entry_name, ClusterSeen(
+                eks_status=c.status,
+                tags=dict(c.tags),
+                reachable=reachable,
+                problem=problem,
+                secret=secret_name,
+            )
+
+        pairs = await asyncio.gather(*(one(e.name, e.eks_name) for e in entries))
+        return dict(pairs)
+
+    async def _reach(self, c: EksCluster, secret: Obj | None) -> tuple[bool, str]:
+        try:
+            if secret is not None:
+                client = await self.connections.client_for(secret)
+            else:
+                ca = base64.b64decode(c.ca_data, validate=True) if c.ca_data else None
+                direct = ArgoCluster(
+                    name=c.name, server=c.endpoint, ca_data=ca, aws_auth=AwsAuth(c.name)
+                )
+                version = hashlib.sha256(f"{c.endpoint}\n{c.ca_data}".encode()).hexdigest()
+                client = await self.connections.client_for_cluster(f"eks:{c.name}", version, direct)
+            await asyncio.wait_for(client.request("GET", "/version"), REACH_TIMEOUT)
+        except TimeoutError:
+            return False, f"no answer in {REACH_TIMEOUT:g}s"
+        except binascii.Error:
+            return False, "EKS CA data is not base64"
+        except Exception as e:  # one cluster's failure must not stop the others
+            return False, f"{type(e).__name__}: {str(e)[:300]}"
+        return True, ""
+
+    # -- act -------------------------------------------------------------------
+
+    async def _write_status(self, raw: Obj, status: CellStatus) -> bool:
+        new = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if raw.get("status") == new:
+            return True
+        body = {**raw, "status": new}
+        try:
+            updated = await self.client.update_status(body)
+        except (ConflictError, NotFoundError):
+            return False
+        raw["metadata"] = updated["metadata"]
+        raw["status"] = new
+        return True
+
+    async def _act(self, raw: Obj, o: SystemObserved, p: SystemPlan) -> None:
+        owner = {
+            "apiVersion": raw["apiVersion"],
+            "kind": raw["kind"],
+            "name": raw["metadata"]["name"],
+            "uid": raw["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        for kind, store, wanted in (
+            (CELL, self.cells, p.cells),
+            (TARGET_GROUP, self.target_groups, p.target_groups),
+            (CHECK, self.checks, p.checks),
+        ):
+            await self._converge(raw, owner, kind, store, wanted, p.keep)
+        for secret, labels in sorted(p.secret_labels.items()):
+            try:
+                await self.client.patch(
+                    SECRET,
+                    secret,
+                    {"metadata": {"labels": labels}},
+                    namespace=o.namespace,
+                    field_manager=FIELD_MANAGER,
+                )
+            except NotFoundError:
+                continue
+
+    async def _converge(
+        self,
+        raw: Obj,
+        owner: Obj,
+        kind: GVK,
+        store: Store,
+        wanted: list[Obj],
+        keep: set[tuple[str, str]],
+    ) -> None:
+        """`wanted` applied (only what differs from the cache), and this system's other
+        objects of `kind` deleted unless kept."""
+        ns, name = raw["metadata"].get("namespace") or "", raw["metadata"]["name"]
+        names = set()
+        for obj in wanted:
+            obj["metadata"]["ownerReferences"] = [owner]
+            names.add(obj["metadata"]["name"])
+            have = store.get(obj["metadata"]["name"], ns)
+            if have is not None and _covers(have, obj):
+                continue
+            try:
+                await self.client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+                log.debug("applied", kind=kind.kind, name=obj["metadata"]["name"])
+            except ApiError as e:
+                self.events.event(
+                    raw,
+                    "Warning",
+                    "ApplyFailed",
+                    f"{kind.kind} {obj['metadata']['name']}: {e}",
+                )
+        for have in store.list(ns, {"matchLabels": {SYSTEM_LABEL: name}}):
+            n = have["metadata"]["name"]
+            if n in names or (kind.kind, n) in keep:
+                continue
+            with contextlib.suppress(NotFoundError):
+                await self.client.delete(kind, n, ns)
+                log.info("deleted", kind=kind.kind, name=n, system=name)
+
+    async def _refuse(self, raw: Obj, e: ValidationError) -> None:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        message = f"spec cannot be read: {where}: {first['msg']}"
+        status = {**(raw.get("status") or {}), "phase": "Failed", "health": "Degraded"}
+        status["message"] = message
+        status["observedGeneration"] = raw["metadata"].get("generation")
+        self.events.event(raw, "Warning", "InvalidSpec", message)
+        with contextlib.suppress(ApiError):
+            await self.client.update_status({**raw, "status": status})
+
+
+def _status(cell: Obj) -> CellStatus:
+    try:
+        return CellStatus.model_validate(cell.get("status") or {})
+    except ValidationError:
+        return CellStatus()
+
+
+def _check_seen(check: Obj) -> CheckSeen:
+    st = check.get("status") or {}
+    results = (st.get("analysis") or {}).get("results") or []
+    last = results[-1] if results else {}
+    return CheckSeen(
+        hash=(check["metadata"].get("annotations") or {}).get("analysis-hash", ""),
+        observed_hash=str((st.get("analysis") or {}).get("observedHash") or ""),
+        last_passed=st.get("lastPassed"),
+        last_run_time=parse_time(st.get("lastRunTime")),
+        message=str(last.get("message") or last.get("value") or ""),
+    )
+
+
+def _covers(have: Obj, want: Obj) -> bool:
+    """The object in the cache already says everything `want` says."""
+    return (
+        _subset(want.get("spec"), have.get("spec"))
+        and all(
+            _subset(want["metadata"].get(k), have["metadata"].get(k))
+            for k in ("labels", "annotations", "ownerReferences")
+        )
+        and _same_keys(want["metadata"].get("annotations"), have["metadata"].get("annotations"))
+    )
+
+
+def _subset(want: Any, have: Any) -> bool:
+    if want in ({}, []) and have is None:
+        return True  # the server leaves an empty map or list out
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(_subset(v, have.get(k)) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(want) == len(have)
+            and all(_subset(a, b) for a, b in zip(want, have, strict=True))
+        )
+    return bool(want == have)
+
+
+def _same_keys(want: Any, have: Any) -> bool:
+    """The hold annotations (pause, promote, abort) the system sets are all there is of
+    them: one it no longer wants is removed by applying again."""
+    keys = {PAUSED, PROMOTE, ABORT}
+    return {k for k in want or {} if k in keys} == {k for k in have or {} if k in keys}
+
+
+def _with_argocd(o: SystemObserved, secrets: list[Obj], apps_store: Store | None) -> SystemObserved:
+    """Argo CD's Applications on each application's new clusters (CreateBeforeDelete with an
+    ApplicationSet): whether they are all Synced and Healthy."""
+    if apps_store is None:
+        return o
+    apps = apps_store.list(o.namespace)
+    out: dict[tuple[str, str], AppsOn] = {}
+    prior = {a.name: a for a in o.status.applications or []}
+    for app in o.spec.applications or []:
+        a = prior.get(app.name)
+        if app.argocd is None or app.argocd.application_set is None or a is None or not a.version:
+            continue
+        child = child_cell(o, app, a.version, len(a.clusters), hold_annotations(False, None, None))
+        spec = CellArgoCD.model_validate(child["spec"]["argocd"])
+        view = observe_clusters(spec, [version_key(o.name, app.name)], secrets, apps)
+        ok, why = view.ready(a.version)
+        out[(app.name, a.version)] = AppsOn(ok, why)
+    return dataclasses.replace(o, argocd=out)
+
+
+def setup(mgr: Manager, s: Settings) -> None:
+    rec = SystemReconciler(
+        mgr,
+        mgr.event_recorder("system-cell-controller"),
+        s.aws,
+        s.argocd,
+        resync=s.cluster_poll_interval,
+    )
+    cells = mgr.informer_for(CELL).store
+
+    def system_of(obj: Obj) -> list[Request]:
+        owner = (obj["metadata"].get("labels") or {}).get(SYSTEM_LABEL)
+        ns = obj["metadata"].get("namespace") or ""
+        return [Request(owner, ns)] if owner else []
+
+    def systems_in(obj: Obj) -> list[Request]:
+        ns = obj["metadata"].get("namespace") or ""
+        return [
+            Request(c["metadata"]["name"], ns) for c in cells.list(ns, copy=False) if is_system(c)
+        ]
+
+    builder = (
+        mgr.builder("system-cell")
+        .for_(CELL)
+        .watches(CELL, system_of)
+        .watches(CHECK, system_of)
+        .watches(SECRET, systems_in)
+        .with_options(max_concurrent_reconciles=s.concurrency)
+    )
+    if s.argocd:
+        builder = builder.watches(APPLICATION, systems_in)
+    builder.complete(rec)
