@@ -1,15 +1,17 @@
 """e2e fixtures: the real okra-manager process against the real control plane and
 a moto server (through a proxy that counts AWS calls), plus a metrics endpoint
-whose values the test sets."""
+whose values the test sets; and the seed-004 ProgressiveRollout world (`workloads`,
+`app`, `rollout_okra`; e2e/progressive_world.py) on the real Argo CD."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,14 @@ import pytest
 from aiohttp import web
 
 import iampolicy
+from e2e.progressive_world import APPLICATION_SET, CLUSTERS, SUITE, App
 from okra_controllers.manager import EMULATOR_ENV, local_command
+from okra_controllers.progressiverollout.controller import PROGRESSIVE_ROLLOUT
 from okra_runtime import GVK, Client
+from okra_runtime.errors import NotFoundError
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.argocd import ArgoCD
 from okra_testkit.seed import LoadBalancer, Network, Seeder
 from support import eventually
 
@@ -363,3 +369,50 @@ async def promote(c: Client, namespace: str) -> None:
     value = f"{st['rolloutId']}/{st['currentStepIndex']}"
     patch = {"metadata": {"annotations": {"okra.mumo.co/promote": value}}}
     await c.patch(CELL, "web", patch, namespace=namespace)
+
+
+@pytest.fixture(scope="session")
+def workloads(
+    argocd: ArgoCD, fleet: Callable[[str], ControlPlane], control_plane: ControlPlane
+) -> dict[str, ControlPlane]:
+    """Three workload control planes registered with Argo CD, labelled by area and region."""
+    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+    planes = {}
+    for name, labels in CLUSTERS.items():
+        planes[name] = fleet(name)
+        argocd.register_cluster(name, planes[name], {**labels, **SUITE})
+    return planes
+
+
+@pytest.fixture
+async def app(
+    argocd: ArgoCD, workloads: dict[str, ControlPlane], rt_client: Client
+) -> AsyncIterator[App]:
+    """A fresh ApplicationSet of the seed-004 world (and its ProgressiveRollout, once made),
+    deleted afterwards."""
+    a = App(argocd, rt_client, planes=workloads)
+    yield a
+    with contextlib.suppress(NotFoundError):
+        await rt_client.delete(PROGRESSIVE_ROLLOUT, a.name, argocd.namespace)
+    with contextlib.suppress(NotFoundError):
+        await rt_client.delete(APPLICATION_SET, a.name, argocd.namespace)
+
+
+@pytest.fixture
+def rollout_okra(
+    control_plane: ControlPlane, argocd: ArgoCD, tmp_path: Path
+) -> Iterator[OkraManager]:
+    """okra-manager running the ProgressiveRollout and AnalysisRun controllers in Argo CD's
+    namespace (no AWS)."""
+    o = OkraManager(
+        control_plane,
+        None,
+        tmp_path / "okra-manager.log",
+        namespace=argocd.namespace,
+        controllers="progressiverollout,analysisrun",
+    )
+    o.start()
+    try:
+        yield o
+    finally:
+        o.stop()

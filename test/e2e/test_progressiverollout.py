@@ -2,234 +2,37 @@
 (application-controller, applicationset-controller, repo-server, a `file://` git repository)
 rolling an ApplicationSet out over three workload control planes labelled by area and region,
 as in the original controller's example. What each workload cluster runs is read from the
-workload cluster itself (a ConfigMap carrying the commit's marker)."""
+workload cluster itself (a ConfigMap carrying the commit's marker). The world itself (`App`,
+`start`, the workload planes) is in e2e/progressive_world.py, its fixtures in e2e/conftest.py."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import pytest
-import yaml
 
 from e2e.conftest import OkraManager
-from okra_controllers.progressiverollout.controller import APPLICATION, PROGRESSIVE_ROLLOUT
+from e2e.progressive_world import APPLICATION_SET, CLUSTERS, SLOW, App, start
+from okra_controllers.progressiverollout.controller import PROGRESSIVE_ROLLOUT
 from okra_runtime import GVK, Client
 from okra_runtime.errors import InvalidError, NotFoundError
-from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
 from support import eventually
 
 if TYPE_CHECKING:
     from e2e.conftest import Metrics
 
-REPO = Path(__file__).resolve().parents[2]
-APPLICATION_SET = GVK("argoproj.io", "v1alpha1", "ApplicationSet")
-CONFIGMAP = GVK("", "v1", "ConfigMap")
 SECRET = GVK("", "v1", "Secret")
 TEMPLATE = GVK("okra.mumo.co", "v1alpha1", "AnalysisTemplate")
-CLUSTERS = {
-    "pr-euw1-a": {"area": "emea", "region": "eu-west-1"},
-    "pr-euw1-b": {"area": "emea", "region": "eu-west-1"},
-    "pr-euc1-a": {"area": "emea", "region": "eu-central-1"},
-}
-SUITE = {"okra-e2e": "progressive"}
-SLOW = 180.0
-
-
-@pytest.fixture(scope="session")
-def workloads(
-    argocd: ArgoCD, fleet: Callable[[str], ControlPlane], control_plane: ControlPlane
-) -> dict[str, ControlPlane]:
-    """Three workload control planes registered with Argo CD, labelled by area and region."""
-    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
-    planes = {}
-    for name, labels in CLUSTERS.items():
-        planes[name] = fleet(name)
-        argocd.register_cluster(name, planes[name], {**labels, **SUITE})
-    return planes
 
 
 @pytest.fixture
-def okra(control_plane: ControlPlane, argocd: ArgoCD, tmp_path: Path) -> Iterator[OkraManager]:
-    o = OkraManager(
-        control_plane,
-        None,
-        tmp_path / "okra-manager.log",
-        namespace=argocd.namespace,
-        controllers="progressiverollout,analysisrun",
-    )
-    o.start()
-    try:
-        yield o
-    finally:
-        o.stop()
-
-
-@dataclass
-class App:
-    """One ApplicationSet of the test: its git path, workload namespace and commits."""
-
-    argocd: ArgoCD
-    client: Client
-    suffix: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
-    planes: dict[str, ControlPlane] = field(default_factory=dict)
-    commits: dict[str, str] = field(default_factory=dict)  # revision -> marker
-
-    @property
-    def name(self) -> str:
-        return f"web-{self.suffix}"
-
-    @property
-    def ns(self) -> str:
-        return f"pr-{self.suffix}"
-
-    def commit(self, marker: str) -> str:
-        assert self.argocd.git is not None
-        doc = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "web", "namespace": self.ns},
-            "data": {"marker": marker},
-        }
-        revision = self.argocd.git.commit({f"{self.name}/cm.yaml": yaml.safe_dump(doc)}, marker)
-        self.commits[revision] = marker
-        return revision
-
-    def appset(self) -> dict[str, Any]:
-        assert self.argocd.git is not None
-        return {
-            "apiVersion": "argoproj.io/v1alpha1",
-            "kind": "ApplicationSet",
-            "metadata": {"name": self.name, "namespace": self.argocd.namespace},
-            "spec": {
-                "generators": [{"clusters": {"selector": {"matchLabels": SUITE}}}],
-                "template": {
-                    "metadata": {"name": "{{name}}-" + self.suffix},
-                    "spec": {
-                        "project": "default",
-                        "source": {
-                            "repoURL": self.argocd.git.url,
-                            "path": self.name,
-                            "targetRevision": "main",
-                        },
-                        "destination": {"server": "{{server}}", "namespace": self.ns},
-                        # No `automated`: okra decides when each Application syncs.
-                        "syncPolicy": {"syncOptions": ["CreateNamespace=true"]},
-                    },
-                },
-            },
-        }
-
-    def rollout(self, name: str | None = None, **spec: Any) -> dict[str, Any]:
-        """The original controller's example, pointed at this ApplicationSet."""
-        return {
-            "apiVersion": "okra.mumo.co/v1alpha1",
-            "kind": "ProgressiveRollout",
-            "metadata": {"name": name or self.name, "namespace": self.argocd.namespace},
-            "spec": {
-                "sourceRef": {
-                    "apiGroup": "argoproj.io/v1alpha1",
-                    "kind": "ApplicationSet",
-                    "name": self.name,
-                },
-                "stages": [
-                    {
-                        "name": "canary in EMEA",
-                        "maxUnavailable": 2,
-                        "maxClusters": 2,
-                        "clusters": {"selector": {"matchLabels": {"area": "emea"}}},
-                        "topologyKey": "region",
-                        "requeue": {
-                            "selector": {"matchLabels": {"drained": "true"}},
-                            "attempts": 5,
-                            "interval": "30m",
-                        },
-                    },
-                    {
-                        "name": "eu-west-1",
-                        "maxUnavailable": "25%",
-                        "maxClusters": "100%",
-                        "clusters": {"selector": {"matchLabels": {"region": "eu-west-1"}}},
-                        "requeue": {
-                            "selector": {"matchLabels": {"drained": "true"}},
-                            "attempts": 5,
-                            "interval": "30m",
-                        },
-                    },
-                    {
-                        "name": "eu-central-1",
-                        "maxUnavailable": "25%",
-                        "maxClusters": "100%",
-                        "clusters": {"selector": {"matchLabels": {"region": "eu-central-1"}}},
-                    },
-                ],
-                **spec,
-            },
-        }
-
-    async def marker(self, cluster: str) -> str | None:
-        """What one workload cluster runs, read from the cluster."""
-        async with await Client.from_kubeconfig(self.planes[cluster].kubeconfig()) as c:
-            try:
-                return str((await c.get(CONFIGMAP, "web", self.ns))["data"]["marker"])
-            except NotFoundError:
-                return None
-
-    async def markers(self) -> dict[str, str | None]:
-        return {name: await self.marker(name) for name in self.planes}
-
-    async def status(self, name: str | None = None) -> dict[str, Any]:
-        try:
-            obj = await self.client.get(
-                PROGRESSIVE_ROLLOUT, name or self.name, self.argocd.namespace
-            )
-        except NotFoundError:
-            return {}
-        return obj.get("status") or {}
-
-    async def phase_is(self, phase: str, name: str | None = None) -> bool:
-        return (await self.status(name)).get("phase") == phase
-
-    async def revision_is(self, revision: str, phase: str) -> bool:
-        st = await self.status()
-        return bool(st.get("revision") == revision and st.get("phase") == phase)
-
-    async def applications(self) -> list[dict[str, Any]]:
-        apps = (await self.client.list(APPLICATION, self.argocd.namespace)).items
-        return [a for a in apps if a["metadata"]["name"].endswith(f"-{self.suffix}")]
-
-    async def resolved(self, revision: str) -> bool:
-        """Argo CD has generated every Application and compared it against `revision`."""
-        apps = await self.applications()
-        return len(apps) == len(CLUSTERS) and all(
-            ((a.get("status") or {}).get("sync") or {}).get("revision") == revision for a in apps
-        )
-
-    async def okra_syncs(self) -> dict[str, list[str]]:
-        """Application -> revisions of the syncs okra started, from Argo CD's history."""
-        out: dict[str, list[str]] = {}
-        for a in await self.applications():
-            history = (a.get("status") or {}).get("history") or []
-            out[a["metadata"]["name"]] = [h.get("revision") for h in history]
-        return out
-
-
-@pytest.fixture
-async def app(
-    argocd: ArgoCD, workloads: dict[str, ControlPlane], rt_client: Client
-) -> AsyncIterator[App]:
-    a = App(argocd, rt_client, planes=workloads)
-    yield a
-    with contextlib.suppress(NotFoundError):
-        await rt_client.delete(PROGRESSIVE_ROLLOUT, a.name, argocd.namespace)
-    with contextlib.suppress(NotFoundError):
-        await rt_client.delete(APPLICATION_SET, a.name, argocd.namespace)
+def okra(rollout_okra: OkraManager) -> OkraManager:
+    """okra-manager with the ProgressiveRollout and AnalysisRun controllers (e2e/conftest.py)."""
+    return rollout_okra
 
 
 class Sampler:
@@ -276,17 +79,6 @@ async def sampling(app: App) -> AsyncIterator[Sampler]:
         s.running = False
         await asyncio.wait_for(task, 10)
         await s.sample()  # the last transitions, after the condition the test awaited
-
-
-async def start(app: App, okra: OkraManager, **spec: Any) -> str:
-    """Commit v1, create the ApplicationSet and the ProgressiveRollout; returns v1's revision
-    once the rollout has brought every cluster to it."""
-    first = app.commit("v1")
-    await app.client.create(app.appset())
-    assert await eventually(lambda: app.resolved(first), SLOW, 0.5), okra.tail()
-    await app.client.create(app.rollout(**spec))
-    assert await eventually(lambda: app.revision_is(first, "Completed"), SLOW, 0.5), okra.tail()
-    return first
 
 
 async def test_the_seed_example_rolls_out_stage_by_stage_within_max_unavailable(
