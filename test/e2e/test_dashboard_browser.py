@@ -8,6 +8,11 @@ showing them to the page showing them is measured and printed, not asserted: ben
 docs/dashboard.md hold the figure); a user with the okra-viewer role gets the API server's
 refusal on the page.
 
+A second scenario runs the seed-004 ProgressiveRollout example on the real Argo CD and three
+workload control planes (e2e/progressive_world.py): the ProgressiveRollouts page, left open,
+shows a new commit's wave move stage by stage, with each stage's gates and clusters, until
+every stage is done.
+
 Selenium rather than Playwright: Debian's chromedriver is built from the same source as its
 chromium, so the two always match, and Selenium is pure Python; Playwright's driver speaks to
 the browser build it pins and ships a Node runtime in its wheel, and its own browsers cannot be
@@ -23,6 +28,7 @@ Without chromium and chromedriver the test is skipped with the reason, except un
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import queue
 import shutil
@@ -37,6 +43,8 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e.progressive_world import SLOW, App, start
+from okra_controllers.progressiverollout.controller import PROGRESSIVE_ROLLOUT
 from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import UNPRIVILEGED
@@ -350,3 +358,98 @@ async def test_dashboard_shows_a_rollout_live_promotes_it_and_shows_a_viewers_re
         viewer.stop()
     cell = await rt_client.get(CELL, "web", ns)
     assert (cell.get("status") or {}).get("currentStepIndex") == 3, "the refused promote moved it"
+
+
+STAGE_LOG = """
+window.okraStages = [];
+window.okraMarker = 'no reload';
+const key = arguments[0];
+const note = () => {
+  const card = document.querySelector(`.rollout[data-key="${key}"]`);
+  if (!card) return;
+  const stages = [...card.querySelectorAll('.stage')].map((s) => s.dataset.phase);
+  const seen = JSON.stringify([card.dataset.revision, card.dataset.phase, stages]);
+  const log = window.okraStages;
+  if (log[log.length - 1] !== seen) log.push(seen);
+};
+note();
+new MutationObserver(note).observe(document.body, {subtree: true, childList: true});
+"""
+"""Records in the page every state of one rollout's card it shows: [revision, phase, the
+stages' phases], each time it changes."""
+
+
+def front(stages: list[str]) -> int:
+    """Where the wave is: the first stage not yet Completed (len(stages) when all are)."""
+    return next((i for i, phase in enumerate(stages) if phase != "Completed"), len(stages))
+
+
+async def test_the_rollouts_page_shows_the_seed_examples_stages_advancing_without_a_reload(
+    app: App,
+    rollout_okra: OkraManager,
+    control_plane: ControlPlane,
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    ns = app.argocd.namespace
+    first = await start(app, rollout_okra)
+    # A short bake in the second stage: the wave holds there long enough for the screenshot.
+    pr = await app.client.get(PROGRESSIVE_ROLLOUT, app.name, ns)
+    pr["spec"]["stages"][1]["bakeTime"] = "3s"
+    await app.client.update(pr)
+
+    card = f"document.querySelector(\".rollout[data-key='{ns}/{app.name}']\")"
+    board = Dashboard(control_plane.kubeconfig(), ns, tmp_path / "dashboard.log")
+    try:
+        await asyncio.to_thread(browser.get, f"{board.url}#/rollouts")
+        at_first = f"const c = {card}; return !!c && c.dataset.revision === '{first}' && "
+        await page_until(
+            browser, at_first + "c.dataset.phase === 'Completed'", "the rollout done at v1"
+        )
+        # The seed example's stages and their gates, as the spec gives them.
+        shown = await asyncio.to_thread(browser.execute_script, f"return {card}.innerText")
+        for words in (
+            "1. canary in EMEA",
+            "2. eu-west-1",
+            "3. eu-central-1",
+            "clusters area=emea",
+            "at most 2 unavailable at once",
+            "one per region at a time",
+            "requeue drained=true: 5 tries, every 30m",
+            "bake 3s once healthy",
+        ):
+            assert words in shown, (words, shown)
+        await asyncio.to_thread(browser.execute_script, STAGE_LOG, f"{ns}/{app.name}")
+
+        second = app.commit("v2")
+        baking = (
+            f"const c = {card}; return !!c && c.dataset.revision === '{second}' && "
+            "!!c.querySelector(\"[data-stage='eu-west-1'] [data-phase='Baking']\") && "
+            "c.innerText.includes('bake ')"
+        )
+        await page_until(browser, baking, "the second stage's cluster baking", within=SLOW)
+        screenshot(browser, "rollouts")
+        done = f"const c = {card}; return c.dataset.revision === '{second}' && "
+        await page_until(
+            browser, done + "c.dataset.phase === 'Completed'", "the rollout done at v2", SLOW
+        )
+        marker = await asyncio.to_thread(browser.execute_script, "return window.okraMarker")
+        assert marker == "no reload"
+        log = await asyncio.to_thread(browser.execute_script, "return window.okraStages")
+        # Argo CD's namespace holds the clusters' Secrets: none of their tokens is on the page.
+        source = await asyncio.to_thread(lambda: browser.page_source)
+        assert not [name for name, plane in app.planes.items() if plane.token() in source]
+    finally:
+        board.stop()
+
+    # What the open page showed of v2's rollout: the wave moved forward only, one stage after
+    # another (a later stage waiting while an earlier one ran), until every stage was done.
+    states = [json.loads(x) for x in log]
+    ours = [(phase, stages) for revision, phase, stages in states if revision == second]
+    fronts = [front(stages) for _, stages in ours]
+    assert fronts == sorted(fronts), states
+    assert {0, 1} <= set(fronts), states
+    for (_, stages), at in zip(ours, fronts, strict=True):
+        assert all(phase == "Pending" for phase in stages[at + 1 :]), states
+    assert ours[-1] == ("Completed", ["Completed"] * 3), states
+    assert len(states) > len(ours), "the page never showed v1 before v2"

@@ -267,8 +267,137 @@ def test_a_progressive_rollout_shows_each_stage_with_its_clusters() -> None:
         ("canary", "Syncing"),
         ("rest", "Pending"),
     ]
-    assert row["stages"][0]["clusters"] == [{"name": "c1", "phase": "Syncing", "message": ""}]
+    assert row["stages"][0]["clusters"] == [
+        {
+            "name": "c1",
+            "phase": "Syncing",
+            "message": "",
+            "nextAttempt": None,
+            "bakeUntil": None,
+        }
+    ]
+    assert row["stages"][0]["done"] == 0
     assert row["stages"][1]["bakeTime"] == "5m"
+    assert row["stages"][1]["clusters"] == []
+
+
+def test_a_stage_shows_its_gates_analysis_and_webhooks_and_when_a_cluster_moves_on() -> None:
+    stage = {
+        "name": "canary in EMEA",
+        "maxUnavailable": 2,
+        "maxClusters": 2,
+        "clusters": {
+            "selector": {
+                "matchLabels": {"area": "emea"},
+                "matchExpressions": [
+                    {"key": "region", "operator": "In", "values": ["eu-west-1", "eu-central-1"]},
+                    {"key": "drained", "operator": "DoesNotExist"},
+                ],
+            }
+        },
+        "topologyKey": "region",
+        "requeue": {"selector": {"matchLabels": {"drained": "true"}}, "attempts": 5},
+        "bakeTime": "1m",
+        "analysis": {"templates": [{"templateName": "error-rate"}]},
+        "webhooks": [
+            {"name": "notify", "type": "PreStage", "url": "https://hooks.example/t0ken"},
+            {"name": "smoke", "url": "https://hooks.example/t0ken"},
+        ],
+    }
+    healthy = "2026-01-01T11:59:30Z"
+    pr = {
+        "metadata": {"name": "apps", "namespace": "argocd"},
+        "spec": {"sourceRef": {"name": "apps"}, "stages": [stage], "failurePolicy": "Rollback"},
+        "status": {
+            "phase": "Progressing",
+            "revision": "2" * 40,
+            "currentStage": 0,
+            "unmanagedClusters": ["lonely"],
+            "conditions": [{"type": "Stalled", "status": "True", "message": "no progress"}],
+            "stages": [
+                {
+                    "name": "canary in EMEA",
+                    "phase": "Progressing",
+                    "analysisRun": "apps-canary-1",
+                    "analysisPhase": "Running",
+                    "webhooks": [{"name": "notify", "succeeded": True, "statusCode": 200}],
+                    "clusters": [
+                        {
+                            "name": "a",
+                            "phase": "Baking",
+                            "healthySince": healthy,
+                            "message": "baking, 30s left",
+                        },
+                        {"name": "b", "phase": "Completed", "revision": "2" * 40},
+                        {
+                            "name": "c",
+                            "phase": "Requeued",
+                            "attempts": 2,
+                            "nextAttempt": "2026-01-01T12:30:00Z",
+                        },
+                        {
+                            "name": "d",
+                            "phase": "Baking",
+                            "healthySince": healthy,
+                            "message": "Degraded/Synced while baking",
+                        },
+                    ],
+                }
+            ],
+        },
+    }
+    row = model.rollout_row(pr)
+    s = row["stages"][0]
+    assert s["gates"] == [
+        "clusters area=emea,region in (eu-west-1,eu-central-1),!drained",
+        "at most 2 unavailable at once",
+        "2 of them",
+        "one per region at a time",
+        "requeue drained=true: 5 tries, every 30m",
+        "bake 1m once healthy",
+    ]
+    assert (s["analysisTemplates"], s["analysisRun"], s["analysis"]) == (
+        ["error-rate"],
+        "apps-canary-1",
+        "Running",
+    )
+    assert s["webhooks"] == [
+        {
+            "name": "notify",
+            "type": "PreStage",
+            "called": True,
+            "succeeded": True,
+            "statusCode": 200,
+            "message": "",
+        },
+        {
+            "name": "smoke",
+            "type": "PostStage",
+            "called": False,
+            "succeeded": False,
+            "statusCode": None,
+            "message": "",
+        },
+    ]
+    assert "t0ken" not in str(row)  # a webhook's URL may carry a token: never shown
+    a, b, c, d = s["clusters"]
+    assert a["bakeUntil"] == "2026-01-01T12:00:30+00:00"
+    # okra's countdown in the message goes (the page counts down), any other message stays
+    assert (a["message"], d["message"]) == ("", "Degraded/Synced while baking")
+    assert b["bakeUntil"] is None
+    assert c["nextAttempt"] == "2026-01-01T12:30:00+00:00"
+    assert a["nextAttempt"] is None
+    assert s["done"] == 1
+    assert (row["stalled"], row["unmanaged"], row["failurePolicy"]) == (
+        "no progress",
+        ["lonely"],
+        "Rollback",
+    )
+    assert model.rollout_row({"spec": {"stages": [{"name": "all"}]}})["stages"][0]["gates"] == [
+        "clusters *",
+        "at most 1 unavailable at once",
+        "100% of them",
+    ]
 
 
 def test_inventory_rows_give_target_groups_by_version_and_cluster_sets_clusters() -> None:

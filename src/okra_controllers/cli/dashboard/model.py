@@ -13,10 +13,12 @@ Secrets are never read by the dashboard, so nothing here can carry a secret valu
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.api.v1alpha1.cell import Cell
 from okra_controllers.cell.plan import weight_before
 from okra_controllers.cli.actions import PAUSED
@@ -30,6 +32,8 @@ MAX_HISTORY = 500
 MAX_EVENTS = 50
 MAX_RUNS = 10
 MAX_MEASUREMENTS = 30
+BAKE_MESSAGE = re.compile(r"baking, \d+s left")
+"""A baking cluster's message when all is well (the controller's countdown)."""
 
 
 def _meta(obj: Obj | None) -> Obj:
@@ -371,34 +375,139 @@ def _desired(cell: Obj, config: Obj | None) -> dict[str, int] | None:
 # -- ProgressiveRollouts and inventory -------------------------------------------
 
 
+def selector_text(selector: Obj | None) -> str:
+    """A label selector as `kubectl` writes one: `k=v,k in (a,b),k,!k`; `*` for all."""
+    selector = selector or {}
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for e in selector.get("matchExpressions") or []:
+        op, k, values = e.get("operator"), e.get("key"), ",".join(e.get("values") or [])
+        parts.append(
+            f"{k} in ({values})"
+            if op == "In"
+            else f"{k} notin ({values})"
+            if op == "NotIn"
+            else f"!{k}"
+            if op == "DoesNotExist"
+            else str(k)
+        )
+    return ",".join(parts) or "*"
+
+
+def stage_gates(stage: Obj) -> list[str]:
+    """What holds a stage's clusters back, in words: which clusters, how many at once, how
+    many in all, spread, requeue of drained clusters, bake time."""
+    gates = [
+        f"clusters {selector_text((stage.get('clusters') or {}).get('selector'))}",
+        f"at most {stage.get('maxUnavailable', 1)} unavailable at once",
+        f"{stage.get('maxClusters', '100%')} of them",
+    ]
+    if stage.get("topologyKey"):
+        gates.append(f"one per {stage['topologyKey']} at a time")
+    requeue = stage.get("requeue")
+    if requeue:
+        gates.append(
+            f"requeue {selector_text(requeue.get('selector'))}: "
+            f"{requeue.get('attempts', 5)} tries, every {requeue.get('interval', '30m')}"
+        )
+    if stage.get("bakeTime"):
+        gates.append(f"bake {stage['bakeTime']} once healthy")
+    return gates
+
+
+def _bake_until(cluster: Obj, bake_time: str | None) -> str | None:
+    """When a baking cluster's bake time ends."""
+    since = parse_time(cluster.get("healthySince")) if cluster.get("healthySince") else None
+    if cluster.get("phase") != "Baking" or not bake_time or since is None:
+        return None
+    try:
+        seconds = parse_duration(bake_time)
+    except ValueError:
+        return None
+    return (since + datetime.timedelta(seconds=seconds)).isoformat()
+
+
+def _webhooks(spec: Obj, got: Obj) -> list[Obj]:
+    """A stage's webhooks (never their URLs): each one's type and, once called, its answer."""
+    results = {w.get("name"): w for w in got.get("webhooks") or []}
+    out = []
+    for w in spec.get("webhooks") or []:
+        r = results.pop(w.get("name"), None)
+        out.append(
+            {
+                "name": w.get("name"),
+                "type": w.get("type") or "PostStage",
+                "called": r is not None,
+                "succeeded": bool(r and r.get("succeeded")),
+                "statusCode": (r or {}).get("statusCode"),
+                "message": (r or {}).get("message") or "",
+            }
+        )
+    for name, r in results.items():  # called, then removed from the spec
+        out.append(
+            {
+                "name": name,
+                "type": "",
+                "called": True,
+                "succeeded": bool(r.get("succeeded")),
+                "statusCode": r.get("statusCode"),
+                "message": r.get("message") or "",
+            }
+        )
+    return out
+
+
 def rollout_row(pr: Obj) -> Obj:
-    """A ProgressiveRollout: its stages and, per stage, its clusters and their phases."""
+    """A ProgressiveRollout: its stages, each with its gates, analysis and webhooks, and,
+    per stage, its clusters with their phases (a baking cluster's bake end, a requeued
+    one's next try)."""
     meta, st, spec = _meta(pr), pr.get("status") or {}, pr.get("spec") or {}
     statuses = {s.get("name"): s for s in st.get("stages") or []}
     stages = []
     for s in spec.get("stages") or []:
         got = statuses.get(s.get("name")) or {}
+        clusters = []
+        for c in got.get("clusters") or []:
+            bake_until = _bake_until(c, s.get("bakeTime"))
+            message = c.get("message") or ""
+            if bake_until and BAKE_MESSAGE.fullmatch(message):
+                message = ""  # the time left as okra last wrote it: the page counts down itself
+            clusters.append(
+                {
+                    "name": c.get("name"),
+                    "phase": c.get("phase") or "Pending",
+                    "message": message,
+                    "nextAttempt": _iso(c.get("nextAttempt"))
+                    if c.get("phase") == "Requeued"
+                    else None,
+                    "bakeUntil": bake_until,
+                }
+            )
+        analysis = s.get("analysis") or {}
         stages.append(
             {
                 "name": s.get("name"),
                 "phase": got.get("phase") or "Pending",
                 "message": got.get("message") or "",
                 "bakeTime": s.get("bakeTime"),
+                "gates": stage_gates(s),
                 "analysis": got.get("analysisPhase"),
-                "clusters": [
-                    {
-                        "name": c.get("name"),
-                        "phase": c.get("phase") or "Pending",
-                        "message": c.get("message") or "",
-                    }
-                    for c in got.get("clusters") or []
+                "analysisRun": got.get("analysisRun"),
+                "analysisTemplates": [
+                    str(t.get("templateName") or "") for t in analysis.get("templates") or []
                 ],
-                "webhooks": [
-                    {"name": w.get("name"), "succeeded": bool(w.get("succeeded"))}
-                    for w in got.get("webhooks") or []
-                ],
+                "done": sum(c["phase"] == "Completed" for c in clusters),
+                "clusters": clusters,
+                "webhooks": _webhooks(s, got),
             }
         )
+    stalled = next(
+        (
+            c.get("message") or ""
+            for c in st.get("conditions") or []
+            if c.get("type") == "Stalled" and c.get("status") == "True"
+        ),
+        "",
+    )
     return {
         "key": key(pr),
         "namespace": meta.get("namespace"),
@@ -406,8 +515,13 @@ def rollout_row(pr: Obj) -> Obj:
         "phase": st.get("phase") or "Pending",
         "message": st.get("message") or "",
         "revision": st.get("revision"),
+        "failedRevision": st.get("failedRevision"),
         "currentStage": st.get("currentStage"),
         "paused": bool(spec.get("paused")),
+        "aborted": bool(st.get("aborted")),
+        "failurePolicy": spec.get("failurePolicy") or "Pause",
+        "stalled": stalled,
+        "unmanaged": list(st.get("unmanagedClusters") or []),
         "source": (spec.get("sourceRef") or {}).get("name"),
         "stages": stages,
     }

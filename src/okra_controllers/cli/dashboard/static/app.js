@@ -175,17 +175,52 @@ function cellPage(r) {
     <h2>Events</h2>${events ? `<table id="events">${events}</table>` : `<p class="muted">None${state.meta.unreadable && state.meta.unreadable.Event ? " (Events cannot be read)" : ""}.</p>`}` };
 }
 
+// A time left that counts down in the page (see the timer at the end), in `format`.
+function countdown(iso, format) {
+  const left = Math.max(0, Math.round((Date.parse(iso) - Date.now()) / 1000));
+  return `<span class="muted" data-until="${esc(iso)}" data-format="${esc(format)}">${esc(format.replace("{s}", left))}</span>`;
+}
+
+const short = (rev) => esc((rev || "").slice(0, 8));
+
+function clusterLine(k) {
+  const extra = [];
+  if (k.bakeUntil) extra.push(countdown(k.bakeUntil, "bake {s}s left"));
+  if (k.message) extra.push(esc(k.message));
+  if (k.nextAttempt) extra.push(countdown(k.nextAttempt, "next try in {s}s"));
+  return `<div class="cluster" data-cluster="${esc(k.name)}" data-phase="${esc(k.phase)}">${badge(k.phase)} <b>${esc(k.name)}</b>${extra.length ? ` <span class="muted">${extra.join(" · ")}</span>` : ""}</div>`;
+}
+
+function webhookLine(w) {
+  const state = !w.called ? `<span class="muted">not called yet</span>`
+    : w.succeeded ? badge(`✓ ${w.statusCode || ""}`.trim(), "Completed") : badge(`✗ ${w.statusCode || ""}`.trim(), "Failed");
+  return `<div class="cluster">webhook <b>${esc(w.name)}</b> <span class="muted">${esc(w.type)}</span> ${state}${w.message ? ` <span class="muted">${esc(w.message)}</span>` : ""}</div>`;
+}
+
+// One stage: its phase, its gates, its analysis and webhooks, its clusters.
+function stageCard(s, i, r) {
+  const current = i === r.currentStage && !["Completed", "RolledBack"].includes(r.phase);
+  const analysis = s.analysisTemplates.length
+    ? `<div class="gate">analysis ${s.analysisTemplates.map(esc).join(", ")}${s.analysisRun ? ` → ${esc(s.analysisRun)}` : ""} ${s.analysis ? badge(s.analysis) : ""}</div>` : "";
+  const clusters = s.clusters.map(clusterLine).join("") ||
+    `<div class="muted cluster">${i > 0 && s.phase === "Pending" ? "waiting for the stages before it" : "no clusters picked yet"}</div>`;
+  return `<div class="card stage ${current ? "current" : ""}" data-stage="${esc(s.name)}" data-phase="${esc(s.phase)}">
+    <div><b>${i + 1}. ${esc(s.name)}</b> ${badge(s.phase)} ${s.clusters.length ? `<span class="muted">${s.done} of ${s.clusters.length} done</span>` : ""}</div>
+    ${s.message ? `<div class="muted">${esc(s.message)}</div>` : ""}
+    <ul class="gates">${s.gates.map((g) => `<li>${esc(g)}</li>`).join("")}</ul>${analysis}
+    ${clusters}${s.webhooks.map(webhookLine).join("")}</div>`;
+}
+
 function rolloutsPage() {
   const rows = Object.values(state.rollouts).sort((a, b) => a.key.localeCompare(b.key));
-  const body = rows.map((r) => `<div class="card rollout" data-key="${esc(r.key)}">
-    <b>${esc(r.namespace)}/${esc(r.name)}</b> ${badge(r.phase)} ${r.paused ? badge("paused") : ""}
-    <span class="muted">ApplicationSet ${esc(r.source)} · revision ${esc((r.revision || "").slice(0, 8))} ${esc(r.message)}</span>
+  const body = rows.map((r) => `<div class="card rollout" data-key="${esc(r.key)}" data-phase="${esc(r.phase)}" data-revision="${esc(r.revision)}">
+    <b>${esc(r.namespace)}/${esc(r.name)}</b> ${badge(r.phase)} ${r.paused ? badge("paused") : ""} ${r.aborted ? badge("aborted") : ""}
+    <span class="muted">ApplicationSet ${esc(r.source)} · revision ${short(r.revision)}${r.failedRevision ? ` (failed: ${short(r.failedRevision)})` : ""} · on failure: ${esc(r.failurePolicy)}</span>
+    ${r.message ? `<p class="muted">${esc(r.message)}</p>` : ""}${r.stalled ? `<p class="notice error">Stalled: ${esc(r.stalled)}</p>` : ""}
     ${actions("rollouts", r)}
-    <div>${r.stages.map((s, i) => `<div class="card stage ${i === r.currentStage ? "current" : ""}"><b>${esc(s.name)}</b> ${badge(s.phase)}
-      ${s.analysis ? `<div class="muted">analysis ${esc(s.analysis)}</div>` : ""}${s.bakeTime ? `<div class="muted">bake ${esc(s.bakeTime)}</div>` : ""}
-      ${s.clusters.map((k) => `<div class="cluster">${badge(k.phase)} ${esc(k.name)}</div>`).join("") || `<div class="muted cluster">no clusters yet</div>`}
-      ${s.webhooks.map((w) => `<div class="cluster">webhook ${esc(w.name)} ${w.succeeded ? "✓" : "✗"}</div>`).join("")}</div>`).join("")}</div></div>`).join("");
-  return { key: "rollouts", head: "<h1>ProgressiveRollouts</h1>", body: body || `<p class="muted">No ProgressiveRollouts.</p>` };
+    <div class="stages">${r.stages.map((s, i) => stageCard(s, i, r)).join("")}</div>
+    ${r.unmanaged.length ? `<p class="muted">In no stage: ${r.unmanaged.map(esc).join(", ")}</p>` : ""}</div>`).join("");
+  return { key: "rollouts", head: "<h1>ProgressiveRollouts</h1>", body: body || `<p class="muted">${state.meta.synced ? "No ProgressiveRollouts." : "Reading…"}</p>` };
 }
 
 function inventoryPage() {
@@ -257,7 +292,7 @@ document.addEventListener("click", (e) => {
 setInterval(() => {
   document.querySelectorAll("[data-until]").forEach((el) => {
     const left = Math.max(0, Math.round((Date.parse(el.dataset.until) - Date.now()) / 1000));
-    el.textContent = `${left}s left`;
+    el.textContent = (el.dataset.format || "{s}s left").replace("{s}", left);
   });
 }, 1000);
 
