@@ -8,11 +8,15 @@ Where the manifests come from:
   design sketches with `analysis` and no colon, are listed and left out);
 - seed 000, whose text lost its indentation: `test/fixtures/seed-000-manifests.yaml`
   has its manifests with the indentation put back, and a test here checks, line by
-  line, that the fixture says exactly what the seed says.
+  line, that the fixture says exactly what the seed says;
+- seed 002's system Cell, which is not YAML as written (one `analysis` lacks its colon):
+  `test/fixtures/seed-002-system-cell.yaml` is the block with that colon, and a test here
+  checks that this is its only difference from the seed.
 
 What the test changes, and only this: the group (to okra.mumo.co), the namespace, a
 name where the manifest has none or `...`, placeholders in ARN fields (`...`,
-`$LISTENER_ARN`, `prev1`) replaced by well-formed ARNs, other `...` values by a word,
+`$LISTENER_ARN`, `prev1`) replaced by well-formed ARNs, other `...` values by a value of
+the field's type (a word; a one-label selector; a one-word command),
 and `ownerReferences` dropped (they name an owner by `$API_VERSION` and no uid, which
 only an existing owner has); `status` is ignored by the server on create.
 """
@@ -37,6 +41,7 @@ from okra_testkit.envtest import ControlPlane
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = REPO.parent / "shared" / "seeds"
 FIXTURE = REPO / "test" / "fixtures" / "seed-000-manifests.yaml"
+SYSTEM_FIXTURE = REPO / "test" / "fixtures" / "seed-002-system-cell.yaml"
 ORIGINAL_GO = REPO / "test" / "fixtures" / "original-go-manifests.yaml"
 """A manifest per kind of the original okra's Go API (every field of its types)."""
 GROUPS = ("okra.mumoshu.github.io", "okra.mumo.co", "deployment.skyscanner.net")
@@ -48,6 +53,12 @@ TARGET_GROUP = (
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/web/73e2d6bc24d8a067"
 )
 ARN_FIELDS = {"listenerARN": LISTENER, "arn": TARGET_GROUP, "targetGroupARN": TARGET_GROUP}
+TYPED_PLACEHOLDERS: dict[str, Any] = {
+    "selector": {"matchLabels": {"app": "placeholder"}},
+    "command": ["placeholder"],
+    "args": ["placeholder"],
+}
+"""`...` where the field is not a string: a value of its type."""
 
 
 def installed_kinds() -> set[str]:
@@ -91,6 +102,9 @@ def seed_manifests() -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
     for n, d in enumerate(yaml.safe_load_all(FIXTURE.read_text())):
         if d is not None and _okra(d):
             docs.append((f"000 manifest {n + 1} ({FIXTURE.name})", d))
+    docs.append(
+        (f"002 system Cell ({SYSTEM_FIXTURE.name})", yaml.safe_load(SYSTEM_FIXTURE.read_text()))
+    )
     return docs, not_yaml
 
 
@@ -122,7 +136,7 @@ def _placeholders(value: Any, key: str = "") -> Any:
         if key in ARN_FIELDS and not value.startswith("arn:"):
             return ARN_FIELDS[key]
         if value == "...":
-            return "placeholder"
+            return TYPED_PLACEHOLDERS.get(key, "placeholder")
     return value
 
 
@@ -156,6 +170,16 @@ def test_the_seed_000_fixture_says_what_the_seed_says() -> None:
     in_fixture = sum(1 for s in significant(text.splitlines()) if s.startswith("apiVersion: okra."))
     assert in_fixture == in_seed == 7
     assert "kind: AWSApplicationLoadBalancerConfig" in text  # the one without apiVersion
+
+
+def test_the_seed_002_fixture_is_the_seed_with_one_colon_added() -> None:
+    seed = next(seeds().glob("002_*.txt"))
+    block = next(b for b in fenced_blocks(seed.read_text()) if "applications:" in b)
+    fixture = SYSTEM_FIXTURE.read_text()
+    changed = [
+        (a, b) for a, b in zip(block.splitlines(), fixture.splitlines(), strict=True) if a != b
+    ]
+    assert changed == [("      analysis", "      analysis:")]
 
 
 async def test_every_seed_manifest_is_accepted(control_plane: ControlPlane, namespace: str) -> None:
@@ -192,7 +216,8 @@ async def test_every_seed_manifest_is_accepted(control_plane: ControlPlane, name
         print(f"{where:<{width}}  {kind:<34}{outcome}")
     print(f"fenced blocks that are not YAML (design sketches): {', '.join(not_yaml) or 'none'}")
     assert rejected == []
-    assert sum(1 for _, _, o in rows if o == "accepted") >= 9
+    assert sum(1 for _, _, o in rows if o == "accepted") >= 10
+    assert any(w.startswith("002 system Cell") and o == "accepted" for w, _, o in rows)
 
 
 async def test_manifests_of_the_original_go_types_are_accepted_and_decoded(

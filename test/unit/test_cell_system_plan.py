@@ -5,6 +5,7 @@ carried out and each application's Cell is planned by the real Cell plan
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
 from okra_controllers.cell.system.model import (
+    AppsOn,
     CheckSeen,
     ChildSeen,
     ClusterSeen,
@@ -413,3 +415,85 @@ def test_the_plan_is_the_same_from_the_same_observation() -> None:
         o = w.observed()
         assert plan(o) == plan(o)
         w.tick()
+
+
+def argocd_app(name: str, role: str, strategy: str = "CreateBeforeDelete") -> dict[str, Any]:
+    out = app(name, role, 50)
+    out["argocd"] = {
+        "clusterSecret": {"labels": {"myservice-role": name}},
+        "applicationSet": {"name": name},
+        "updateStrategy": {"type": strategy},
+    }
+    if strategy == "DeleteBeforeCreate":
+        del out["alb"]
+    return out
+
+
+def with_secrets(w: SystemWorld, *names: str) -> None:
+    for n in names:
+        w.eks[n] = dataclasses.replace(w.eks[n], secret=f"cluster-{n}")
+
+
+def test_argocd_clusters_get_the_member_and_version_labels_and_leave_when_unlabelled() -> None:
+    apps = [argocd_app("web", "web")]
+    w = SystemWorld(system(V1[:2], apps))
+    with_secrets(w, "web-1-v1", "web-2-v1")
+    p = w.tick()
+    member, version = "web.sys.okra.mumo.co/member", "web.sys.okra.mumo.co/version"
+    assert p.secret_labels == {
+        "cluster-web-1-v1": {member: "true", version: "v1"},
+        "cluster-web-2-v1": {member: "true", version: "v1"},
+    }
+    cell = p.cells[0]["spec"]["argocd"]
+    assert cell["clusterSecret"] == {
+        "selector": {"matchLabels": {member: "true"}},
+        "labels": {"myservice-role": "web"},
+    }
+    # A cluster no longer in the system keeps the labels while it still has the app's
+    # Argo CD labels (its Cell takes those away first), then loses them.
+    o = w.observed()
+    labelled = {member: "true", version: "v0", "myservice-role": "web"}
+    gone = dataclasses.replace(o, secrets={"cluster-old": labelled})
+    assert "cluster-old" not in plan(gone).secret_labels
+    unlabelled = {member: "true", version: "v0"}
+    gone = dataclasses.replace(o, secrets={"cluster-old": unlabelled})
+    assert plan(gone).secret_labels["cluster-old"] == {member: None, version: None}
+
+
+def test_a_cluster_an_argocd_application_needs_without_a_secret_is_not_ready() -> None:
+    w = SystemWorld(system(V1[:2], [argocd_app("web", "web")]))
+    with_secrets(w, "web-1-v1")
+    w.tick()
+    assert w.status.phase == "Pending"
+    c = next(c for c in w.status.clusters or [] if c.name == "web-2-v1")
+    assert "no Argo CD cluster Secret in ns names it" in c.message
+
+
+def test_applications_that_have_not_moved_are_held_while_argo_cd_deploys_another() -> None:
+    apps = [argocd_app("web", "web"), app("api", "api", 100)]
+    w = SystemWorld(system(V1, apps))
+    with_secrets(w, "web-1-v1", "web-2-v1", "api-v1")
+    w.run(12)
+    for c in V2:
+        w.up(c["name"], c["labels"]["role"])
+    with_secrets(w, "web-1-v2", "web-2-v2", "api-v1")
+    w.spec = system(V2, apps)
+    o = w.observed()  # web is given v2 in this plan; no Cell has moved yet
+    waiting = {("web", "v2"): AppsOn(False, "Application web-web-1-v2 is OutOfSync/Missing")}
+    p = plan(dataclasses.replace(o, argocd=waiting))
+    held = {c["metadata"]["name"]: c["metadata"]["annotations"] for c in p.cells}
+    assert held["sys-web"] == {"okra.mumo.co/pause": "true"}
+    assert held["sys-api"] == {"okra.mumo.co/pause": "true"}
+    ready = {("web", "v2"): AppsOn(True)}
+    p = plan(dataclasses.replace(o, argocd=ready))
+    assert all(c["metadata"]["annotations"] == {} for c in p.cells)
+
+
+def test_the_system_cells_pause_annotation_holds_every_application() -> None:
+    w = rolled_out([app("web", "web", 50), app("api", "api", 100)])
+    w.paused = True
+    w.run(10)
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+    w.paused = False
+    w.run(10)
+    assert w.weights("web") == {"sys-web-web-1-v2": 50, "sys-web-web-2-v2": 50}

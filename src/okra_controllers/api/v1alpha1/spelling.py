@@ -223,6 +223,13 @@ def deprecated_spellings(kind: str, spec: Any) -> list[str]:
                     f"spec.updateStrategy.canary.steps[{i}].setCanaryScale: changes nothing for "
                     "clusters (it scales pods); remove it"
                 )
+        for i, app in enumerate(spec.get("applications") or []):
+            secret = _dict(_dict(_dict(app).get("argocd")).get("clusterSecret"))
+            if "lables" in secret:
+                out.append(
+                    f"spec.applications[{i}].argocd.clusterSecret.lables: write "
+                    f"spec.applications[{i}].argocd.clusterSecret.labels"
+                )
     elif kind == "AWSApplicationLoadBalancerConfig" and spec.get("listener") is not None:
         rule = _rule_of(spec) or {}
         if listener_rule(rule) or not forward_target_groups(rule):

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from okra_controllers.analysis.check_controller import CHECK
 from okra_controllers.api.v1alpha1.argocd import CellArgoCD
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
+from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import AwsReadError, EksCluster, observe_eks
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, observe_clusters
@@ -98,6 +99,9 @@ class SystemReconciler:
         except ValidationError as e:  # the CRD's schema lets through what pydantic refuses
             await self._refuse(raw, e)
             return None
+        if cell.metadata.generation != (cell.status.observed_generation if cell.status else None):
+            for warning in deprecated_spellings("Cell", raw.get("spec")):
+                self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
         o = await self._observe(raw, cell)
         p = plan(o)
         if not await self._write_status(raw, p.status):
