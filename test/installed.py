@@ -11,17 +11,33 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import kubeconfig_dict
 from okra_testkit.envtest.process import Process, free_port, wait_until
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@cache
+def helm_binary() -> str:
+    """helm: `$OKRA_HELM`, else built (or found cached) by `hack/build-helm.sh`."""
+    found = os.environ.get("OKRA_HELM")
+    if found:
+        return found
+    out = subprocess.run(
+        [str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
 
 
 def get(cp: ControlPlane, *args: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ helm comes from `$OKRA_HELM` or `hack/build-helm.sh` (built from the Go module p
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
@@ -30,6 +29,7 @@ from installed import (
     assert_manager_works,
     clean_env,
     get,
+    helm_binary,
     local_flags,
     running_manager,
     service_account_kubeconfig,
@@ -39,17 +39,6 @@ from okra_testkit.envtest.binaries import find_binaries
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "okra"
-
-
-@cache
-def helm_binary() -> str:
-    found = os.environ.get("OKRA_HELM")
-    if found:
-        return found
-    out = subprocess.run(
-        [str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True, check=True
-    )
-    return out.stdout.strip()
 
 
 def helm(*args: str) -> str:

@@ -31,9 +31,9 @@ from okra_testkit.node import (
 
 REPO = Path(__file__).resolve().parents[2]
 LAST = "test_the_host_is_as_it_was"
-BUSYBOX = "localhost/okra-busybox:1"
 
 
+@pytest.hookimpl(trylast=True)  # after test/conftest.py's shuffle (OKRA_TEST_SHUFFLE)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The host check stops the node: it runs after every other test here."""
     last = [i for i in items if i.name == LAST]

@@ -23,19 +23,17 @@ import os
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from e2e.conftest import BLOCKLIST, CELL, Env, cell_obj, cell_status, promote, wait_status
+from installed import helm_binary
 from okra_runtime import Client
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.process import wait_until
-from okra_testkit.node import Node
+from okra_testkit.node import BUSYBOX_IMAGE, Node
 from okra_testkit.seed import Seeder
-
-from .conftest import BUSYBOX
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "okra-system"
@@ -46,17 +44,6 @@ MOTO_ENV = [
     {"name": "AWS_SECRET_ACCESS_KEY", "value": "testing"},
 ]
 """moto's static credentials, as a Pod's environment."""
-
-
-@cache
-def helm_binary() -> str:
-    found = os.environ.get("OKRA_HELM")
-    if found:
-        return found
-    out = subprocess.run(
-        [str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True, check=True
-    )
-    return out.stdout.strip()
 
 
 def helm(cp: ControlPlane, *args: str) -> str:
@@ -388,7 +375,7 @@ def check(name: str, script: str) -> dict[str, Any]:
         "job": {
             "template": {
                 "spec": {
-                    "image": BUSYBOX,
+                    "image": BUSYBOX_IMAGE,
                     "imagePullPolicy": "Never",
                     "command": ["sh", "-c", script],
                 }

@@ -8,9 +8,9 @@ import json
 import time
 
 from okra_testkit.envtest import ControlPlane
-from okra_testkit.node import HostState
+from okra_testkit.node import BUSYBOX_IMAGE, HostState
 
-from .conftest import BUSYBOX, NodeWorld
+from .conftest import NodeWorld
 
 
 def _apply(cp: ControlPlane, namespace: str, *objects: dict[str, object]) -> None:
@@ -53,7 +53,7 @@ def test_a_job_reaches_a_deployment_through_its_service(
                         "containers": [
                             {
                                 "name": "web",
-                                "image": BUSYBOX,
+                                "image": BUSYBOX_IMAGE,
                                 "imagePullPolicy": "Never",
                                 "command": ["sh", "-c", serve],
                                 "ports": [{"containerPort": 8080}],
@@ -91,7 +91,7 @@ def test_a_job_reaches_a_deployment_through_its_service(
                         "containers": [
                             {
                                 "name": "fetch",
-                                "image": BUSYBOX,
+                                "image": BUSYBOX_IMAGE,
                                 "imagePullPolicy": "Never",
                                 "command": [
                                     "sh",

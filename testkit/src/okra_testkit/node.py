@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from okra_testkit.envtest.binaries import cached_build
 from okra_testkit.envtest.controlplane import ADMIN, ControlPlane
 from okra_testkit.envtest.process import ControlPlaneError, Process, Processes, wait_until
 
@@ -60,6 +61,7 @@ CNI_PLUGINS = ("bridge", "host-local", "loopback")
 POD_CIDR = "10.244.0.0/24"
 BRIDGE = "okra-node0"
 PAUSE_IMAGE = "localhost/okra-pause:1"
+BUSYBOX_IMAGE = "localhost/okra-busybox:1"
 LOCK_FILE = Path(tempfile.gettempdir()) / "okra-node.lock"
 SYSCTLS = (
     "vm.overcommit_memory",
@@ -95,21 +97,13 @@ def node_binaries_dir(assets: str | os.PathLike[str] | None = None) -> Path:
         assets = os.environ.get(NODE_ASSETS_ENV)
     if assets is not None:
         return Path(assets)
-    root = Path(
-        os.environ.get("OKRA_CACHE_DIR")
-        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "okra"
-    )
-    builds = [
-        d
-        for d in (root / "bin").glob("node-*")
-        if all(os.access(d / n, os.X_OK) for n in NODE_BINARIES)
-    ]
-    if not builds:
+    build = cached_build(NODE_BINARIES, "node-*")
+    if build is None:
         raise NodeUnavailableError(
             f"the node's binaries ({', '.join(NODE_BINARIES)}) are not built: run "
             f"`hack/build-node.sh` and set {NODE_ASSETS_ENV} to the directory it prints"
         )
-    return max(builds, key=lambda d: d.stat().st_mtime)
+    return build
 
 
 def unavailable(assets: str | os.PathLike[str] | None = None) -> str | None:
@@ -403,7 +397,7 @@ def oci_archive(
     return path
 
 
-def busybox_archive(path: Path, name: str = "localhost/okra-busybox:1") -> Path:
+def busybox_archive(path: Path, name: str = BUSYBOX_IMAGE) -> Path:
     """An image of Debian's busybox-static (`/bin/sh` and its applets): for Jobs and small
     Pods in tests."""
     busybox = Path("/bin/busybox")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,14 +22,20 @@ class Binaries:
 
 def cached_assets() -> Path | None:
     """The newest complete build in the cache `hack/build-control-plane.sh` fills."""
+    return cached_build(_NAMES)
+
+
+def cached_build(names: Sequence[str], pattern: str = "*") -> Path | None:
+    """The newest directory matching `pattern` in okra's binary cache (where the `hack/build-*`
+    scripts put their builds) that has every one of `names`."""
     root = Path(
         os.environ.get("OKRA_CACHE_DIR")
         or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "okra"
     )
     builds = [
         d
-        for d in (root / "bin").glob("*")
-        if d.is_dir() and all(os.access(d / n, os.X_OK) for n in _NAMES)
+        for d in (root / "bin").glob(pattern)
+        if d.is_dir() and all(os.access(d / n, os.X_OK) for n in names)
     ]
     return max(builds, key=lambda d: d.stat().st_mtime) if builds else None
 
