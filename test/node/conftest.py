@@ -30,14 +30,15 @@ from okra_testkit.node import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-LAST = "test_the_host_is_as_it_was"
+LAST = ("test_the_host_is_as_it_was", "test_a_node_whose_harness_was_killed_is_undone_by_the_next")
 
 
 @pytest.hookimpl(trylast=True)  # after test/conftest.py's shuffle (OKRA_TEST_SHUFFLE)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The host check stops the node: it runs after every other test here."""
-    last = [i for i in items if i.name == LAST]
-    items[:] = [i for i in items if i.name != LAST] + last
+    """The host check stops the node: it runs after every other test here, then the test of
+    a killed node (which starts nodes of its own)."""
+    last = sorted((i for i in items if i.name in LAST), key=lambda i: LAST.index(i.name))
+    items[:] = [i for i in items if i.name not in LAST] + last
 
 
 @dataclass

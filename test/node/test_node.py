@@ -5,10 +5,15 @@ the host as it was once the node is gone."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from okra_testkit.envtest import ControlPlane
-from okra_testkit.node import BUSYBOX_IMAGE, HostState
+from okra_testkit.node import BUSYBOX_IMAGE, HostState, Node, node_control_plane
 
 from .conftest import NodeWorld
 
@@ -134,3 +139,71 @@ def test_the_host_is_as_it_was(node_world: NodeWorld) -> None:
     while (diff := node_world.before.differences(HostState.read())) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert diff == []
+
+
+_KILLED = f"""
+import time
+from okra_testkit.node import Node, busybox_archive, node_control_plane
+cp = node_control_plane()
+cp.start()
+print(cp.dir, flush=True)
+node = Node(cp)
+node.start()
+node.import_image(busybox_archive(node.dir / "busybox.tar"))
+cp.kubectl("run", "sleeper", "--image={BUSYBOX_IMAGE}", "--image-pull-policy=Never",
+           "--", "sleep", "3600")
+cp.kubectl("wait", "pod/sleeper", "--for=condition=Ready", "--timeout=120s")
+print("running", flush=True)
+time.sleep(3600)
+"""
+
+
+def _shims() -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                argv = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"containerd-shim" in argv and b"okra-node-" in argv:
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_a_node_whose_harness_was_killed_is_undone_by_the_next(node_world: NodeWorld) -> None:
+    """Runs after the host check. A harness SIGKILLed while its node runs a Pod: its
+    processes die with it, the Pod's container and shim and the host's changes do not; the
+    next node to start undoes them first, and once it stops the host is as it was."""
+    node_world.stop()  # (the host check did, when it ran): one node at a time
+    before = node_world.before
+    harness = subprocess.Popen(
+        [sys.executable, "-c", _KILLED], stdout=subprocess.PIPE, text=True, env=os.environ
+    )
+    assert harness.stdout is not None
+    plane_dir = harness.stdout.readline().strip()
+    try:
+        assert harness.stdout.readline().strip() == "running"
+        assert before.differences(HostState.read()), "the node changed nothing on the host"
+    finally:
+        harness.kill()
+        harness.wait()
+        shutil.rmtree(plane_dir, ignore_errors=True)
+    assert _shims(), "the Pod's shim died with the harness"
+
+    cp = node_control_plane()
+    node = Node(cp)
+    with cp, node:
+        assert node.recovered
+        assert node.recovered[0].startswith("a node in ")
+        assert not _shims() or all(str(node.dir) in _cmdline(p) for p in _shims())
+    assert node.leftover == []
+    assert before.differences(HostState.read()) == []
+    assert not _shims()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""

@@ -37,6 +37,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from okra_testkit.envtest.binaries import cached_build
 from okra_testkit.envtest.controlplane import ADMIN, ControlPlane
@@ -63,6 +64,9 @@ BRIDGE = "okra-node0"
 PAUSE_IMAGE = "localhost/okra-pause:1"
 BUSYBOX_IMAGE = "localhost/okra-busybox:1"
 LOCK_FILE = Path(tempfile.gettempdir()) / "okra-node.lock"
+STATE_FILE = Path(tempfile.gettempdir()) / "okra-node.state.json"
+"""The host's state before the running node started, and the node's directory: a node whose
+harness was killed before it could stop is undone by the next one to start."""
 SYSCTLS = (
     "vm.overcommit_memory",
     "vm.panic_on_oom",
@@ -208,6 +212,25 @@ class HostState:
             ),
         )
 
+    def to_json(self) -> dict[str, object]:
+        return {
+            "sysctls": self.sysctls,
+            "iptables": self.iptables,
+            "links": sorted(self.links),
+            "netns": sorted(self.netns),
+            "cgroups": sorted(self.cgroups),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HostState:
+        return cls(
+            sysctls=dict(data["sysctls"]),
+            iptables={f: {t: list(r) for t, r in v.items()} for f, v in data["iptables"].items()},
+            links=frozenset(data["links"]),
+            netns=frozenset(data["netns"]),
+            cgroups=frozenset(data["cgroups"]),
+        )
+
     def differences(self, now: HostState) -> list[str]:
         """What differs in `now` from this state, one line each (empty: as before)."""
         out = [
@@ -280,6 +303,73 @@ def _remove_cgroup_tree(path: Path) -> None:
             child.rmdir()
     with contextlib.suppress(OSError):
         path.rmdir()
+
+
+def _kill_shims(directory: Path) -> None:
+    """containerd's shims outlive it: kill the ones serving a containerd in `directory`."""
+    mark = str(directory).encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"containerd-shim" in argv and mark in argv:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(proc.name), 9)
+
+
+def _kill_cgroup_tree(path: Path) -> None:
+    """SIGKILL every process in a cgroup and its children (containers a dead shim left)."""
+    if not path.is_dir():
+        return
+    for procs in path.rglob("cgroup.procs"):
+        with contextlib.suppress(OSError):
+            for pid in procs.read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), 9)
+
+
+def restore_host(before: HostState, directory: Path) -> None:
+    """Undo what a node living in `directory` changed on the host since `before`: its shims
+    and any container still running, mounts under `directory`, the network namespaces and the
+    bridge it made, its `KUBE-*`/`CNI-*` chains, the `kubepods` cgroups, the sysctls."""
+    _kill_shims(directory)
+    kubepods = "kubepods" not in {c.split("/", 1)[-1] for c in before.cgroups}
+    if kubepods:
+        for hierarchy in CGROUP_ROOT.iterdir():
+            _kill_cgroup_tree(hierarchy / "kubepods")
+    for point in reversed(_mounts_under(directory)):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+    for ns in {p.name for p in _NETNS_DIR.glob("*")} - before.netns:
+        if ns.startswith("cni-"):
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True, check=False)
+    if BRIDGE not in before.links and Path(f"/sys/class/net/{BRIDGE}").exists():
+        subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, check=False)
+    _remove_our_chains(before)
+    if kubepods:
+        for hierarchy in CGROUP_ROOT.iterdir():
+            _remove_cgroup_tree(hierarchy / "kubepods")
+    now = _read_sysctls()
+    for name, value in before.sysctls.items():
+        if now.get(name) != value:
+            _write_sysctl(name, value)
+
+
+def _recover_killed_node() -> list[str]:
+    """Undo a node whose harness died before stopping it (its `STATE_FILE` is still there):
+    what was left, one line each (empty when no node was left)."""
+    try:
+        saved = json.loads(STATE_FILE.read_text())
+    except (OSError, ValueError):
+        return []
+    before, directory = HostState.from_json(saved["before"]), Path(saved["dir"])
+    left = before.differences(HostState.read())
+    restore_host(before, directory)
+    shutil.rmtree(directory, ignore_errors=True)
+    STATE_FILE.unlink(missing_ok=True)
+    return [f"a node in {directory} was not stopped", *left]
 
 
 def _mounts_under(root: Path) -> list[str]:
@@ -463,6 +553,8 @@ class Node(Processes):
     before: HostState | None = field(init=False, default=None)
     leftover: list[str] = field(init=False, default_factory=list)
     """After `stop()`: how the host differs from before `start()` (empty: as it was)."""
+    recovered: list[str] = field(init=False, default_factory=list)
+    """After `start()`: what a node whose harness was killed had left, undone first."""
     dir: Path = field(init=False, default=Path())
     _procs: list[Process] = field(init=False, default_factory=list)
     _bins: Path = field(init=False, default=Path())
@@ -486,9 +578,13 @@ class Node(Processes):
         self._bins = node_binaries_dir(self.assets)
         self._lock.enter_context(_host_lock(self.lock_timeout))
         try:
+            self.recovered = _recover_killed_node()
             self.before = HostState.read()
             self.dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=self.base_dir))
             self.dir.chmod(0o755)
+            STATE_FILE.write_text(
+                json.dumps({"dir": str(self.dir), "before": self.before.to_json()})
+            )
             self._start_containerd()
             self.import_image(
                 oci_archive(
@@ -728,13 +824,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             for proc in reversed(self._procs):
                 proc.stop()
             self._procs.clear()
-            self._kill_shims()
-            self._undo_host_changes()
+            restore_host(self.before, self.dir)
         finally:
             self.leftover = self.before.differences(HostState.read())
             self.before = None
             if self.dir != Path() and self.dir.exists() and not self.keep_dir:
                 shutil.rmtree(self.dir, ignore_errors=True)
+            STATE_FILE.unlink(missing_ok=True)
             self._lock.close()
 
     def _stop_pods(self) -> None:
@@ -786,39 +882,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             for container in self.ctr("containers", "ls", "-q", timeout=10).split():
                 with contextlib.suppress(ControlPlaneError, subprocess.TimeoutExpired):
                     self.ctr("containers", "delete", container, timeout=10)
-
-    def _kill_shims(self) -> None:
-        """containerd's shims outlive it: kill the ones that serve this node's containerd."""
-        mark = str(self.dir).encode()
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
-                continue
-            try:
-                argv = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"containerd-shim" in argv and mark in argv:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(proc.name), 9)
-
-    def _undo_host_changes(self) -> None:
-        assert self.before is not None
-        before = self.before
-        for point in reversed(_mounts_under(self.dir)):
-            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
-        for ns in {p.name for p in _NETNS_DIR.glob("*")} - before.netns:
-            if ns.startswith("cni-"):
-                subprocess.run(["ip", "netns", "delete", ns], capture_output=True, check=False)
-        if BRIDGE not in before.links and Path(f"/sys/class/net/{BRIDGE}").exists():
-            subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, check=False)
-        _remove_our_chains(before)
-        if "kubepods" not in {c.split("/", 1)[-1] for c in before.cgroups}:
-            for hierarchy in CGROUP_ROOT.iterdir():
-                _remove_cgroup_tree(hierarchy / "kubepods")
-        now = _read_sysctls()
-        for name, value in before.sysctls.items():
-            if now.get(name) != value:
-                _write_sysctl(name, value)
 
 
 def node_control_plane(
