@@ -7,8 +7,9 @@ host state while it runs: kubelet sets sysctls (`vm.overcommit_memory`, `kernel.
 iptables chains and turn on `ip_forward`, kubelet makes a `kubepods` cgroup tree, the CNI
 plugin a bridge. `Node.stop()` always puts all of it back as it found it (`HostState`, read
 before start and again after stop: `Node.leftover` lists any difference), touching only the
-chains, links and cgroups the node made. One node runs on a host at a time (a lock file:
-kubelet's ports 10248/10250 are fixed).
+chains, links and cgroups the node made. A node whose harness was killed before it could
+stop is undone by the next node to start (`STATE_FILE`, `Node.recovered`). One node runs on
+a host at a time (a lock file: kubelet's ports 10248/10250 are fixed).
 
 Everything else lives under one temporary directory: containerd's root, state and socket,
 kubelet's root and Pod logs, the CNI configuration and its address leases. No registry is
@@ -203,11 +204,11 @@ class HostState:
             iptables={f: _rules(f) for f in ("iptables", "ip6tables")},
             links=frozenset(p.name for p in Path("/sys/class/net").iterdir()),
             netns=frozenset(p.name for p in _NETNS_DIR.glob("*")),
-            cgroups=frozenset(
+            cgroups=frozenset(  # v1: the hierarchies' top cgroups; v2: two levels alike
                 str(p.relative_to(CGROUP_ROOT))
-                for hierarchy in CGROUP_ROOT.iterdir()
-                if hierarchy.is_dir()
-                for p in hierarchy.iterdir()
+                for top in CGROUP_ROOT.iterdir()
+                if top.is_dir()
+                for p in (top, *top.iterdir())
                 if p.is_dir()
             ),
         )
@@ -331,6 +332,11 @@ def _kill_cgroup_tree(path: Path) -> None:
                     os.kill(int(pid), 9)
 
 
+def _kubepods_trees() -> list[Path]:
+    """kubelet's cgroup tree in each v1 hierarchy, and in the unified (v2) one."""
+    return [d / "kubepods" for d in (CGROUP_ROOT, *CGROUP_ROOT.iterdir()) if d.is_dir()]
+
+
 def restore_host(before: HostState, directory: Path) -> None:
     """Undo what a node living in `directory` changed on the host since `before`: its shims
     and any container still running, mounts under `directory`, the network namespaces and the
@@ -338,8 +344,8 @@ def restore_host(before: HostState, directory: Path) -> None:
     _kill_shims(directory)
     kubepods = "kubepods" not in {c.split("/", 1)[-1] for c in before.cgroups}
     if kubepods:
-        for hierarchy in CGROUP_ROOT.iterdir():
-            _kill_cgroup_tree(hierarchy / "kubepods")
+        for tree in _kubepods_trees():
+            _kill_cgroup_tree(tree)
     for point in reversed(_mounts_under(directory)):
         subprocess.run(["umount", "-l", point], capture_output=True, check=False)
     for ns in {p.name for p in _NETNS_DIR.glob("*")} - before.netns:
@@ -349,8 +355,8 @@ def restore_host(before: HostState, directory: Path) -> None:
         subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, check=False)
     _remove_our_chains(before)
     if kubepods:
-        for hierarchy in CGROUP_ROOT.iterdir():
-            _remove_cgroup_tree(hierarchy / "kubepods")
+        for tree in _kubepods_trees():
+            _remove_cgroup_tree(tree)
     now = _read_sysctls()
     for name, value in before.sysctls.items():
         if now.get(name) != value:
