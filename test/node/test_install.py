@@ -109,9 +109,8 @@ def lease_holder(cp: ControlPlane) -> str:
 
 def wait_for_leader(cp: ControlPlane, deployment: str, within: float = 180) -> str:
     """The Deployment rolled out: one manager Pod, Ready, holding the Lease. Its name."""
-    cp.kubectl(
-        "rollout", "status", "-n", SYSTEM, f"deployment/{deployment}", f"--timeout={int(within)}s"
-    )
+    # (kubectl itself runs for at most 120 s)
+    cp.kubectl("rollout", "status", "-n", SYSTEM, f"deployment/{deployment}", "--timeout=110s")
     name = ""
 
     def led() -> bool:
@@ -254,7 +253,7 @@ async def kustomize_installed(
     try:
         yield await asyncio.to_thread(wait_for_leader, cp, "okra-controller-manager")
     finally:
-        cp.kubectl("delete", "-k", str(overlay), "--wait=true", "--timeout=180s", check=False)
+        cp.kubectl("delete", "-k", str(overlay), "--wait=true", "--timeout=110s", check=False)
 
 
 def cells_namespace(cp: ControlPlane) -> str:
@@ -267,7 +266,7 @@ def cells_namespace(cp: ControlPlane) -> str:
 async def delete_namespace(cp: ControlPlane, namespace: str) -> None:
     """Delete the test's namespace while the manager still runs (its finalizers), and wait."""
     await asyncio.to_thread(
-        cp.kubectl, "delete", "namespace", namespace, "--wait=true", "--timeout=120s"
+        cp.kubectl, "delete", "namespace", namespace, "--wait=true", "--timeout=110s"
     )
 
 
@@ -365,7 +364,7 @@ async def test_helm_install_gives_a_manager_pod_that_rolls_a_cell(
         ]
         if crds:
             cp.kubectl("delete", *crds, "--wait=true", check=False)
-        cp.kubectl("delete", "namespace", SYSTEM, "--wait=true", "--timeout=120s", check=False)
+        cp.kubectl("delete", "namespace", SYSTEM, "--wait=true", "--timeout=110s", check=False)
 
 
 def check(name: str, script: str) -> dict[str, Any]:

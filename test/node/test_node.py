@@ -29,7 +29,7 @@ def _apply(cp: ControlPlane, namespace: str, *objects: dict[str, object]) -> Non
     )
 
 
-def _wait(cp: ControlPlane, namespace: str, what: str, condition: str, timeout: int = 120) -> None:
+def _wait(cp: ControlPlane, namespace: str, what: str, condition: str, timeout: int = 110) -> None:
     cp.kubectl("wait", "-n", namespace, what, f"--for={condition}", f"--timeout={timeout}s")
 
 
@@ -152,7 +152,7 @@ node.start()
 node.import_image(busybox_archive(node.dir / "busybox.tar"))
 cp.kubectl("run", "sleeper", "--image={BUSYBOX_IMAGE}", "--image-pull-policy=Never",
            "--", "sleep", "3600")
-cp.kubectl("wait", "pod/sleeper", "--for=condition=Ready", "--timeout=120s")
+cp.kubectl("wait", "pod/sleeper", "--for=condition=Ready", "--timeout=110s")
 print("running", flush=True)
 time.sleep(3600)
 """
