@@ -56,26 +56,36 @@ def argo(control_plane: ControlPlane, namespace: str) -> Iterator[ArgoCD]:
         yield a
 
 
-def application_set(a: ArgoCD, namespace: str) -> dict[str, Any]:
+def application_set(
+    a: ArgoCD,
+    namespace: str,
+    name: str = "web",
+    selector: dict[str, str] = APP_LABEL,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """ApplicationSet `name`: the git repository's directory `name` onto every cluster Secret
+    with the `selector` labels, as Applications `<name>-<cluster>` in `namespace` there;
+    `labels` on the ApplicationSet and its Applications."""
     assert a.git is not None
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "ApplicationSet",
-        "metadata": {"name": "web", "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
-            "generators": [{"clusters": {"selector": {"matchLabels": APP_LABEL}}}],
+            "generators": [{"clusters": {"selector": {"matchLabels": selector}}}],
             "template": {
                 "metadata": {
-                    "name": "web-{{.name}}",
+                    "name": f"{name}-{{{{.name}}}}",
+                    "labels": dict(labels or {}),
                     # Background deletion: the workload planes run no garbage collector, which
                     # foreground deletion (the plain finalizer) waits for.
                     "finalizers": ["resources-finalizer.argocd.argoproj.io/background"],
                 },
                 "spec": {
                     "project": "default",
-                    "source": {"repoURL": a.git.url, "path": "web", "targetRevision": "main"},
+                    "source": {"repoURL": a.git.url, "path": name, "targetRevision": "main"},
                     "destination": {"server": "{{.server}}", "namespace": namespace},
                     "syncPolicy": {
                         "automated": {"prune": True, "selfHeal": True},
