@@ -449,7 +449,8 @@ async def test_seed_002_system_cell_migrates_web_api_and_backgroundjobs(
             assert len(runner.started) == prechecks + 1
             jobs = (await rt_client.list(JOB, ns)).items
             assert len(jobs) == 2
-            assert okra.error_lines() == [], okra.last_lines()
+        # nothing went wrong, its shutdown included (the clusters' connections closed)
+        assert okra.error_lines() == [], okra.last_lines()
         policy = iampolicy.load()
         actions = eks.proxy.actions()
         denied = sorted({a for a in actions if not iampolicy.operation_allowed(policy, a)})

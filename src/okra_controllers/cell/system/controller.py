@@ -404,3 +404,4 @@ def setup(mgr: Manager, s: Settings) -> None:
     if s.argocd:
         builder = builder.watches(APPLICATION, systems_in)
     builder.complete(rec)
+    mgr.add_closer("system-cell-connections", rec.connections.close)
