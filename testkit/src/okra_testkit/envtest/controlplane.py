@@ -338,11 +338,8 @@ class ControlPlane(Processes):
 
     def _start_controller_manager(self) -> None:
         assert self._bins is not None
-        bins = self._bins
-        kubeconfig = self.kubeconfig(ADMIN)
-
         if self.node_address:
-            controllers = [
+            args = [
                 "--controllers",
                 "*",
                 "--service-account-private-key-file",
@@ -353,40 +350,32 @@ class ControlPlane(Processes):
                 SERVICE_CIDR,
             ]
         else:
-            controllers = [
+            args = [
                 "--controllers",
                 "garbagecollector,namespace,clusterrole-aggregation-controller",
             ]
-        argv = [
-            str(bins.kube_controller_manager),
-            "--kubeconfig",
-            str(kubeconfig),
-            *controllers,
-            "--leader-elect=false",
-            "--secure-port",
-            "0",
-            "--v",
-            "1",
-        ]
-        # It serves nothing we could poll; "ready" means it stayed up for a moment.
-        proc = Process("kube-controller-manager", argv, self.dir / "kube-controller-manager.log")
-        proc.start()
-        self._procs.append(proc)
+        self._start_client("kube-controller-manager", self._bins.kube_controller_manager, args)
 
     def _start_scheduler(self) -> None:
         if self.scheduler is None:
             raise ControlPlaneError("a plane with a node_address needs the kube-scheduler path")
+        self._start_client("kube-scheduler", self.scheduler, [])
+
+    def _start_client(self, name: str, binary: str | os.PathLike[str], args: Sequence[str]) -> None:
+        """A component that reaches kube-apiserver as admin, alone (no leader election), and
+        serves nothing we could poll: "ready" means it stayed up for a moment."""
         argv = [
-            str(self.scheduler),
+            str(binary),
             "--kubeconfig",
             str(self.kubeconfig(ADMIN)),
+            *args,
             "--leader-elect=false",
             "--secure-port",
             "0",
             "--v",
             "1",
         ]
-        proc = Process("kube-scheduler", argv, self.dir / "kube-scheduler.log")
+        proc = Process(name, argv, self.dir / f"{name}.log")
         proc.start()
         self._procs.append(proc)
 
