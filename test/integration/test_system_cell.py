@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from integration.test_cli import okra as okra_cli
 from okra_controllers.albconfig.controller import setup as setup_albconfigs
 from okra_controllers.analysis.check_controller import setup as setup_checks
 from okra_controllers.cell.controller import setup as setup_cells
@@ -71,7 +72,12 @@ class System:
             if r["Priority"] == str(priority):
                 tgs = r["Actions"][0]["ForwardConfig"]["TargetGroups"]
                 return {names.get(t["TargetGroupArn"], "?"): t["Weight"] for t in tgs}
-        return {}
+        # none there: say which priorities the listener has (a failed comparison shows it)
+        return {f"no rule at {priority}; rules at {sorted(r['Priority'] for r in rules)}": 0}
+
+    async def set_clusters(self, clusters: list[dict[str, Any]]) -> None:
+        """Edit the system's spec.clusters, as a person does (a merge patch)."""
+        await self.c.patch(CELL, "sys", {"spec": {"clusters": clusters}}, namespace=self.ns)
 
     async def debug(self) -> dict[str, Any]:
         """What to show when a wait fails: the status, the target groups, the Events."""
@@ -120,26 +126,56 @@ def application(
     }
 
 
+class Okra:
+    """The controllers in an in-process Manager that can be killed at any moment (its task
+    cancelled: nothing is flushed or handed over) and started again, as a SIGKILLed
+    okra-manager is."""
+
+    def __init__(self, rt_client: Client, namespace: str, aws: Any) -> None:
+        self.c, self.ns, self.aws = rt_client, namespace, aws
+        self.task: asyncio.Task[None] | None = None
+        self.mgr: Manager | None = None
+
+    def start(self) -> None:
+        settings = Settings(
+            namespace=self.ns,
+            okra_namespace=self.ns,
+            aws=self.aws,
+            concurrency=2,
+            cluster_poll_interval=1.0,
+        )
+        self.mgr = Manager(
+            self.c, ManagerOptions(namespace=self.ns, metrics_address=None, probe_address=None)
+        )
+        for setup in (setup_system_cells, setup_cells, setup_albconfigs, setup_checks):
+            setup(self.mgr, settings)
+        self.task = asyncio.create_task(self.mgr.start())
+
+    async def kill(self) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self.task
+        self.task = None
+
+    async def restart(self) -> None:
+        await self.kill()
+        self.start()
+
+    async def stop(self) -> None:
+        if self.task is not None and self.mgr is not None:
+            self.mgr.stop()
+            await asyncio.wait_for(self.task, 30)
+
+
 @contextlib.asynccontextmanager
-async def manager(rt_client: Client, namespace: str, aws: Any) -> AsyncIterator[None]:
-    settings = Settings(
-        namespace=namespace,
-        okra_namespace=namespace,
-        aws=aws,
-        concurrency=2,
-        cluster_poll_interval=1.0,
-    )
-    mgr = Manager(
-        rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
-    )
-    for setup in (setup_system_cells, setup_cells, setup_albconfigs, setup_checks):
-        setup(mgr, settings)
-    task = asyncio.create_task(mgr.start())
+async def running(rt_client: Client, namespace: str, aws: Any) -> AsyncIterator[Okra]:
+    okra = Okra(rt_client, namespace, aws)
+    okra.start()
     try:
-        yield
+        yield okra
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await okra.stop()
 
 
 @pytest.fixture
@@ -177,7 +213,7 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
             "spec": {"clusters": v1, "applications": apps},
         }
         await rt_client.create(cell)
-        async with manager(rt_client, namespace, eks.config):
+        async with running(rt_client, namespace, eks.config) as okra:
 
             async def completed() -> bool:
                 return (await s.status()).get("phase") == "Completed"
@@ -189,9 +225,7 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
             # A new web pair; the second cluster is not in EKS yet.
             web_1_v2 = await s.cluster("web-1-v2", "web")
             late = await s.cluster("web-2-v2", "web", eks=False)
-            fresh = await rt_client.get(CELL, "sys", namespace)
-            fresh["spec"]["clusters"] = [web_1_v2, late, v1[2]]
-            await rt_client.update(fresh)
+            await s.set_clusters([web_1_v2, late, v1[2]])
 
             async def pending() -> bool:
                 st = await s.status()
@@ -201,8 +235,13 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
             st = await s.status()
             assert "web-2-v2: not found in EKS" in st["message"]
             assert [c["name"] for c in st["clusters"] if not c["ready"]] == ["web-2-v2"]
+            since = next(c["waitingSince"] for c in st["clusters"] if c["name"] == "web-2-v2")
+            await okra.restart()  # killed while Pending: resumes Pending, the same wait
             await asyncio.sleep(2)  # two more looks at EKS: still nothing moves
             assert await s.weights(alb.listener_arn, 10) == {"web-1-v1": 50, "web-2-v1": 50}
+            st = await s.status()
+            assert st["phase"] == "Pending"
+            assert [c["waitingSince"] for c in st["clusters"] if not c["ready"]] == [since]
 
             # It arrives: web walks to the new pair in steps of 50, api stays.
             await s.arrives("web-2-v2", "web")
@@ -213,10 +252,14 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
                 share = sum(v for k, v in w.items() if k.endswith("-v2"))
                 if not seen or seen[-1] != share:
                     seen.append(share)
+                    if share == 50:  # killed mid-walk: resumes at the same step
+                        await okra.restart()
                 return share == 100 and (await s.status()).get("phase") == "Completed"
 
             assert await eventually(walked, within=120, interval=0.05), (seen, await s.debug())
-            assert seen == [0, 50, 100]
+            assert seen == [0, 50, 100]  # never backwards, across the restarts
+            started = [e for e in (await s.debug())["events"] if e.startswith("MigrationStarted")]
+            assert len(started) == 3, started  # web v1, api v1, web v2: each once
             # each step waited for a run of the check on both new clusters
             assert {"web-1-v2", "web-2-v2"} <= set(rates.queries)
             assert await s.weights(alb.listener_arn, 11) == {"api-v1": 100}
@@ -225,3 +268,89 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
             assert (apps_st["web"]["phase"], apps_st["web"]["version"]) == ("Synced", "v2")
             assert apps_st["web"]["serving"] == ["web-1-v2", "web-2-v2"]
             assert (apps_st["api"]["phase"], apps_st["api"]["version"]) == ("Synced", "v1")
+
+            # `okra get cell` shows the system as a tree
+            code, out, err = await okra_cli(control_plane, namespace, "get", "cell", "sys")
+            assert code == 0, err
+            assert "Cell sys (a system: 3 clusters, 2 applications)" in out
+            assert "  web-1-v2  ready" in out
+            assert "  web  Synced  (Cell sys-web)" in out
+            assert "    └─ v2 serving: web-1-v2 (50%), web-2-v2 (50%)" in out
+            assert "    └─ v1 serving: api-v1 (100%)" in out
+
+
+async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_back(
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    workload_plane: ControlPlane,
+    moto: MotoServer,
+    rates: ErrorRates,
+) -> None:
+    """`failurePolicy: Rollback` with a delay: the application says it waits, a manager
+    killed during the wait resumes the same wait (the time is in the status), then web's
+    traffic goes back to the pair that served it; api is not touched."""
+    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+    async with LocalEks(moto) as eks:
+        network = await Seeder(eks.config).network()
+        alb = await Seeder(eks.config).alb(f"sys-{namespace[-8:]}", network)
+        s = System(rt_client, namespace, eks, workload_plane, network)
+        v1 = [await s.cluster(n, r) for n, r in (("a-1", "web"), ("a-2", "web"), ("api", "api"))]
+        web = application("web", "web", alb.listener_arn, 10, 50, rates.url)
+        web["failurePolicy"] = {"type": "Rollback", "delaySeconds": 4}
+        apps = [web, application("api", "api", alb.listener_arn, 11, 100)]
+        await rt_client.create(
+            {
+                "apiVersion": "okra.mumo.co/v1alpha1",
+                "kind": "Cell",
+                "metadata": {"name": "sys", "namespace": namespace},
+                "spec": {"clusters": v1, "applications": apps},
+            }
+        )
+        async with running(rt_client, namespace, eks.config) as okra:
+
+            async def completed() -> bool:
+                return (await s.status()).get("phase") == "Completed"
+
+            assert await eventually(completed, within=90), await s.debug()
+            rates.values["b-1"] = 0.5  # above max 0.1: the new pair's first cluster fails
+            v2 = [await s.cluster("b-1", "web"), await s.cluster("b-2", "web"), v1[2]]
+            await s.set_clusters(v2)
+
+            async def web_app() -> dict[str, Any]:
+                st = await s.status()
+                return next((a for a in st.get("applications") or [] if a["name"] == "web"), {})
+
+            async def waiting() -> bool:
+                return (await web_app()).get("phase") == "CheckFailed"
+
+            assert await eventually(waiting, within=60), await s.debug()
+            app = await web_app()
+            assert "check sys-web-errors-b-1 failed" in app["message"]
+            assert "Waiting 4 seconds before starting a rollback" in app["message"]
+            assert await s.weights(alb.listener_arn, 10) == {
+                "a-1": 25,
+                "a-2": 25,
+                "b-1": 25,
+                "b-2": 25,
+            }
+            rollback_at = app["rollbackAt"]
+            await okra.restart()
+
+            async def reverted() -> bool:
+                return (await web_app()).get("phase") == "Reverted"
+
+            assert await eventually(reverted, within=60), await s.debug()
+            assert (await web_app())["rollbackAt"] == rollback_at  # the same wait, not a new one
+            assert await s.weights(alb.listener_arn, 10) == {"a-1": 50, "a-2": 50}
+            st = await s.status()
+            assert st["phase"] == "Failed"
+            api = next(a for a in st["applications"] if a["name"] == "api")
+            assert api["phase"] == "Synced"
+            assert await s.weights(alb.listener_arn, 11) == {"api": 100}
+            said = [
+                e
+                for e in (await s.debug())["events"]
+                if e.startswith("CheckFailed: application web")  # the system Cell's, not a Check's
+            ]
+            assert len(said) == 1, said

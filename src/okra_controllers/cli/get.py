@@ -33,6 +33,7 @@ from okra_controllers.cell.observe import (
     config_gvk,
     config_kind,
 )
+from okra_controllers.cell.system.names import SYSTEM_LABEL
 from okra_controllers.cli.kube import Context, get_or_none, on_interrupt, reading, synced
 from okra_controllers.cli.render import (
     ARGOCD_SECRET_TYPE,
@@ -42,6 +43,7 @@ from okra_controllers.cli.render import (
     render_clusters,
     render_target_groups,
 )
+from okra_controllers.cli.system import is_system, render_system_cell
 from okra_controllers.cli.view import (
     CellView,
     Obj,
@@ -97,10 +99,44 @@ def frame(view: CellView, output: str | None, color: bool) -> str:
 
 
 async def cmd_get_cell(ctx: Context, args: argparse.Namespace) -> int:
+    cell = await get_cell(ctx.client, args.name, ctx.namespace)
+    if is_system(cell):
+        return await get_system_cell(ctx, args)
     if args.watch:
         return await watch_cell(ctx, args.name, args.output)
     view = await fetch_view(ctx.client, args.name, ctx.namespace)
     ctx.out.write(frame(view, args.output, ctx.color))
+    return 0
+
+
+async def get_system_cell(ctx: Context, args: argparse.Namespace) -> int:
+    """A system Cell as a tree (or, with `-o json|yaml`, with its applications' Cells);
+    with `--watch`, a new frame whenever it or one of them changes."""
+    name, ns = args.name, ctx.namespace
+
+    def text(cells: list[Obj]) -> str:
+        cell = next((c for c in cells if c["metadata"]["name"] == name), None)
+        if cell is None:
+            return f"cell {name} not found in namespace {ns}; waiting for it\n"
+        children = [
+            c for c in cells if (c["metadata"].get("labels") or {}).get(SYSTEM_LABEL) == name
+        ]
+        if args.output in ("json", "yaml"):
+            return dump(
+                {"cell": strip(cell), "applications": [strip(c) for c in children]}, args.output
+            )
+        return render_system_cell(cell, children, now())
+
+    if args.watch:
+        informer = Informer(ctx.client, CELL, reading(ns))
+
+        def view() -> tuple[Hashable, str]:
+            cells = informer.store.list()
+            key = tuple(sorted(_version_key(c) for c in cells))
+            return key, text(cells)
+
+        return await follow(ctx, [informer], view, json_frames=args.output == "json")
+    ctx.out.write(text((await ctx.client.list(CELL, ns)).items))
     return 0
 
 

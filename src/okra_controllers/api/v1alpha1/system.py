@@ -37,8 +37,9 @@ class SystemCluster(ApiModel):
     that application's Argo CD Applications on it are Synced and Healthy)."""
 
     name: str = Field(min_length=1, max_length=100, pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
-    eks: EKSClusterRef | None = None
-    """Where to find it in EKS (`eks: {}`: the EKS cluster of the same name)."""
+    eks: EKSClusterRef | None = Field(default=None, json_schema_extra={"nullable": True})
+    """Where to find it in EKS (`eks: {}`, or `eks:` with nothing under it as seed 002
+    writes it: the EKS cluster of the same name)."""
     require_ready: bool = True
     """Wait for this cluster before any application migrates (the default). False: it is
     waited for `readyTimeout` at most (not at all without one), then left out."""
