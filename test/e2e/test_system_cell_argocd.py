@@ -27,7 +27,8 @@ What the test fills in the fixture (its `...` placeholders), and its only other 
 - The `dd` checks: `query` is a Datadog query over the same `{{.Vars...}}` the sketch names,
   and `analysis.provider: {datadog: {}}` is added (the sketch gives a query and no provider;
   the Datadog address and keys are in the `datadog` Secret of okra's namespace, as for any
-  Datadog analysis). Their interval is the default (10s).
+  Datadog analysis), and `interval: 1s` (the default, 10s, would make web's ten steps
+  last over a minute and a half).
 - The precheck `run-test`: `image` is a name, `command` runs this Python, `args` a script that
   prints a line and exits 0.
 - web's `alb.forwardConfig.targetGroup.arn: ...`: the sketch says beside it that `arn` does not
@@ -188,6 +189,7 @@ def seed_cell(namespace: str, listener: str, tgs: dict[str, str]) -> dict[str, A
                 "{{.Vars.albListenerARN}},target_group:{{.Vars.targetGroupARN}}}.as_rate()"
             )
             check["analysis"]["provider"] = {"datadog": {}}
+            check["analysis"]["interval"] = "1s"
     job = apps["backgroundjobs"]["prechecks"][0]["job"]["template"]["spec"]
     assert job == {"image": "...", "command": "...", "args": "..."}
     job.update(image="registry.example.com/run-test:1", command=[sys.executable, "-c"])
