@@ -497,3 +497,45 @@ def test_the_system_cells_pause_annotation_holds_every_application() -> None:
     w.paused = False
     w.run(10)
     assert w.weights("web") == {"sys-web-web-1-v2": 50, "sys-web-web-2-v2": 50}
+
+
+def job(name: str) -> dict[str, Any]:
+    return {"name": name, "job": {"template": {"spec": {"image": "busybox", "command": ["true"]}}}}
+
+
+def test_a_failed_precheck_with_rollback_says_it_waits_then_that_application_goes_back() -> None:
+    web = app("web", "web", 50, prechecks=[job("run-test")])
+    web["failurePolicy"] = {"type": "Rollback", "delaySeconds": 3}
+    w = rolled_out([web, app("api", "api", 100)])
+    w.children["web"].job_outcome = lambda name: ("Failed", "exit code 1")
+    api = [*V2[:2], cluster("api-v2", "api")]
+    w.up("api-v2", "api")
+    w.spec = system(api, [web, app("api", "api", 100)])
+    w.run(15)
+    said = [
+        a.message
+        for p in w.history
+        for a in p.status.applications or []
+        if a.name == "web" and a.phase == "PrecheckFailed"
+    ]
+    assert said
+    assert "precheck run-test failed" in said[0]
+    assert "Waiting 3 seconds before starting a rollback" in said[0]
+    # no traffic ever moved to the new pair, and the version is blocked: web stays on v1
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+    assert "v2" in w.children["web"].blocked
+    assert w.app("api").phase == "Synced"
+    assert w.weights("api") == {"sys-api-api-v2": 100}
+    assert w.status.phase == "Failed"
+
+
+def test_a_failed_precheck_with_stop_stays_and_blocks_nothing() -> None:
+    web = app("web", "web", 50, prechecks=[job("run-test")])
+    web["failurePolicy"] = {"type": "Stop"}
+    w = rolled_out([web])
+    w.children["web"].job_outcome = lambda name: ("Failed", "exit code 1")
+    w.run(15)
+    assert w.app("web").phase == "PrecheckFailed"
+    assert "failurePolicy Stop" in w.app("web").message
+    assert not w.children["web"].blocked
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
