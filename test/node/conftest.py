@@ -1,7 +1,7 @@
 """The node suite (`make test-node`): a real node (containerd, runc, the bridge CNI, kubelet,
 kube-proxy; `okra_testkit.node`) joined to a control plane that runs kube-scheduler and every
 controller. Root only, and not part of `make test`: the node changes host state while it
-runs (restored after, which the last test checks) and one runs per host.
+runs (restored after, which the last two tests check) and one runs per host.
 
 Here `control_plane` is that plane (so `rt_client`, `namespace` and the rest reach it), and
 `moto` listens on the node's address, where Pods reach it. Skipped, saying why, where no node
@@ -11,6 +11,7 @@ can run (not root, containerd or the node's binaries missing).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,6 +95,10 @@ def moto(node_world: NodeWorld) -> Iterator[MotoServer]:
 @pytest.fixture(scope="session")
 def manager_image(node: Node, tmp_path_factory: pytest.TempPathFactory) -> str:
     """okra-manager's image (`$OKRA_IMAGE`, else built by `hack/image.sh`), in the node."""
+    if shutil.which("buildah") is None:
+        pytest.skip(
+            "okra-manager's image is built and exported with buildah (apt-get install buildah mmdebstrap)"
+        )
     image = (
         os.environ.get("OKRA_IMAGE")
         or subprocess.run(
