@@ -97,7 +97,8 @@ def manager_image(node: Node, tmp_path_factory: pytest.TempPathFactory) -> str:
     """okra-manager's image (`$OKRA_IMAGE`, else built by `hack/image.sh`), in the node."""
     if shutil.which("buildah") is None:
         pytest.skip(
-            "okra-manager's image is built and exported with buildah (apt-get install buildah mmdebstrap)"
+            "okra-manager's image is built and exported with buildah"
+            " (apt-get install buildah mmdebstrap)"
         )
     image = (
         os.environ.get("OKRA_IMAGE")
