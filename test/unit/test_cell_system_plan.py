@@ -539,3 +539,30 @@ def test_a_failed_precheck_with_stop_stays_and_blocks_nothing() -> None:
     assert "failurePolicy Stop" in w.app("web").message
     assert not w.children["web"].blocked
     assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+
+
+def test_target_groups_from_the_clusters_target_group_bindings() -> None:
+    web = app("web", "web", 50)
+    web["alb"]["forwardConfig"]["targetGroup"] = {"targetgroupBindingSelector": "svc=web"}
+    w = SystemWorld(system(V1[:2], [web]))
+    w.tick()
+    assert "TargetGroupBindings of cluster web-1-v1 are not read yet" in w.app("web").message
+    for n in ("web-1-v1", "web-2-v1"):
+        w.eks[n] = dataclasses.replace(
+            w.eks[n],
+            bindings=(({"svc": "web"}, tg_arn(f"tgb-{n}")), ({"svc": "api"}, tg_arn("other"))),
+        )
+    w.run(6)
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+    assert {t["spec"]["arn"] for t in w.objects["tgs"]} == {
+        tg_arn("tgb-web-1-v1"),
+        tg_arn("tgb-web-2-v1"),
+    }
+    two = (({"svc": "web"}, tg_arn("a")), ({"svc": "web"}, tg_arn("b")))
+    o = dataclasses.replace(
+        w.observed(),
+        spec=system([*V1[:2], cluster("web-3", "web")], [web]),
+        clusters={**w.eks, "web-3": ClusterSeen("ACTIVE", {"role": "web"}, True, bindings=two)},
+    )
+    web_st = next(a for a in plan(o).status.applications or [] if a.name == "web")
+    assert "selected by 'svc=web' name 2 target groups" in web_st.message

@@ -108,8 +108,8 @@ class TargetGroupRef(ApiModel):
     arn_from_label: str | None = Field(default=None, min_length=1)
     """The cluster entry's label holding its target group's ARN."""
     targetgroup_binding_selector: str | None = Field(default=None, min_length=1)
-    """A label selector (`svc=web`) of TargetGroupBindings in each cluster: their
-    target group is the cluster's (not read yet: the Cell reports it)."""
+    """A label selector (`svc=web`) of TargetGroupBindings in each cluster (read through
+    its Argo CD Secret or EKS): the one target group they name is the cluster's."""
 
 
 class ForwardConfig(ListenerRule):

@@ -16,6 +16,7 @@ from okra_controllers.api.v1alpha1.system import (
 )
 from okra_controllers.cell.plan.model import Event
 from okra_controllers.cell.system.model import ClusterSeen, SystemObserved
+from okra_runtime.labels import parse_selector
 
 
 @dataclass
@@ -145,30 +146,56 @@ def select(
 
 
 def target_group_arns(
-    app: SystemApplication, clusters: list[SystemCluster]
+    app: SystemApplication, clusters: list[SystemCluster], o: SystemObserved
 ) -> tuple[dict[str, str], str]:
     """Cluster name -> its target group's ARN for `app`'s listener rule; or a problem."""
     if app.alb is None:
         return {}, ""
+    if app.alb.forward_config.target_group.arn is not None and len(clusters) != 1:
+        return {}, (
+            f"alb.forwardConfig.targetGroup.arn names one target group, but "
+            f"{len(clusters)} clusters serve the application: use arnFromLabel or "
+            "targetgroupBindingSelector"
+        )
+    out = {}
+    for c in clusters:
+        arn, problem = arn_for(app, c, o)
+        if problem:
+            return {}, problem
+        out[c.name] = arn
+    return out, ""
+
+
+def arn_for(app: SystemApplication, c: SystemCluster | None, o: SystemObserved) -> tuple[str, str]:
+    """The target group of cluster `c` for `app`: the fixed `arn`, the ARN in the cluster
+    entry's label `arnFromLabel`, or that of the one TargetGroupBinding in the cluster that
+    `targetgroupBindingSelector` selects. ("", problem) when there is none."""
+    if app.alb is None or c is None:
+        return "", "no such cluster"
     ref = app.alb.forward_config.target_group
     if ref.arn is not None:
-        if len(clusters) != 1:
-            return {}, (
-                f"alb.forwardConfig.targetGroup.arn names one target group, but "
-                f"{len(clusters)} clusters serve the application: use arnFromLabel"
-            )
-        return {clusters[0].name: ref.arn}, ""
+        return ref.arn, ""
     if ref.arn_from_label is not None:
-        out = {}
-        for c in clusters:
-            arn = c.labels.get(ref.arn_from_label, "")
-            if not arn.startswith("arn:"):
-                return {}, (
-                    f"cluster {c.name} has no target group ARN in its label {ref.arn_from_label!r}"
-                )
-            out[c.name] = arn
-        return out, ""
-    return {}, (
-        "alb.forwardConfig.targetGroup.targetgroupBindingSelector is not read yet: "
-        "give each cluster's target group with arnFromLabel"
-    )
+        arn = c.labels.get(ref.arn_from_label, "")
+        if not arn.startswith("arn:"):
+            return (
+                "",
+                f"cluster {c.name} has no target group ARN in its label {ref.arn_from_label!r}",
+            )
+        return arn, ""
+    selector_text = ref.targetgroup_binding_selector or ""
+    try:
+        selector = parse_selector(selector_text)
+    except ValueError as e:
+        return "", f"targetgroupBindingSelector {selector_text!r}: {e}"
+    seen = o.clusters.get(c.name) or ClusterSeen()
+    if seen.bindings is None:
+        return "", f"the TargetGroupBindings of cluster {c.name} are not read yet"
+    arns = sorted({arn for labels, arn in seen.bindings if selector.matches(labels) and arn})
+    if len(arns) != 1:
+        found = "none" if not arns else f"{len(arns)} target groups ({', '.join(arns)})"
+        return "", (
+            f"the TargetGroupBindings of cluster {c.name} selected by {selector_text!r} "
+            f"name {found}: exactly one is needed"
+        )
+    return arns[0], ""

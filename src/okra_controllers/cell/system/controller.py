@@ -51,7 +51,7 @@ from okra_controllers.clusters.connect import (
 from okra_controllers.settings import Settings
 from okra_runtime.cache import Store
 from okra_runtime.client import Client
-from okra_runtime.errors import ApiError, ConflictError, NotFoundError
+from okra_runtime.errors import ApiError, ConflictError, NoKindMatchError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.manager import Manager
@@ -60,6 +60,8 @@ from okra_runtime.timeutil import parse_time, utcnow
 
 FIELD_MANAGER = "okra-system-cell-controller"
 REACH_TIMEOUT = 5.0
+TARGET_GROUP_BINDING = GVK("elbv2.k8s.aws", "v1beta1", "TargetGroupBinding")
+Bindings = tuple[tuple[dict[str, str], str], ...]
 log = structlog.get_logger("okra.system")
 
 
@@ -166,6 +168,10 @@ class SystemReconciler:
         except AwsReadError as e:
             return {c.name: ClusterSeen(problem=f"EKS: {e}") for c in entries}
         eks = {c.name: c for c in found.clusters}
+        wants_bindings = any(
+            a.alb is not None and a.alb.forward_config.target_group.targetgroup_binding_selector
+            for a in cell.spec.applications or []
+        )
 
         async def one(entry_name: str, eks_name: str) -> tuple[str, ClusterSeen]:
             c = eks.get(eks_name)
@@ -174,21 +180,26 @@ class SystemReconciler:
             if c is None:
                 problem = "EKS DescribeCluster failed" if eks_name in found.unknown else ""
                 return entry_name, ClusterSeen(problem=problem, secret=secret_name)
-            reachable, problem = (False, "")
+            reachable, problem, bindings = False, "", None
             if c.status == "ACTIVE":
-                reachable, problem = await self._reach(c, secret)
+                reachable, problem, bindings = await self._reach(c, secret, wants_bindings)
             return entry_name, ClusterSeen(
                 eks_status=c.status,
                 tags=dict(c.tags),
                 reachable=reachable,
                 problem=problem,
                 secret=secret_name,
+                bindings=bindings,
             )
 
         pairs = await asyncio.gather(*(one(e.name, e.eks_name) for e in entries))
         return dict(pairs)
 
-    async def _reach(self, c: EksCluster, secret: Obj | None) -> tuple[bool, str]:
+    async def _reach(
+        self, c: EksCluster, secret: Obj | None, wants_bindings: bool
+    ) -> tuple[bool, str, Bindings | None]:
+        """Whether the cluster's API server answers, why not, and (if asked) its
+        TargetGroupBindings' labels and target groups."""
         try:
             if secret is not None:
                 client = await self.connections.client_for(secret)
@@ -201,12 +212,31 @@ class SystemReconciler:
                 client = await self.connections.client_for_cluster(f"eks:{c.name}", version, direct)
             await asyncio.wait_for(client.request("GET", "/version"), REACH_TIMEOUT)
         except TimeoutError:
-            return False, f"no answer in {REACH_TIMEOUT:g}s"
+            return False, f"no answer in {REACH_TIMEOUT:g}s", None
         except binascii.Error:
-            return False, "EKS CA data is not base64"
+            return False, "EKS CA data is not base64", None
         except Exception as e:  # one cluster's failure must not stop the others
-            return False, f"{type(e).__name__}: {str(e)[:300]}"
-        return True, ""
+            return False, f"{type(e).__name__}: {str(e)[:300]}", None
+        if not wants_bindings:
+            return True, "", None
+        try:
+            items = await asyncio.wait_for(client.list(TARGET_GROUP_BINDING), REACH_TIMEOUT)
+        except NoKindMatchError:
+            return True, "", ()  # no TargetGroupBinding kind there: none
+        except Exception as e:  # reported by the application that needs them
+            log.info("TargetGroupBindings not read", cluster=c.name, error=str(e)[:300])
+            return True, "", None
+        return (
+            True,
+            "",
+            tuple(
+                (
+                    dict(b["metadata"].get("labels") or {}),
+                    str((b.get("spec") or {}).get("targetGroupARN") or ""),
+                )
+                for b in items.items
+            ),
+        )
 
     # -- act -------------------------------------------------------------------
 

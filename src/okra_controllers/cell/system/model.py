@@ -24,6 +24,9 @@ class ClusterSeen:
     problem: str = ""  # why it is not reachable (or what EKS said)
     secret: str | None = None  # its Argo CD cluster Secret in the Cell's namespace
     server: str = ""  # the Secret's server URL
+    bindings: tuple[tuple[Mapping[str, str], str], ...] | None = None
+    """Its TargetGroupBindings' (labels, target group ARN), read when an application selects
+    its target group by them; None: not read."""
 
 
 @dataclass(frozen=True)

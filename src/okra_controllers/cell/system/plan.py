@@ -42,6 +42,7 @@ from okra_controllers.cell.system.children import (
 )
 from okra_controllers.cell.system.clusters import (
     Readiness,
+    arn_for,
     readiness,
     select,
     target_group_arns,
@@ -138,7 +139,7 @@ def _app(
         a.serving_version, a.serving = a.version, list(a.clusters)
         a.rollback_at = None
     clusters, problem = select(app, o, ready.left_out)
-    arns, arn_problem = target_group_arns(app, clusters) if not problem else ({}, "")
+    arns, arn_problem = target_group_arns(app, clusters, o) if not problem else ({}, "")
     problem = problem or arn_problem
     want = [c.name for c in clusters]
     if not problem and want != a.clusters:
@@ -347,7 +348,7 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
         for n in names:
             c = by_name.get(n)
             if app.alb is not None:
-                arn = _arn_of(app, c)
+                arn, _ = arn_for(app, c, o)
                 if arn:
                     p.target_groups.append(target_group(o, app.name, n, arn, version))
                 else:  # no longer in spec.clusters: the object keeps what it says
@@ -357,18 +358,6 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
                 wanted_secrets[secret] = version
     if app.argocd is not None:
         _secret_labels(o, p, app, wanted_secrets, {a.version, a.serving_version} - {""})
-
-
-def _arn_of(app: SystemApplication, c: SystemCluster | None) -> str:
-    if c is None or app.alb is None:
-        return ""
-    ref = app.alb.forward_config.target_group
-    if ref.arn is not None:
-        return ref.arn
-    if ref.arn_from_label is not None:
-        arn = c.labels.get(ref.arn_from_label, "")
-        return arn if arn.startswith("arn:") else ""
-    return ""
 
 
 def _secret_labels(
