@@ -31,7 +31,7 @@ from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
 from okra_testkit.localeks import LocalEks
-from okra_testkit.seed import Network, Seeder
+from okra_testkit.seed import LoadBalancer, Network, Seeder
 from support import ErrorRates, eventually, serve_error_rates
 
 REPO = Path(__file__).resolve().parents[2]
@@ -184,173 +184,176 @@ async def rates() -> AsyncIterator[ErrorRates]:
         yield r
 
 
-async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_api(
+@pytest.fixture
+async def world(
     rt_client: Client,
     namespace: str,
     control_plane: ControlPlane,
     workload_plane: ControlPlane,
     moto: MotoServer,
-    rates: ErrorRates,
-) -> None:
+) -> AsyncIterator[tuple[System, LoadBalancer]]:
+    """EKS in moto through the local-EKS proxy, a network and an ALB; the clusters' Argo CD
+    Secrets point at the shared workload plane."""
     control_plane.install_crds([REPO / "config" / "crd" / "bases"])
     async with LocalEks(moto) as eks:
         network = await Seeder(eks.config).network()
         alb = await Seeder(eks.config).alb(f"sys-{namespace[-8:]}", network)
-        s = System(rt_client, namespace, eks, workload_plane, network)
-        v1 = [
-            await s.cluster("web-1-v1", "web"),
-            await s.cluster("web-2-v1", "web"),
-            await s.cluster("api-v1", "api"),
-        ]
-        apps = [
-            application("web", "web", alb.listener_arn, 10, 50, rates.url),
-            application("api", "api", alb.listener_arn, 11, 100),
-        ]
-        cell = {
+        yield System(rt_client, namespace, eks, workload_plane, network), alb
+
+
+async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_api(
+    world: tuple[System, LoadBalancer],
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    rates: ErrorRates,
+) -> None:
+    s, alb = world
+    v1 = [
+        await s.cluster("web-1-v1", "web"),
+        await s.cluster("web-2-v1", "web"),
+        await s.cluster("api-v1", "api"),
+    ]
+    apps = [
+        application("web", "web", alb.listener_arn, 10, 50, rates.url),
+        application("api", "api", alb.listener_arn, 11, 100),
+    ]
+    cell = {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "Cell",
+        "metadata": {"name": "sys", "namespace": namespace},
+        "spec": {"clusters": v1, "applications": apps},
+    }
+    await rt_client.create(cell)
+    async with running(rt_client, namespace, s.eks.config) as okra:
+
+        async def completed() -> bool:
+            return (await s.status()).get("phase") == "Completed"
+
+        assert await eventually(completed, within=90), await s.debug()
+        assert await s.weights(alb.listener_arn, 10) == {"web-1-v1": 50, "web-2-v1": 50}
+        assert await s.weights(alb.listener_arn, 11) == {"api-v1": 100}
+
+        # A new web pair; the second cluster is not in EKS yet.
+        web_1_v2 = await s.cluster("web-1-v2", "web")
+        late = await s.cluster("web-2-v2", "web", eks=False)
+        await s.set_clusters([web_1_v2, late, v1[2]])
+
+        async def pending() -> bool:
+            st = await s.status()
+            return st.get("phase") == "Pending" and "web-2-v2" in (st.get("message") or "")
+
+        assert await eventually(pending, within=30), await s.debug()
+        st = await s.status()
+        assert "web-2-v2: not found in EKS" in st["message"]
+        assert [c["name"] for c in st["clusters"] if not c["ready"]] == ["web-2-v2"]
+        since = next(c["waitingSince"] for c in st["clusters"] if c["name"] == "web-2-v2")
+        await okra.restart()  # killed while Pending: resumes Pending, the same wait
+        await asyncio.sleep(2)  # two more looks at EKS: still nothing moves
+        assert await s.weights(alb.listener_arn, 10) == {"web-1-v1": 50, "web-2-v1": 50}
+        st = await s.status()
+        assert st["phase"] == "Pending"
+        assert [c["waitingSince"] for c in st["clusters"] if not c["ready"]] == [since]
+
+        # It arrives: web walks to the new pair in steps of 50, api stays.
+        await s.arrives("web-2-v2", "web")
+        seen: list[int] = []
+
+        async def walked() -> bool:
+            w = await s.weights(alb.listener_arn, 10)
+            share = sum(v for k, v in w.items() if k.endswith("-v2"))
+            if not seen or seen[-1] != share:
+                seen.append(share)
+                if share == 50:  # killed mid-walk: resumes at the same step
+                    await okra.restart()
+            return share == 100 and (await s.status()).get("phase") == "Completed"
+
+        assert await eventually(walked, within=120, interval=0.05), (seen, await s.debug())
+        assert seen == [0, 50, 100]  # never backwards, across the restarts
+        started = [e for e in (await s.debug())["events"] if e.startswith("MigrationStarted")]
+        assert len(started) == 3, started  # web v1, api v1, web v2: each once
+        # each step waited for a run of the check on both new clusters
+        assert {"web-1-v2", "web-2-v2"} <= set(rates.queries)
+        assert await s.weights(alb.listener_arn, 11) == {"api-v1": 100}
+        st = await s.status()
+        apps_st = {a["name"]: a for a in st["applications"]}
+        assert (apps_st["web"]["phase"], apps_st["web"]["version"]) == ("Synced", "v2")
+        assert apps_st["web"]["serving"] == ["web-1-v2", "web-2-v2"]
+        assert (apps_st["api"]["phase"], apps_st["api"]["version"]) == ("Synced", "v1")
+
+        # `okra get cell` shows the system as a tree
+        code, out, err = await okra_cli(control_plane, namespace, "get", "cell", "sys")
+        assert code == 0, err
+        assert "Cell sys (a system: 3 clusters, 2 applications)" in out
+        assert "  web-1-v2  ready" in out
+        assert "  web  Synced  (Cell sys-web)" in out
+        assert "    └─ v2 serving: web-1-v2 (50%), web-2-v2 (50%)" in out
+        assert "    └─ v1 serving: api-v1 (100%)" in out
+
+
+async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_back(
+    world: tuple[System, LoadBalancer], rt_client: Client, namespace: str, rates: ErrorRates
+) -> None:
+    """`failurePolicy: Rollback` with a delay: the application says it waits, a manager
+    killed during the wait resumes the same wait (the time is in the status), then web's
+    traffic goes back to the pair that served it; api is not touched."""
+    s, alb = world
+    v1 = [await s.cluster(n, r) for n, r in (("a-1", "web"), ("a-2", "web"), ("api", "api"))]
+    web = application("web", "web", alb.listener_arn, 10, 50, rates.url)
+    web["failurePolicy"] = {"type": "Rollback", "delaySeconds": 4}
+    apps = [web, application("api", "api", alb.listener_arn, 11, 100)]
+    await rt_client.create(
+        {
             "apiVersion": "okra.mumo.co/v1alpha1",
             "kind": "Cell",
             "metadata": {"name": "sys", "namespace": namespace},
             "spec": {"clusters": v1, "applications": apps},
         }
-        await rt_client.create(cell)
-        async with running(rt_client, namespace, eks.config) as okra:
+    )
+    async with running(rt_client, namespace, s.eks.config) as okra:
 
-            async def completed() -> bool:
-                return (await s.status()).get("phase") == "Completed"
+        async def completed() -> bool:
+            return (await s.status()).get("phase") == "Completed"
 
-            assert await eventually(completed, within=90), await s.debug()
-            assert await s.weights(alb.listener_arn, 10) == {"web-1-v1": 50, "web-2-v1": 50}
-            assert await s.weights(alb.listener_arn, 11) == {"api-v1": 100}
+        assert await eventually(completed, within=90), await s.debug()
+        rates.values["b-1"] = 0.5  # above max 0.1: the new pair's first cluster fails
+        v2 = [await s.cluster("b-1", "web"), await s.cluster("b-2", "web"), v1[2]]
+        await s.set_clusters(v2)
 
-            # A new web pair; the second cluster is not in EKS yet.
-            web_1_v2 = await s.cluster("web-1-v2", "web")
-            late = await s.cluster("web-2-v2", "web", eks=False)
-            await s.set_clusters([web_1_v2, late, v1[2]])
-
-            async def pending() -> bool:
-                st = await s.status()
-                return st.get("phase") == "Pending" and "web-2-v2" in (st.get("message") or "")
-
-            assert await eventually(pending, within=30), await s.debug()
+        async def web_app() -> dict[str, Any]:
             st = await s.status()
-            assert "web-2-v2: not found in EKS" in st["message"]
-            assert [c["name"] for c in st["clusters"] if not c["ready"]] == ["web-2-v2"]
-            since = next(c["waitingSince"] for c in st["clusters"] if c["name"] == "web-2-v2")
-            await okra.restart()  # killed while Pending: resumes Pending, the same wait
-            await asyncio.sleep(2)  # two more looks at EKS: still nothing moves
-            assert await s.weights(alb.listener_arn, 10) == {"web-1-v1": 50, "web-2-v1": 50}
-            st = await s.status()
-            assert st["phase"] == "Pending"
-            assert [c["waitingSince"] for c in st["clusters"] if not c["ready"]] == [since]
+            return next((a for a in st.get("applications") or [] if a["name"] == "web"), {})
 
-            # It arrives: web walks to the new pair in steps of 50, api stays.
-            await s.arrives("web-2-v2", "web")
-            seen: list[int] = []
+        async def waiting() -> bool:
+            return (await web_app()).get("phase") == "CheckFailed"
 
-            async def walked() -> bool:
-                w = await s.weights(alb.listener_arn, 10)
-                share = sum(v for k, v in w.items() if k.endswith("-v2"))
-                if not seen or seen[-1] != share:
-                    seen.append(share)
-                    if share == 50:  # killed mid-walk: resumes at the same step
-                        await okra.restart()
-                return share == 100 and (await s.status()).get("phase") == "Completed"
+        assert await eventually(waiting, within=60), await s.debug()
+        app = await web_app()
+        assert "check sys-web-errors-b-1 failed" in app["message"]
+        assert "Waiting 4 seconds before starting a rollback" in app["message"]
+        assert await s.weights(alb.listener_arn, 10) == {
+            "a-1": 25,
+            "a-2": 25,
+            "b-1": 25,
+            "b-2": 25,
+        }
+        rollback_at = app["rollbackAt"]
+        await okra.restart()
 
-            assert await eventually(walked, within=120, interval=0.05), (seen, await s.debug())
-            assert seen == [0, 50, 100]  # never backwards, across the restarts
-            started = [e for e in (await s.debug())["events"] if e.startswith("MigrationStarted")]
-            assert len(started) == 3, started  # web v1, api v1, web v2: each once
-            # each step waited for a run of the check on both new clusters
-            assert {"web-1-v2", "web-2-v2"} <= set(rates.queries)
-            assert await s.weights(alb.listener_arn, 11) == {"api-v1": 100}
-            st = await s.status()
-            apps_st = {a["name"]: a for a in st["applications"]}
-            assert (apps_st["web"]["phase"], apps_st["web"]["version"]) == ("Synced", "v2")
-            assert apps_st["web"]["serving"] == ["web-1-v2", "web-2-v2"]
-            assert (apps_st["api"]["phase"], apps_st["api"]["version"]) == ("Synced", "v1")
+        async def reverted() -> bool:
+            return (await web_app()).get("phase") == "Reverted"
 
-            # `okra get cell` shows the system as a tree
-            code, out, err = await okra_cli(control_plane, namespace, "get", "cell", "sys")
-            assert code == 0, err
-            assert "Cell sys (a system: 3 clusters, 2 applications)" in out
-            assert "  web-1-v2  ready" in out
-            assert "  web  Synced  (Cell sys-web)" in out
-            assert "    └─ v2 serving: web-1-v2 (50%), web-2-v2 (50%)" in out
-            assert "    └─ v1 serving: api-v1 (100%)" in out
-
-
-async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_back(
-    rt_client: Client,
-    namespace: str,
-    control_plane: ControlPlane,
-    workload_plane: ControlPlane,
-    moto: MotoServer,
-    rates: ErrorRates,
-) -> None:
-    """`failurePolicy: Rollback` with a delay: the application says it waits, a manager
-    killed during the wait resumes the same wait (the time is in the status), then web's
-    traffic goes back to the pair that served it; api is not touched."""
-    control_plane.install_crds([REPO / "config" / "crd" / "bases"])
-    async with LocalEks(moto) as eks:
-        network = await Seeder(eks.config).network()
-        alb = await Seeder(eks.config).alb(f"sys-{namespace[-8:]}", network)
-        s = System(rt_client, namespace, eks, workload_plane, network)
-        v1 = [await s.cluster(n, r) for n, r in (("a-1", "web"), ("a-2", "web"), ("api", "api"))]
-        web = application("web", "web", alb.listener_arn, 10, 50, rates.url)
-        web["failurePolicy"] = {"type": "Rollback", "delaySeconds": 4}
-        apps = [web, application("api", "api", alb.listener_arn, 11, 100)]
-        await rt_client.create(
-            {
-                "apiVersion": "okra.mumo.co/v1alpha1",
-                "kind": "Cell",
-                "metadata": {"name": "sys", "namespace": namespace},
-                "spec": {"clusters": v1, "applications": apps},
-            }
-        )
-        async with running(rt_client, namespace, eks.config) as okra:
-
-            async def completed() -> bool:
-                return (await s.status()).get("phase") == "Completed"
-
-            assert await eventually(completed, within=90), await s.debug()
-            rates.values["b-1"] = 0.5  # above max 0.1: the new pair's first cluster fails
-            v2 = [await s.cluster("b-1", "web"), await s.cluster("b-2", "web"), v1[2]]
-            await s.set_clusters(v2)
-
-            async def web_app() -> dict[str, Any]:
-                st = await s.status()
-                return next((a for a in st.get("applications") or [] if a["name"] == "web"), {})
-
-            async def waiting() -> bool:
-                return (await web_app()).get("phase") == "CheckFailed"
-
-            assert await eventually(waiting, within=60), await s.debug()
-            app = await web_app()
-            assert "check sys-web-errors-b-1 failed" in app["message"]
-            assert "Waiting 4 seconds before starting a rollback" in app["message"]
-            assert await s.weights(alb.listener_arn, 10) == {
-                "a-1": 25,
-                "a-2": 25,
-                "b-1": 25,
-                "b-2": 25,
-            }
-            rollback_at = app["rollbackAt"]
-            await okra.restart()
-
-            async def reverted() -> bool:
-                return (await web_app()).get("phase") == "Reverted"
-
-            assert await eventually(reverted, within=60), await s.debug()
-            assert (await web_app())["rollbackAt"] == rollback_at  # the same wait, not a new one
-            assert await s.weights(alb.listener_arn, 10) == {"a-1": 50, "a-2": 50}
-            st = await s.status()
-            assert st["phase"] == "Failed"
-            api = next(a for a in st["applications"] if a["name"] == "api")
-            assert api["phase"] == "Synced"
-            assert await s.weights(alb.listener_arn, 11) == {"api": 100}
-            said = [
-                e
-                for e in (await s.debug())["events"]
-                if e.startswith("CheckFailed: application web")  # the system Cell's, not a Check's
-            ]
-            assert len(said) == 1, said
+        assert await eventually(reverted, within=60), await s.debug()
+        assert (await web_app())["rollbackAt"] == rollback_at  # the same wait, not a new one
+        assert await s.weights(alb.listener_arn, 10) == {"a-1": 50, "a-2": 50}
+        st = await s.status()
+        assert st["phase"] == "Failed"
+        api = next(a for a in st["applications"] if a["name"] == "api")
+        assert api["phase"] == "Synced"
+        assert await s.weights(alb.listener_arn, 11) == {"api": 100}
+        said = [
+            e
+            for e in (await s.debug())["events"]
+            if e.startswith("CheckFailed: application web")  # the system Cell's, not a Check's
+        ]
+        assert len(said) == 1, said
