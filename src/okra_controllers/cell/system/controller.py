@@ -15,6 +15,7 @@ import binascii
 import contextlib
 import dataclasses
 import hashlib
+import time
 from typing import Any
 
 import structlog
@@ -60,6 +61,7 @@ from okra_runtime.timeutil import parse_time, utcnow
 
 FIELD_MANAGER = "okra-system-cell-controller"
 REACH_TIMEOUT = 5.0
+REACH_TTL = 10.0
 TARGET_GROUP_BINDING = GVK("elbv2.k8s.aws", "v1beta1", "TargetGroupBinding")
 Bindings = tuple[tuple[dict[str, str], str], ...]
 log = structlog.get_logger("okra.system")
@@ -91,6 +93,10 @@ class SystemReconciler:
         self.events = events
         self.aws = aws
         self.connections = ClusterConnections(aws)
+        self._reached: dict[tuple[str, str, bool], tuple[float, Bindings | None]] = {}
+        """(cluster, how it is reached, bindings asked) -> when it last answered and its
+        bindings: a system Cell is reconciled at every step of its applications' Cells,
+        and a cluster that answered less than `REACH_TTL` ago is not asked again."""
 
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.cells.get(req.name, req.namespace)
@@ -182,7 +188,20 @@ class SystemReconciler:
                 return entry_name, ClusterSeen(problem=problem, secret=secret_name)
             reachable, problem, bindings = False, "", None
             if c.status == "ACTIVE":
-                reachable, problem, bindings = await self._reach(c, secret, wants_bindings)
+                how = secret["metadata"].get("resourceVersion", "") if secret else c.endpoint
+                key = (c.name, str(how), wants_bindings)
+                cached = self._reached.get(key)
+                if cached is not None and time.monotonic() - cached[0] < REACH_TTL:
+                    reachable, bindings = True, cached[1]
+                else:
+                    reachable, problem, bindings = await self._reach(c, secret, wants_bindings)
+                    if reachable:
+                        now = time.monotonic()
+                        for k in [k for k, v in self._reached.items() if now - v[0] >= REACH_TTL]:
+                            del self._reached[k]
+                        self._reached[key] = (now, bindings)
+                    else:
+                        self._reached.pop(key, None)
             return entry_name, ClusterSeen(
                 eks_status=c.status,
                 tags=dict(c.tags),
