@@ -46,9 +46,10 @@ from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.aws.errors import AwsRefusalError
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
+from okra_controllers.cell.checkjobs import JOB, check_job, owner_ref
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
-from okra_controllers.cell.plan import Forward, JobRequest, Observed, Plan, RunRequest, plan
+from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
 from okra_controllers.lbconfig import aws_message
 from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.notifications import outbox
@@ -72,7 +73,6 @@ CELL = GVK(GROUP, VERSION, "Cell")
 TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
 ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
-JOB = GVK("batch", "v1", "Job")
 SECRET = GVK("", "v1", "Secret")
 APPLICATION = GVK("argoproj.io", "v1alpha1", "Application")
 FIELD_MANAGER = "okra-cell-controller"
@@ -406,7 +406,7 @@ class CellReconciler:
                         "name": p.create_pause.name,
                         "namespace": ns,
                         "labels": {"okra.mumo.co/cell": name},
-                        "ownerReferences": [_owner_ref(raw)],
+                        "ownerReferences": [owner_ref(raw)],
                     },
                     "spec": PauseSpec(expire_time=expire).model_dump(
                         by_alias=True, exclude_none=True, mode="json"
@@ -487,7 +487,7 @@ class CellReconciler:
                 "name": cell.metadata.name,
                 "namespace": cell.metadata.namespace,
                 "labels": {"okra.mumo.co/cell": cell.metadata.name},
-                "ownerReferences": [_owner_ref(raw)],
+                "ownerReferences": [owner_ref(raw)],
             },
             "spec": spec,
         }
@@ -632,53 +632,6 @@ def route53_spec(lb: CellRoute53, forward: Iterable[Forward]) -> dict[str, Any]:
 def _blocked_versions(blocklist: dict[str, Any] | None) -> set[str]:
     items = ((blocklist or {}).get("spec") or {}).get("items") or []
     return {i["version"] for i in items if isinstance(i, dict) and "version" in i}
-
-
-def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
-    """The Job of one check of one rollout: the check's container, run once (no retries,
-    no restarts: a check that fails has failed), owned by the Cell."""
-    cell = raw["metadata"]["name"]
-    labels = {
-        "okra.mumo.co/cell": cell,
-        "okra.mumo.co/check": req.check.name,
-        "okra.mumo.co/check-stage": req.stage,
-        "okra.mumo.co/forward-hash": req.forward_hash,
-    }
-    assert req.check.job is not None  # the plan asks for Jobs of job checks only
-    container = req.check.job.template.spec.model_dump(
-        by_alias=True, exclude_defaults=True, mode="json"
-    )
-    spec: dict[str, Any] = {
-        "backoffLimit": 0,
-        "template": {
-            "metadata": {"labels": labels},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "check", **container}]},
-        },
-    }
-    if req.check.job.active_deadline_seconds:
-        spec["activeDeadlineSeconds"] = req.check.job.active_deadline_seconds
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": req.name,
-            "namespace": raw["metadata"]["namespace"],
-            "labels": labels,
-            "ownerReferences": [_owner_ref(raw)],
-        },
-        "spec": spec,
-    }
-
-
-def _owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": raw["apiVersion"],
-        "kind": raw["kind"],
-        "name": raw["metadata"]["name"],
-        "uid": raw["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 SELECTOR_INDEX = "target-group-selector"
