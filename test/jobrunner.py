@@ -11,6 +11,12 @@ as the Job controller would on a one-pod Job with `backoffLimit: 0`: `startTime`
 `failed: 1` with `FailureTarget` and `Failed` (reason `BackoffLimitExceeded`, the exit
 code and the last line of output in the message).
 
+With `pods=True` a failed Job is reported as a real node reports it: a Pod of the Job
+(label `batch.kubernetes.io/job-name`) whose container status says `terminated` with the
+exit code and the output's tail as its message (the kubelet's `FallbackToLogsOnError`), and
+the Job controller's own words in the condition ("Job has reached the specified backoff
+limit"); the Pod is never scheduled (there is no node), its status is written by hand.
+
 okra does not know it exists: it creates Jobs and reads their conditions exactly as it
 would in a cluster with nodes. Test-only: nothing under src/ imports it.
 """
@@ -25,6 +31,7 @@ from typing import Any
 from okra_runtime import GVK, Client
 
 JOB = GVK("batch", "v1", "Job")
+POD = GVK("", "v1", "Pod")
 
 
 def _now() -> str:
@@ -39,9 +46,10 @@ def _finished(job: dict[str, Any]) -> bool:
 
 
 class JobRunner:
-    def __init__(self, client: Client, namespace: str) -> None:
+    def __init__(self, client: Client, namespace: str, *, pods: bool = False) -> None:
         self.client = client
         self.namespace = namespace
+        self.pods = pods
         self.started: list[str] = []  # Job names, in the order they were run
         self._seen: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -85,6 +93,56 @@ class JobRunner:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _pod(
+        self,
+        job: dict[str, Any],
+        container: dict[str, Any],
+        code: int,
+        lines: list[str],
+        started: str,
+        done: str,
+    ) -> None:
+        """The failed Job's Pod, as the kubelet leaves it: terminated, the exit code and the
+        output's tail in the container status's message."""
+        name = job["metadata"]["name"]
+        pod = await self.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-pod",
+                    "namespace": self.namespace,
+                    "labels": {"batch.kubernetes.io/job-name": name, "job-name": name},
+                },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": container["name"], "image": container["image"]}],
+                },
+            }
+        )
+        pod["status"] = {
+            "phase": "Failed",
+            "containerStatuses": [
+                {
+                    "name": container["name"],
+                    "image": container["image"],
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {
+                        "terminated": {
+                            "exitCode": code,
+                            "reason": "Error",
+                            "message": "\n".join(lines[-80:]) + "\n\n",
+                            "startedAt": started,
+                            "finishedAt": done,
+                        }
+                    },
+                }
+            ],
+        }
+        await self.client.update_status(pod)
+
     async def _status(self, name: str, status: dict[str, Any]) -> None:
         await self.client.patch(
             JOB, name, {"status": status}, namespace=self.namespace, subresource="status"
@@ -112,6 +170,9 @@ class JobRunner:
             counts = {"succeeded": 1}
         else:
             why = f"exit code {proc.returncode}" + (f": {lines[-1]}" if lines else "")
+            if self.pods:
+                await self._pod(job, container, proc.returncode or 1, lines, started, done)
+                why = "Job has reached the specified backoff limit"
             conditions = [
                 {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"},
                 {

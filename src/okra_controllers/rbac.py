@@ -150,7 +150,8 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # (server-side apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates
     # and terminates them, creates Pauses and blocks versions. What it owns goes with the Cell
     # (ownerReferences, garbage collection): it deletes nothing itself. Prechecks and
-    # postchecks are Jobs it creates (one per rollout and check) and reads back.
+    # postchecks are Jobs it creates (one per rollout and check) and reads back; the Pod of a
+    # failed one is listed once, for why it failed.
     # Notifications: reads the ConfigMap and Secret `okra-notifications` of the Cell's
     # namespace (services, their URLs and tokens).
     "cell": (
@@ -186,6 +187,15 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
             reason="the Cell controller's prechecks and postchecks (Jobs it creates and watches),"
             " not in the audited rollout; covered by test/e2e/test_cell_checks.py; get is not"
             " requested today (the informer lists and watches)",
+        ),
+        rule(
+            CORE,
+            "pods",
+            verbs=("list",),
+            reason="the Cell controller reads the Pod of a failed check Job once, for its exit"
+            " code and last log line (cell/checkjobs.py `PodFailures`), not in the audited"
+            " rollout; covered by test/e2e/test_cell_checks.py"
+            " test_a_failed_check_job_says_what_its_pod_said and test/node/test_install.py",
         ),
         rule(GROUP, "analysisruns", verbs=KEEP),
         rule(

@@ -12,7 +12,7 @@ from typing import Any
 
 from jobrunner import JOB, JobRunner
 from okra_runtime import Client
-from support import eventually
+from support import eventually, wait_events
 
 from .conftest import BLOCKLIST, CELL, Env, OkraManager, cell_obj, wait_status
 
@@ -57,6 +57,36 @@ async def test_a_failing_precheck_blocks_the_rollout_before_any_traffic(
     assert len(jobs) == 1
     assert jobs[0]["metadata"]["ownerReferences"][0]["kind"] == "Cell"
     assert [r["phase"] for r in st["checks"]] == ["Failed"]
+
+
+async def test_a_failed_check_job_says_what_its_pod_said(
+    env: Env, okra: OkraManager, rt_client: Client, namespace: str
+) -> None:
+    """As on a node: the Job's condition says only that its backoff limit was reached; the
+    Pod's terminated container status has the exit code and the output's tail. okra reads
+    the Pod and the status message and the RolloutFailed Event say both."""
+    ns = namespace
+    await env.target_group("web-a-v1", "v1")
+    script = "import sys; print('collecting'); print('2 of 40 tests failed'); sys.exit(3)"
+    fails = check("run-test", script)
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}]))
+    async with JobRunner(rt_client, ns, pods=True):
+        await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
+        await rt_client.patch(CELL, "web", {"spec": {"prechecks": [fails]}}, namespace=ns)
+        await env.target_group("web-a-v2", "v2")
+        st = await wait_status(rt_client, ns, lambda s: s.get("phase") == "Error")
+    (job,) = (await rt_client.list(JOB, ns)).items
+    assert job["spec"]["template"]["spec"]["containers"][0]["terminationMessagePolicy"] == (
+        "FallbackToLogsOnError"
+    )
+    (failed,) = [c for c in job["status"]["conditions"] if c["type"] == "Failed"]
+    assert failed["message"] == "Job has reached the specified backoff limit"
+    said = "BackoffLimitExceeded: exit code 3: 2 of 40 tests failed"
+    assert f"precheck run-test failed (Job {job['metadata']['name']}: {said})" in st["message"]
+    assert [r["message"] for r in st["checks"]] == [said]
+    events = await wait_events(rt_client, ns, "RolloutFailed")
+    assert any(said in (e.get("note") or "") for e in events), events
+    assert await env.rule_weights() == {"web-a-v1": 100}
 
 
 async def test_precheck_passes_manager_killed_mid_job_then_postcheck_rolls_back(

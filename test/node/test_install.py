@@ -391,7 +391,8 @@ async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
     tmp_path: Path,
 ) -> None:
     """The Cell's precheck Jobs are run by the Job controller and the kubelet: a passing one
-    lets v1 roll out, a failing one (exit 3 in its Pod) blocks v2 before any traffic moves."""
+    lets v1 roll out, a failing one (exit 3 in its Pod) blocks v2 before any traffic moves,
+    and the Cell's status and RolloutFailed Event say its exit code and last log line."""
     cp = control_plane
     namespace = cells_namespace(cp)
     async with kustomize_installed(cp, manager_image, moto, tmp_path):
@@ -410,13 +411,15 @@ async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
         logs = cp.kubectl("logs", "-n", namespace, f"job/{job['metadata']['name']}").stdout
         assert "all 40 tests passed" in logs
 
-        fails = check("run-test", "echo '2 of 40 tests failed'; exit 3")
+        fails = check("run-test", "echo collecting; echo '2 of 40 tests failed'; exit 3")
         await rt_client.patch(CELL, "web", {"spec": {"prechecks": [fails]}}, namespace=namespace)
         await env.target_group("web-a-v2", "v2")
         st = await wait_status(rt_client, namespace, lambda s: s.get("phase") == "Error")
         assert st["health"] == "Degraded"
         assert "precheck run-test failed (Job web-" in st["message"]
         assert "v2 is blocked" in st["message"]
+        said = "exit code 3: 2 of 40 tests failed"  # from the Pod: the Job says BackoffLimit...
+        assert said in st["message"], st["message"]
         assert await env.rule_weights() == {"web-a-v1": 100}
         blocked = await rt_client.get(BLOCKLIST, "web", namespace)
         assert [i["version"] for i in blocked["spec"]["items"]] == ["v2"]
@@ -442,8 +445,9 @@ async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
         )["items"]
         (terminated,) = [p["status"]["containerStatuses"][0]["state"]["terminated"] for p in pods]
         assert terminated["exitCode"] == 3
-        # The Event names the failed precheck and its Job. (Its Pod's last log line is not in
-        # it: okra reads the Job's conditions only, which say BackoffLimitExceeded.)
+        assert "2 of 40 tests failed" in terminated["message"]  # FallbackToLogsOnError
+        # The Event names the failed precheck, its Job and what its Pod said (okra reads the
+        # Pod once: the Job's conditions say only BackoffLimitExceeded).
         events = json.loads(
             cp.kubectl(
                 "get",
@@ -456,5 +460,8 @@ async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
                 "json",
             ).stdout
         )["items"]
-        assert any("precheck run-test failed (Job web-" in e["message"] for e in events), events
+        assert any(
+            "precheck run-test failed (Job web-" in e["message"] and said in e["message"]
+            for e in events
+        ), events
         await delete_namespace(cp, namespace)

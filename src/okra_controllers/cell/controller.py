@@ -46,7 +46,7 @@ from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.aws.errors import AwsRefusalError
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
-from okra_controllers.cell.checkjobs import JOB, check_job, owner_ref
+from okra_controllers.cell.checkjobs import JOB, PodFailures, check_job, owner_ref
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
@@ -193,16 +193,22 @@ class CellReconciler:
         self.clock = clock
         self.exact_clock = exact_clock
         self.notifier = notifier_for(mgr)
+        self.pod_failures = PodFailures(mgr.client)
         # the last reason each target group's health could not be read, said once per change
         self._health_unavailable: dict[str, str] = {}
 
     # -- observe ---------------------------------------------------------------
 
     def _observe(
-        self, raw: dict[str, Any], cell: Cell, blocklist: dict[str, Any] | None
+        self,
+        raw: dict[str, Any],
+        cell: Cell,
+        blocklist: dict[str, Any] | None,
+        job_pods: dict[str, str] | None = None,
     ) -> tuple[Observed, dict[str, Any] | None]:
         """Cache reads without copies (`copy=False`): `observe` and `_apply_config` only
-        read what they get (test_cell_observe_leaves_cache.py checks it)."""
+        read what they get (test_cell_observe_leaves_cache.py checks it). `job_pods`: what
+        the Pods of the Cell's failed check Jobs said (`_job_pods`)."""
         ns, name = cell.metadata.namespace or "", cell.metadata.name
         ingress = cell.spec.ingress
         tgs: list[dict[str, Any]] = []
@@ -239,8 +245,15 @@ class CellReconciler:
             secrets,
             apps,
             exact_now=self.exact_clock(),
+            job_pods=job_pods,
         )
         return observed, config
+
+    async def _job_pods(self, cell: Cell) -> dict[str, str]:
+        """What the Pods of the Cell's failed check Jobs said: each read once, remembered
+        (`PodFailures`), outside the pure plan."""
+        uid = cell.metadata.uid or ""
+        return await self.pod_failures.read(self.jobs.by_index(OWNER_INDEX, uid, copy=False))
 
     # -- reconcile -------------------------------------------------------------
 
@@ -266,7 +279,7 @@ class CellReconciler:
             )
             return None
         blocklist = await self._blocklist(req.name, req.namespace or "")
-        observed, config = self._observe(raw, cell, blocklist)
+        observed, config = self._observe(raw, cell, blocklist, await self._job_pods(cell))
         p = plan(observed)
         # Target groups are read where their load balancer is: through an ALB's or NLB's
         # role; a Route 53 role is the zone's, and its target groups are the manager's own.
@@ -292,7 +305,7 @@ class CellReconciler:
             # would write weight for a version already superseded. Target groups new in it
             # ask for their health in the next round; a plan still asking after the last
             # round holds (it writes nothing) and is looked at again soon.
-            observed, config = self._observe(raw, cell, blocklist)
+            observed, config = self._observe(raw, cell, blocklist, await self._job_pods(cell))
             p = plan(dataclasses.replace(observed, health=health, health_problems=refused))
         written = raw.get("status")
         if not await self._act(raw, cell, p, config):

@@ -5,7 +5,7 @@ so both plan from exactly the same `Observed`."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
@@ -67,13 +67,15 @@ def observe(
     secrets: Iterable[Obj] = (),
     apps: Iterable[Obj] | None = (),
     exact_now: datetime.datetime | None = None,
+    job_pods: Mapping[str, str] | None = None,
 ) -> Observed:
     """`target_groups` already selected by the Cell's selector; `config` the Cell's load
     balancer config (ALB or NLB, by its ingress type); `runs`, `pauses` and `jobs` the
     ones the Cell owns; `secrets` and `apps` the Secrets and Argo CD Applications of the
     Cell's namespace (`apps` None: Argo CD's Application kind is not served), read only
     for a Cell with `spec.argocd`. A Cell with no load balancer has its versions from
-    its cluster Secrets, one entry per cluster."""
+    its cluster Secrets, one entry per cluster. `job_pods`: what the Pods of failed check
+    Jobs said (Job name -> `exit code N: <last line>`), read by the caller."""
     clusters: ClusterView | None = None
     pauses = list(pauses)
     if cell.spec.argocd is not None:
@@ -140,7 +142,10 @@ def observe(
         abort=annotations.get(ABORT),
         now=now,
         paused=annotations.get(PAUSED) == "true",
-        jobs={j["metadata"]["name"]: job_outcome(j) for j in jobs},
+        jobs={
+            j["metadata"]["name"]: job_outcome(j, (job_pods or {}).get(j["metadata"]["name"], ""))
+            for j in jobs
+        },
         clusters=clusters,
         config_problem=problem,
         config_waiting=waiting,
@@ -200,14 +205,21 @@ def config_waiting(config: Obj) -> str:
     return ""
 
 
-def job_outcome(job: Obj) -> tuple[str, str]:
-    """A check Job's outcome from its conditions (`Complete`/`Failed`), and why."""
+def job_outcome(job: Obj, pod: str = "") -> tuple[str, str]:
+    """A check Job's outcome from its conditions (`Complete`/`Failed`), and why; `pod`,
+    what its Pod said (`exit code N: <last line>`), replaces the Job's own words when they
+    are the Job controller's `BackoffLimitExceeded` (the check exited non-zero) and
+    follows them otherwise (a deadline)."""
     for c in (job.get("status") or {}).get("conditions") or []:
         if c.get("status") != "True":
             continue
         if c.get("type") == "Complete":
             return "Succeeded", ""
         if c.get("type") == "Failed":
-            why = ": ".join(x for x in (c.get("reason"), c.get("message")) if x)
+            message = c.get("message")
+            if pod:
+                backoff = c.get("reason") == "BackoffLimitExceeded"
+                message = pod if backoff or not message else f"{message}; {pod}"
+            why = ": ".join(x for x in (c.get("reason"), message) if x)
             return "Failed", why
     return "Running", ""
