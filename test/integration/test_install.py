@@ -227,6 +227,14 @@ ALLOWED = [
     ("watch", "jobs.batch", ALL),
     ("update", "versionblocklists.okra.mumo.co", APPS),
     ("update", "cells.okra.mumo.co/finalizers", APPS),
+    # what a system Cell makes and removes: its applications' Cells, their target groups
+    # and Checks (seed 002)
+    ("patch", "cells.okra.mumo.co", APPS),
+    ("delete", "cells.okra.mumo.co", APPS),
+    ("patch", "awstargetgroups.okra.mumo.co", APPS),
+    ("delete", "awstargetgroups.okra.mumo.co", APPS),
+    ("patch", "checks.okra.mumo.co", APPS),
+    ("delete", "checks.okra.mumo.co", APPS),
     # templates, okra's and Argo Rollouts'
     ("get", "analysistemplates.okra.mumo.co", APPS),
     ("get", "clusteranalysistemplates.okra.mumo.co", ()),
@@ -260,13 +268,11 @@ DENIED = [
     ("bind", "clusterroles.rbac.authorization.k8s.io", ()),
     ("impersonate", "users", ()),
     ("delete", "customresourcedefinitions.apiextensions.k8s.io", ()),
-    ("update", "cells.okra.mumo.co", APPS),  # a controller writes a Cell's status only
-    ("delete", "cells.okra.mumo.co", APPS),
     ("create", "analysistemplates.okra.mumo.co", APPS),
+    ("delete", "clustersets.okra.mumo.co", APPS),
     ("update", "analysistemplates.argoproj.io", APPS),
     ("create", "analysisruns.argoproj.io", APPS),  # okra never creates Argo's runs
     ("delete", "versionblocklists.okra.mumo.co", APPS),
-    ("create", "checks.okra.mumo.co", APPS),
     ("deletecollection", "analysisruns.okra.mumo.co", APPS),
     ("delete", "analysisruns.okra.mumo.co", APPS),  # garbage collection removes a Cell's runs
     ("delete", "pauses.okra.mumo.co", APPS),

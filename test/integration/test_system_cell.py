@@ -77,6 +77,16 @@ class System:
         # none there: say which priorities the listener has (a failed comparison shows it)
         return {f"no rule at {priority}; rules at {sorted(r['Priority'] for r in rules)}": 0}
 
+    async def weights_become(self, listener: str, priority: int, want: dict[str, int]) -> None:
+        """AWS shows `want` at the rule of `priority` (AWS's reads are eventually consistent
+        with its writes; a rule changed outside okra is put back by its drift check)."""
+
+        async def shown() -> bool:
+            return await self.weights(listener, priority) == want
+
+        if not await eventually(shown, within=30):
+            raise AssertionError((await self.weights(listener, priority), await self.debug()))
+
     async def set_clusters(self, clusters: list[dict[str, Any]]) -> None:
         """Edit the system's spec.clusters, as a person does (a merge patch)."""
         await self.c.patch(CELL, "sys", {"spec": {"clusters": clusters}}, namespace=self.ns)
@@ -145,6 +155,7 @@ class Okra:
             aws=self.aws,
             concurrency=2,
             cluster_poll_interval=1.0,
+            drift_check=5.0,
         )
         self.mgr = Manager(
             self.c, ManagerOptions(namespace=self.ns, metrics_address=None, probe_address=None)
@@ -233,8 +244,8 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
             return (await s.status()).get("phase") == "Completed"
 
         assert await eventually(completed, within=90), await s.debug()
-        assert await s.weights(alb.listener_arn, 10) == {"web-1-v1": 50, "web-2-v1": 50}
-        assert await s.weights(alb.listener_arn, 11) == {"api-v1": 100}
+        await s.weights_become(alb.listener_arn, 10, {"web-1-v1": 50, "web-2-v1": 50})
+        await s.weights_become(alb.listener_arn, 11, {"api-v1": 100})
 
         # A new web pair; the second cluster is not in EKS yet.
         web_1_v2 = await s.cluster("web-1-v2", "web")
@@ -347,7 +358,7 @@ async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_ba
 
         assert await eventually(reverted, within=60), await s.debug()
         assert (await web_app())["rollbackAt"] == rollback_at  # the same wait, not a new one
-        assert await s.weights(alb.listener_arn, 10) == {"a-1": 50, "a-2": 50}
+        await s.weights_become(alb.listener_arn, 10, {"a-1": 50, "a-2": 50})
         st = await s.status()
         assert st["phase"] == "Failed"
         api = next(a for a in st["applications"] if a["name"] == "api")
