@@ -102,7 +102,7 @@ test: lint
 	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
 	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
 	OKRA_EXPRLANG="$$(hack/build-exprlang.sh)" && export OKRA_EXPRLANG && \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not image and not fuzz and not node"
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope --durations=30 -m "not image and not fuzz and not node"
 
 image:
 	@hack/image.sh
