@@ -703,3 +703,18 @@ def test_a_status_without_its_reading_time_claims_no_age() -> None:
     assert "AWS shows" not in out
     assert "read from AWS at a time not recorded" in out
     assert lines_with(out, "VERSION")[0].split()[3:5] == ["AWS", "ARN"]
+
+
+def test_promote_on_a_system_cell_names_its_applications_cells() -> None:
+    system = {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "Cell",
+        "metadata": {"name": "sys", "namespace": "ns"},
+        "spec": {
+            "clusters": [{"name": "a"}],
+            "applications": [{"name": "web", "argocd": {"clusterSecret": {"labels": {"x": "y"}}}}],
+        },
+        "status": {"applications": [{"name": "web", "cell": "sys-web"}]},
+    }
+    with pytest.raises(CliError, match=r"cell sys is a system: .*\(sys-web\); name one of them"):
+        plan_promote(system)

@@ -74,6 +74,14 @@ def rollout(cell: Obj) -> Rollout:
     model = Cell.model_validate(cell)
     st = model.status or CellStatus()
     name = model.metadata.name
+    if model.spec.applications is not None:
+        cells = (
+            ", ".join(a.cell for a in st.applications or [] if a.cell) or f"{name}-<application>"
+        )
+        raise CliError(
+            f"cell {name} is a system: its applications roll out through their own Cells "
+            f"({cells}); name one of them"
+        )
     if not st.rollout_id or not st.canary_version:
         state = f"phase {st.phase}, {st.health}" if st.phase else "not reconciled yet"
         if st.message:
