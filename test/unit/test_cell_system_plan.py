@@ -566,3 +566,15 @@ def test_target_groups_from_the_clusters_target_group_bindings() -> None:
     )
     web_st = next(a for a in plan(o).status.applications or [] if a.name == "web")
     assert "selected by 'svc=web' name 2 target groups" in web_st.message
+
+
+def test_pausing_the_system_mid_walk_holds_the_application_that_moved() -> None:
+    w = rolled_out([app("web", "web", 25), app("api", "api", 100)])
+    for _ in range(30):
+        w.tick()
+        if w.children["web"].status.canary_weight == 25:
+            break
+    w.paused = True
+    w.run(10)
+    assert sum(v for k, v in w.weights("web").items() if "v2" in k) == 25
+    assert all(c["metadata"]["annotations"].get("okra.mumo.co/pause") for c in w.objects["cells"])

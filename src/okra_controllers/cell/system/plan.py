@@ -94,9 +94,11 @@ def plan(o: SystemObserved) -> SystemPlan:
     p.events += ready.events
     prior = {a.name: a for a in o.status.applications or []}
     works = [_app(o, p, app, ready, prior.get(app.name)) for app in apps]
-    hold = o.paused or any(w.argo_waiting for w in works)
+    # `okra pause` on the system holds every application; one waiting for Argo CD holds
+    # those that have not moved traffic yet, so that the system moves together
+    waiting_for_argo = any(w.argo_waiting for w in works)
     for w in works:
-        _emit(o, p, w, hold and not w.moved)
+        _emit(o, p, w, o.paused or (waiting_for_argo and not w.moved))
     st.applications = [w.status for w in works]
     _system_status(o, p, works, ready)
     if ready.wake_after is not None:
