@@ -28,9 +28,15 @@ NAME = "okra_judge_latency_ms"
 pytestmark = pytest.mark.usefixtures("analysis")
 
 
+SIGMA = 0.05
+"""The samples' spread (log-normal sigma). At 0.1 a 30 % slower canary, judged on 20 points
+a side with a 10 % tolerance, came out Pass in 62 of 20,000 simulated draws (scrapes and
+query steps at random phases), which failed CI once; at 0.05, in none of 20,000."""
+
+
 @pytest.fixture
 async def traffic(prometheus: PrometheusServer) -> AsyncIterator[Traffic]:
-    t = Traffic(prometheus, NAME, 0.1)
+    t = Traffic(prometheus, NAME, SIGMA)
     task = asyncio.create_task(t.run())
     yield t
     task.cancel()
