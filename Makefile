@@ -123,6 +123,7 @@ test-node: $(STAMP)
 	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
 	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
 	OKRA_IMAGE="$$(hack/image.sh)" && export OKRA_IMAGE && \
+	OKRA_LBC="$$(hack/build-lbc.sh)" && export OKRA_LBC && \
 	$(BIN)/pytest -n 0 -m node test/node
 
 test-unit: $(STAMP)

@@ -10,6 +10,7 @@ can run (not root, containerd or the node's binaries missing).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -21,6 +22,11 @@ import pytest
 
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.lbc import (
+    LoadBalancerController,
+    LoadBalancerControllerUnavailableError,
+    lbc_binary,
+)
 from okra_testkit.node import (
     HostState,
     Node,
@@ -29,6 +35,7 @@ from okra_testkit.node import (
     node_control_plane,
     unavailable,
 )
+from okra_testkit.seed import Network, Seeder
 
 REPO = Path(__file__).resolve().parents[2]
 LAST = ("test_the_host_is_as_it_was", "test_a_node_whose_harness_was_killed_is_undone_by_the_next")
@@ -110,3 +117,31 @@ def manager_image(node: Node, tmp_path_factory: pytest.TempPathFactory) -> str:
     )
     node.import_image(buildah_archive(image, tmp_path_factory.mktemp("image") / "okra.tar"))
     return image
+
+
+LBC_VPC_CIDR = "10.244.0.0/16"
+"""The VPC the load balancer controller is given: it holds the node's Pod network, as an EKS
+VPC holds its Pods' addresses (the VPC CNI), so Pod IPs are registered without an
+availability zone."""
+
+
+@pytest.fixture(scope="module")
+def lbc_network(moto: MotoServer) -> Network:
+    """A VPC in moto (with two subnets) for the load balancer controller and its target groups."""
+    return asyncio.run(Seeder(moto.config).network(cidr=LBC_VPC_CIDR))
+
+
+@pytest.fixture(scope="module")
+def load_balancer_controller(
+    control_plane: ControlPlane, moto: MotoServer, lbc_network: Network
+) -> Iterator[LoadBalancerController]:
+    """The AWS Load Balancer Controller (`$OKRA_LBC`, else `hack/build-lbc.sh`'s newest build)
+    on the plane, its EC2, ELBv2 and STS calls sent to moto."""
+    try:
+        binary = lbc_binary()
+    except LoadBalancerControllerUnavailableError as e:
+        pytest.skip(str(e))
+    with LoadBalancerController(
+        control_plane, moto.config, lbc_network.vpc_id, binary=binary
+    ) as lbc:
+        yield lbc
