@@ -124,6 +124,8 @@ test-node: $(STAMP)
 	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
 	OKRA_IMAGE="$$(hack/image.sh)" && export OKRA_IMAGE && \
 	OKRA_LBC="$$(hack/build-lbc.sh)" && export OKRA_LBC && \
+	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
+	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
 	$(BIN)/pytest -n 0 -m node test/node
 
 test-unit: $(STAMP)

@@ -22,6 +22,7 @@ import pytest
 
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.argocd import ArgoCDBinaries, find_argocd
 from okra_testkit.lbc import (
     LoadBalancerController,
     LoadBalancerControllerUnavailableError,
@@ -145,3 +146,13 @@ def load_balancer_controller(
         control_plane, moto.config, lbc_network.vpc_id, binary=binary
     ) as lbc:
         yield lbc
+
+
+@pytest.fixture(scope="session")
+def argocd_binaries() -> ArgoCDBinaries:
+    """Argo CD (`$OKRA_ARGOCD`, `hack/build-argocd.sh`) and redis-server (`$OKRA_REDIS`,
+    `hack/redis.sh`) for a test's `ArgoCD` harness on the plane."""
+    try:
+        return find_argocd()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))

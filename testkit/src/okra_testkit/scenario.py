@@ -111,6 +111,30 @@ def binding_manifest(cluster: str, target_group_arn: str) -> dict[str, str]:
     }
 
 
+def target_group_set(namespace: str) -> dict[str, Any]:
+    """The AWSTargetGroupSet `web`: for every Argo CD cluster Secret labelled role=web in
+    `namespace`, an AWSTargetGroup per TargetGroupBinding labelled role=web in that cluster,
+    labelled role=web and with the cluster's `version` label as its version."""
+    return {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "AWSTargetGroupSet",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {
+            "generators": [{"argocdClusters": {"selector": {"matchLabels": {"role": "web"}}}}],
+            "bindingSelector": {"matchLabels": {"role": "web"}},
+            "template": {
+                "metadata": {
+                    "labels": {
+                        "role": "web",
+                        VERSION_LABEL: "{{.cluster.labels.version}}",
+                        "cluster": "{{.cluster.name}}",
+                    }
+                }
+            },
+        },
+    }
+
+
 @dataclass
 class StandardScenario:
     """The world of the scenario; `start()` builds it, `stop()` removes all of it.
@@ -241,26 +265,7 @@ class StandardScenario:
                     },
                 },
             },
-            {
-                "apiVersion": "okra.mumo.co/v1alpha1",
-                "kind": "AWSTargetGroupSet",
-                "metadata": {"name": "web", "namespace": ns},
-                "spec": {
-                    "generators": [
-                        {"argocdClusters": {"selector": {"matchLabels": {"role": "web"}}}}
-                    ],
-                    "bindingSelector": {"matchLabels": {"role": "web"}},
-                    "template": {
-                        "metadata": {
-                            "labels": {
-                                "role": "web",
-                                VERSION_LABEL: "{{.cluster.labels.version}}",
-                                "cluster": "{{.cluster.name}}",
-                            }
-                        }
-                    },
-                },
-            },
+            target_group_set(ns),
             {
                 "apiVersion": "okra.mumo.co/v1alpha1",
                 "kind": "Cell",
