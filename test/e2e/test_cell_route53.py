@@ -446,7 +446,15 @@ async def test_route53_weighted_records_through_a_canary_drift_a_crash_and_an_as
         insync, submitted = done["inSyncAt"], pending["pendingChange"]["submittedAt"]
         assert insync >= submitted, (insync, submitted)  # RFC 3339 UTC, to the second
         await r53.records_become(web_name, {"web-v1": 100})
-        assert r53.proxy.actions().count("ChangeResourceRecordSets") == writes
+        # The pending change is never written again. A later generation of the config (the
+        # Cell may write the rollback's records in two steps, the second while the first is
+        # PENDING on a busy machine) is written once each, after INSYNC.
+        later = (await c.get(R53_CONFIG, "web", ns))["metadata"]["generation"] - pending[
+            "pendingChange"
+        ]["generation"]
+        after = r53.proxy.actions().count("ChangeResourceRecordSets") - writes
+        changes = [line for line in okra.text().splitlines() if "in one batch" in line]
+        assert after <= later, (after, later, changes[-3:])
         assert not okra.error_lines(), okra.last_lines()
     finally:
         okra.stop()
