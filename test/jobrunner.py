@@ -1,11 +1,12 @@
 """The kubelet's part for Jobs, for tests: run each new Job of a namespace as a local
 process and write the Job's status.
 
-Why a stand-in: the management control plane has no nodes, and no real kubelet can run
-on these machines: there is no CRI runtime (containerd or CRI-O; no Docker engine), and no
-container registry is reachable to pull a check's image. So this runner plays the node:
-it watches Jobs, runs the first container's `command` + `args` as a local process (the
-image is not used: a check's command must exist on the test machine), and writes status
+Why a stand-in: `make test`'s control planes have no node. A real node (containerd,
+kubelet; `okra_testkit.node`) runs on this host only in the node suite (`make test-node`),
+one at a time (kubelet's ports are fixed), so it cannot serve the parallel workers here;
+there, check Jobs run for real (test/node/test_install.py). So in this suite the runner plays
+the node: it watches Jobs, runs the first container's `command` + `args` as a local process
+(the image is not used: a check's command must exist on the test machine), and writes status
 as the Job controller would on a one-pod Job with `backoffLimit: 0`: `startTime` and
 `active: 1` at once, then `succeeded: 1` with `SuccessCriteriaMet` and `Complete`, or
 `failed: 1` with `FailureTarget` and `Failed` (reason `BackoffLimitExceeded`, the exit
