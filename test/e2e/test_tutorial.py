@@ -11,7 +11,7 @@ order, against the local control plane and moto:
   namespace are swapped for the test's own;
 - two target groups per version stand in for two clusters: they carry the labels the page's
   AWSTargetGroupSet gives (the path from EKS through Argo CD to those target groups is
-  test_standard_scenario's);
+  the standard scenario's, test_demo_fleet.py);
 - `okra ... get cell web` (without `--watch`, which never ends) and `okra ... promote web`.
 
 A command in the section that this test does not know how to run fails it, so a new step in
