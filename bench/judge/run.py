@@ -59,6 +59,24 @@ def detection_rate(
     return found / trials
 
 
+def scraped_miss_rate(rng: np.random.Generator, trials: int, sigma: float) -> float:
+    """test/integration/analysis/test_judge.py's slower canary as Prometheus shows it: each
+    version's latency redrawn every 0.3 s (median 100 and 130, log-normal `sigma`), scraped
+    every 1 s at a random phase, read by a range query every 1 s, 20 points a side, judged
+    with tolerance 0.1. The share of runs not judged High (the test's failure rate)."""
+    draws = np.arange(0.0, 40.0, 0.3)
+    missed = 0
+    for _ in range(trials):
+        series = {m: m * rng.lognormal(0.0, sigma, draws.size) for m in (100.0, 130.0)}
+        scrapes = np.arange(rng.random(), 40.0, 1.0)
+        steps = 5.0 + rng.random() + np.arange(20)
+        scraped = scrapes[np.searchsorted(scrapes, steps, side="right") - 1]
+        at = np.searchsorted(draws, scraped, side="right") - 1
+        j = classify(series[130.0][at], series[100.0][at], direction="increase", tolerance=0.1)
+        missed += j.classification != "High"
+    return missed / trials
+
+
 def judge_cpu(rng: np.random.Generator, metrics: int, points: int, repeat: int) -> float:
     """Best CPU seconds (process time) to classify `metrics` metrics and score the run."""
     sides = [(draw(rng, points), draw(rng, points)) for _ in range(metrics)]
@@ -112,6 +130,13 @@ def main() -> None:
         rates = [detection_rate(rng, args.trials, n, shift, tolerance=0.0) for n in sizes]
         label = f"  same, tolerance 0, +{shift:.0%}"
         print(f"{label:28}" + "".join(f"{r:>10.1%}" for r in rates))
+    print()
+    for sigma in (0.1, 0.05):
+        miss = scraped_miss_rate(rng, args.trials * 5, sigma)
+        print(
+            f"test_judge's +30 % canary through Prometheus, sigma {sigma}: not High in "
+            f"{miss:.2%} of {args.trials * 5} runs"
+        )
     print()
     cpu = judge_cpu(rng, 50, 300, 5)
     print(f"CPU to judge 50 metrics x 300 points per side: {cpu * 1000:.1f} ms   (goal < 100 ms)")
