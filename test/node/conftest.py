@@ -23,19 +23,14 @@ import pytest
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCDBinaries, find_argocd
+from okra_testkit.hoststate import HostState
+from okra_testkit.images import buildah_archive, busybox_archive
 from okra_testkit.lbc import (
     LoadBalancerController,
     LoadBalancerControllerUnavailableError,
     lbc_binary,
 )
-from okra_testkit.node import (
-    HostState,
-    Node,
-    buildah_archive,
-    busybox_archive,
-    node_control_plane,
-    unavailable,
-)
+from okra_testkit.node import Node, node_control_plane, unavailable
 from okra_testkit.seed import Network, Seeder
 
 REPO = Path(__file__).resolve().parents[2]

@@ -32,7 +32,8 @@ from okra_runtime import Client
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.process import wait_until
-from okra_testkit.node import BUSYBOX_IMAGE, Node
+from okra_testkit.images import BUSYBOX_IMAGE
+from okra_testkit.node import Node
 from okra_testkit.seed import Seeder
 
 REPO = Path(__file__).resolve().parents[2]

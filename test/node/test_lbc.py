@@ -36,8 +36,8 @@ from okra_runtime import Client
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD, ArgoCDBinaries, GitRepo, cluster_secret
+from okra_testkit.images import BUSYBOX_IMAGE
 from okra_testkit.lbc import LoadBalancerController
-from okra_testkit.node import BUSYBOX_IMAGE
 from okra_testkit.scenario import APPLICATION, TARGET_GROUP, target_group_set
 from okra_testkit.seed import Network, Seeder
 from support import eventually

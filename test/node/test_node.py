@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 from okra_testkit.envtest import ControlPlane
-from okra_testkit.node import BUSYBOX_IMAGE, HostState, Node, node_control_plane
+from okra_testkit.hoststate import HostState
+from okra_testkit.images import BUSYBOX_IMAGE
+from okra_testkit.node import Node, node_control_plane
 
 from .conftest import NodeWorld
 
@@ -143,7 +145,8 @@ def test_the_host_is_as_it_was(node_world: NodeWorld) -> None:
 
 _KILLED = f"""
 import time
-from okra_testkit.node import Node, busybox_archive, node_control_plane
+from okra_testkit.images import busybox_archive
+from okra_testkit.node import Node, node_control_plane
 cp = node_control_plane()
 cp.start()
 print(cp.dir, flush=True)

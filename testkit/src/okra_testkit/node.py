@@ -5,16 +5,17 @@ It runs as root only (runc needs it; rootless runc does not work on this layout)
 host state while it runs: kubelet sets sysctls (`vm.overcommit_memory`, `kernel.panic`,
 `kernel.panic_on_oops`...), kube-proxy and the bridge plugin add `KUBE-*` and `CNI-*`
 iptables chains and turn on `ip_forward`, kubelet makes a `kubepods` cgroup tree, the CNI
-plugin a bridge. `Node.stop()` always puts all of it back as it found it (`HostState`, read
+plugin a bridge. `Node.stop()` always puts all of it back as it found it
+(`okra_testkit.hoststate.HostState`, read
 before start and again after stop: `Node.leftover` lists any difference), touching only the
 chains, links and cgroups the node made. A node whose harness was killed before it could
-stop is undone by the next node to start (`STATE_FILE`, `Node.recovered`). One node runs on
+stop is undone by the next node to start (`hoststate.STATE_FILE`, `Node.recovered`). One node runs on
 a host at a time (a lock file: kubelet's ports 10248/10250 are fixed).
 
 Everything else lives under one temporary directory: containerd's root, state and socket,
 kubelet's root and Pod logs, the CNI configuration and its address leases. No registry is
 reachable, so images come in as archives (`import_image`): the Pod sandbox's pause image is
-written here (`oci_archive`) around `hack/build-node.sh`'s pause, and images the project builds
+written (`okra_testkit.images.oci_archive`) around `hack/build-node.sh`'s pause, and images the project builds
 with buildah are exported with `buildah_archive`; Pods use them with `imagePullPolicy: Never`
 (or IfNotPresent).
 
@@ -25,24 +26,32 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import io
 import json
 import os
-import shlex
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from okra_testkit.envtest.binaries import cached_build
 from okra_testkit.envtest.controlplane import ADMIN, ControlPlane
 from okra_testkit.envtest.process import ControlPlaneError, Process, Processes, wait_until
+from okra_testkit.hoststate import (
+    BRIDGE,
+    CGROUP_ROOT,
+    STATE_FILE,
+    HostState,
+    NodeUnavailableError,
+    recover_killed_node,
+    restore_host,
+)
+from okra_testkit.images import (
+    PAUSE_IMAGE,
+    oci_archive,
+)
 
 NODE_ASSETS_ENV = "OKRA_NODE_ASSETS"
 NODE_BINARIES = ("kubelet", "kube-scheduler", "kube-proxy", "pause")
@@ -61,38 +70,7 @@ HOST_TOOLS = (
 CNI_BIN_DIR = Path("/usr/lib/cni")
 CNI_PLUGINS = ("bridge", "host-local", "loopback")
 POD_CIDR = "10.244.0.0/24"
-BRIDGE = "okra-node0"
-PAUSE_IMAGE = "localhost/okra-pause:1"
-BUSYBOX_IMAGE = "localhost/okra-busybox:1"
 LOCK_FILE = Path(tempfile.gettempdir()) / "okra-node.lock"
-STATE_FILE = Path(tempfile.gettempdir()) / "okra-node.state.json"
-"""The host's state before the running node started, and the node's directory: a node whose
-harness was killed before it could stop is undone by the next one to start."""
-SYSCTLS = (
-    "vm.overcommit_memory",
-    "vm.panic_on_oom",
-    "kernel.panic",
-    "kernel.panic_on_oops",
-    "kernel.keys.root_maxkeys",
-    "kernel.keys.root_maxbytes",
-    "net.ipv4.ip_forward",
-    "net.ipv4.conf.all.route_localnet",
-    "net.bridge.bridge-nf-call-iptables",
-    "net.bridge.bridge-nf-call-ip6tables",
-    "net.netfilter.nf_conntrack_max",
-    "net.netfilter.nf_conntrack_tcp_timeout_established",
-    "net.netfilter.nf_conntrack_tcp_timeout_close_wait",
-)
-"""What kubelet, kube-proxy and the bridge plugin may set (read before, put back after)."""
-OURS = ("KUBE-", "CNI-")
-"""The iptables chains a node makes: the only ones its teardown removes."""
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-_NETNS_DIR = Path("/run/netns")
-
-
-class NodeUnavailableError(RuntimeError):
-    """This host cannot run a node (not root, a tool or a binary missing): the message says
-    what and how to get it."""
 
 
 def node_binaries_dir(assets: str | os.PathLike[str] | None = None) -> Path:
@@ -144,382 +122,6 @@ def host_address() -> str:
     )
     routes = json.loads(out.stdout)
     return str(routes[0]["prefsrc"])
-
-
-# -- host state ------------------------------------------------------------------------------
-
-
-def _read_sysctls() -> dict[str, str]:
-    values: dict[str, str] = {}
-    for name in SYSCTLS:
-        path = Path("/proc/sys") / name.replace(".", "/")
-        with contextlib.suppress(OSError):
-            values[name] = path.read_text().strip()
-    return values
-
-
-def _rules(family: str) -> dict[str, list[str]]:
-    """`iptables-save` (or ip6tables-save) by table, without counters: each table's chain
-    declarations (`:CHAIN POLICY`) and rules in order. A table that only has its built-in
-    chains, empty and accepting, is left out: it filters nothing, as no table does, and
-    iptables-nft makes one on first use and has no way to delete it."""
-    out = subprocess.run(
-        [f"{family}-save"], capture_output=True, text=True, check=False, timeout=60
-    ).stdout
-    tables: dict[str, list[str]] = {}
-    current: list[str] = []
-    for line in out.splitlines():
-        if line.startswith("*"):
-            current = tables.setdefault(line[1:], [])
-        elif line.startswith(":"):
-            current.append(" ".join(line.split()[:2]))
-        elif line.startswith("-"):
-            current.append(line)
-    return {
-        table: lines
-        for table, lines in tables.items()
-        if not all(line.startswith(":") and line.endswith(" ACCEPT") for line in lines)
-    }
-
-
-def _chain(declaration: str) -> str:
-    return declaration[1:].split()[0]
-
-
-@dataclass(frozen=True)
-class HostState:
-    """What a node may change on the host: sysctls, iptables rules (IPv4 and IPv6), network
-    links, network namespaces and the top-level cgroups."""
-
-    sysctls: dict[str, str]
-    iptables: dict[str, dict[str, list[str]]]
-    links: frozenset[str]
-    netns: frozenset[str]
-    cgroups: frozenset[str]
-
-    @classmethod
-    def read(cls) -> HostState:
-        return cls(
-            sysctls=_read_sysctls(),
-            iptables={f: _rules(f) for f in ("iptables", "ip6tables")},
-            links=frozenset(p.name for p in Path("/sys/class/net").iterdir()),
-            netns=frozenset(p.name for p in _NETNS_DIR.glob("*")),
-            cgroups=frozenset(  # v1: the hierarchies' top cgroups; v2: two levels alike
-                str(p.relative_to(CGROUP_ROOT))
-                for top in CGROUP_ROOT.iterdir()
-                if top.is_dir()
-                for p in (top, *top.iterdir())
-                if p.is_dir()
-            ),
-        )
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "sysctls": self.sysctls,
-            "iptables": self.iptables,
-            "links": sorted(self.links),
-            "netns": sorted(self.netns),
-            "cgroups": sorted(self.cgroups),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> HostState:
-        return cls(
-            sysctls=dict(data["sysctls"]),
-            iptables={f: {t: list(r) for t, r in v.items()} for f, v in data["iptables"].items()},
-            links=frozenset(data["links"]),
-            netns=frozenset(data["netns"]),
-            cgroups=frozenset(data["cgroups"]),
-        )
-
-    def differences(self, now: HostState) -> list[str]:
-        """What differs in `now` from this state, one line each (empty: as before)."""
-        out = [
-            f"sysctl {k}: {self.sysctls.get(k)} -> {now.sysctls.get(k)}"
-            for k in sorted(set(self.sysctls) | set(now.sysctls))
-            if self.sysctls.get(k) != now.sysctls.get(k)
-        ]
-        for family in sorted(set(self.iptables) | set(now.iptables)):
-            was, is_ = self.iptables.get(family, {}), now.iptables.get(family, {})
-            for table in sorted(set(was) | set(is_)):
-                a, b = was.get(table, []), is_.get(table, [])
-                if a != b:
-                    added = [r for r in b if r not in a]
-                    removed = [r for r in a if r not in b]
-                    out.append(f"{family} {table}: added {added}, removed {removed}")
-        for what, was_set, now_set in (
-            ("link", self.links, now.links),
-            ("netns", self.netns, now.netns),
-            ("cgroup", self.cgroups, now.cgroups),
-        ):
-            out += [f"{what} {x} added" for x in sorted(now_set - was_set)]
-            out += [f"{what} {x} removed" for x in sorted(was_set - now_set)]
-        return out
-
-
-def _write_sysctl(name: str, value: str) -> None:
-    with contextlib.suppress(OSError):
-        (Path("/proc/sys") / name.replace(".", "/")).write_text(value)
-
-
-def _remove_our_chains(before: HostState) -> None:
-    """Delete the `KUBE-*` / `CNI-*` chains that were not there before, and the rules that
-    jump to them: nothing else."""
-    for family in ("iptables", "ip6tables"):
-        was = before.iptables.get(family, {})
-        for table, lines in _rules(family).items():
-            known = set(was.get(table, []))
-            new_chains = [
-                _chain(line)
-                for line in lines
-                if line.startswith(":") and _chain(line).startswith(OURS) and line not in known
-            ]
-            if not new_chains:
-                continue
-            targets = set(new_chains)
-            for line in lines:
-                if not line.startswith("-A "):
-                    continue
-                parts = shlex.split(line)  # iptables-save quotes comments
-                jump = parts[parts.index("-j") + 1] if "-j" in parts else None
-                if parts[1] not in targets and jump in targets:
-                    _ipt(family, table, ["-D", *parts[1:]])
-            for chain in new_chains:
-                _ipt(family, table, ["-F", chain])
-            for chain in new_chains:
-                _ipt(family, table, ["-X", chain])
-
-
-def _ipt(family: str, table: str, args: list[str]) -> None:
-    argv = [family, "-w", "5", "-t", table, *args]
-    subprocess.run(argv, capture_output=True, check=False, timeout=30)
-
-
-def _remove_cgroup_tree(path: Path) -> None:
-    """rmdir a cgroup and its children, deepest first (a cgroup directory's files go with it)."""
-    if not path.is_dir():
-        return
-    for child in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-        with contextlib.suppress(OSError):
-            child.rmdir()
-    with contextlib.suppress(OSError):
-        path.rmdir()
-
-
-def _kill_shims(directory: Path) -> None:
-    """containerd's shims outlive it: kill the ones serving a containerd in `directory`."""
-    mark = str(directory).encode()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"containerd-shim" in argv and mark in argv:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(proc.name), 9)
-
-
-def _kill_cgroup_tree(path: Path) -> None:
-    """SIGKILL every process in a cgroup and its children (containers a dead shim left)."""
-    if not path.is_dir():
-        return
-    for procs in path.rglob("cgroup.procs"):
-        with contextlib.suppress(OSError):
-            for pid in procs.read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), 9)
-
-
-def _kubepods_trees() -> list[Path]:
-    """kubelet's cgroup tree in each v1 hierarchy, and in the unified (v2) one."""
-    return [d / "kubepods" for d in (CGROUP_ROOT, *CGROUP_ROOT.iterdir()) if d.is_dir()]
-
-
-def restore_host(before: HostState, directory: Path) -> None:
-    """Undo what a node living in `directory` changed on the host since `before`: its shims
-    and any container still running, mounts under `directory`, the network namespaces and the
-    bridge it made, its `KUBE-*`/`CNI-*` chains, the `kubepods` cgroups, the sysctls."""
-    _kill_shims(directory)
-    kubepods = "kubepods" not in {c.split("/", 1)[-1] for c in before.cgroups}
-    if kubepods:
-        for tree in _kubepods_trees():
-            _kill_cgroup_tree(tree)
-    for point in reversed(_mounts_under(directory)):
-        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
-    for ns in {p.name for p in _NETNS_DIR.glob("*")} - before.netns:
-        if ns.startswith("cni-"):
-            subprocess.run(["ip", "netns", "delete", ns], capture_output=True, check=False)
-    if BRIDGE not in before.links and Path(f"/sys/class/net/{BRIDGE}").exists():
-        subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, check=False)
-    _remove_our_chains(before)
-    if kubepods:
-        for tree in _kubepods_trees():
-            _remove_cgroup_tree(tree)
-    now = _read_sysctls()
-    for name, value in before.sysctls.items():
-        if now.get(name) != value:
-            _write_sysctl(name, value)
-
-
-def _recover_killed_node() -> list[str]:
-    """Undo a node whose harness died before stopping it (its `STATE_FILE` is still there):
-    what was left, one line each (empty when no node was left)."""
-    try:
-        saved = json.loads(STATE_FILE.read_text())
-    except (OSError, ValueError):
-        return []
-    before, directory = HostState.from_json(saved["before"]), Path(saved["dir"])
-    left = before.differences(HostState.read())
-    restore_host(before, directory)
-    shutil.rmtree(directory, ignore_errors=True)
-    STATE_FILE.unlink(missing_ok=True)
-    return [f"a node in {directory} was not stopped", *left]
-
-
-def _mounts_under(root: Path) -> list[str]:
-    prefix = str(root.resolve())
-    out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        point = line.split()[4].encode().decode("unicode_escape")
-        if point == prefix or point.startswith(prefix + "/"):
-            out.append(point)
-    return out
-
-
-# -- images ----------------------------------------------------------------------------------
-
-
-def oci_archive(
-    path: Path,
-    name: str,
-    files: Mapping[str, bytes | Path],
-    *,
-    symlinks: Mapping[str, str] | None = None,
-    entrypoint: Sequence[str] = (),
-    cmd: Sequence[str] = (),
-    user: str = "",
-) -> Path:
-    """Write a one-layer OCI image archive named `name` (what `ctr images import` reads):
-    `files` (image path -> contents or a host file, executable) and `symlinks`."""
-    layer = io.BytesIO()
-    with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        dirs = sorted({str(Path(p).parent) for p in [*files, *(symlinks or {})]} - {"."})
-        for d in dirs:
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        for image_path, content in sorted(files.items()):
-            data = content.read_bytes() if isinstance(content, Path) else content
-            info = tarfile.TarInfo(image_path)
-            info.size, info.mode = len(data), 0o755
-            tar.addfile(info, io.BytesIO(data))
-        for link, target in sorted((symlinks or {}).items()):
-            info = tarfile.TarInfo(link)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            tar.addfile(info)
-    layer_bytes = layer.getvalue()
-    blobs: dict[str, bytes] = {}
-
-    def blob(data: bytes) -> tuple[str, int]:
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        blobs[digest] = data
-        return digest, len(data)
-
-    layer_digest, layer_size = blob(layer_bytes)
-    config: dict[str, object] = {"Env": ["PATH=/bin"]}
-    if entrypoint:
-        config["Entrypoint"] = list(entrypoint)
-    if cmd:
-        config["Cmd"] = list(cmd)
-    if user:
-        config["User"] = user
-    config_digest, config_size = blob(
-        json.dumps(
-            {
-                "architecture": "amd64",
-                "os": "linux",
-                "config": config,
-                "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
-            }
-        ).encode()
-    )
-    manifest_digest, manifest_size = blob(
-        json.dumps(
-            {
-                "schemaVersion": 2,
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "config": {
-                    "mediaType": "application/vnd.oci.image.config.v1+json",
-                    "digest": config_digest,
-                    "size": config_size,
-                },
-                "layers": [
-                    {
-                        "mediaType": "application/vnd.oci.image.layer.v1.tar",
-                        "digest": layer_digest,
-                        "size": layer_size,
-                    }
-                ],
-            }
-        ).encode()
-    )
-    index = {
-        "schemaVersion": 2,
-        "manifests": [
-            {
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "digest": manifest_digest,
-                "size": manifest_size,
-                "platform": {"architecture": "amd64", "os": "linux"},
-                "annotations": {
-                    "io.containerd.image.name": name,
-                    "org.opencontainers.image.ref.name": name.rsplit(":", 1)[-1],
-                },
-            }
-        ],
-    }
-    with tarfile.open(path, "w") as out:
-        entries = {
-            "oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
-            "index.json": json.dumps(index).encode(),
-            **{f"blobs/sha256/{d.split(':', 1)[1]}": b for d, b in blobs.items()},
-        }
-        for entry, data in entries.items():
-            info = tarfile.TarInfo(entry)
-            info.size, info.mode = len(data), 0o644
-            out.addfile(info, io.BytesIO(data))
-    return path
-
-
-def busybox_archive(path: Path, name: str = BUSYBOX_IMAGE) -> Path:
-    """An image of Debian's busybox-static (`/bin/sh` and its applets): for Jobs and small
-    Pods in tests."""
-    busybox = Path("/bin/busybox")
-    if not busybox.exists():
-        raise NodeUnavailableError(
-            "busybox-static is not installed (apt-get install busybox-static)"
-        )
-    applets = ("sh", "echo", "cat", "sleep", "wget", "nc", "httpd", "hostname", "mkdir", "env")
-    return oci_archive(
-        path,
-        name,
-        {"bin/busybox": busybox},
-        symlinks={f"bin/{a}": "busybox" for a in applets},
-        cmd=["sh"],
-    )
-
-
-def buildah_archive(image: str, path: Path) -> Path:
-    """`image` from buildah's storage as a docker-archive `import_image` loads, by its name."""
-    subprocess.run(
-        ["buildah", "push", "--quiet", image, f"docker-archive:{path}:{image}"],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    return path
 
 
 # -- the node --------------------------------------------------------------------------------
@@ -584,7 +186,7 @@ class Node(Processes):
         self._bins = node_binaries_dir(self.assets)
         self._lock.enter_context(_host_lock(self.lock_timeout))
         try:
-            self.recovered = _recover_killed_node()
+            self.recovered = recover_killed_node()
             self.before = HostState.read()
             self.dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=self.base_dir))
             self.dir.chmod(0o755)
