@@ -3,21 +3,21 @@ kube-proxy on this host, so that Pods, Deployments, Services and Jobs run for re
 
 It runs as root only (runc needs it; rootless runc does not work on this layout) and changes
 host state while it runs: kubelet sets sysctls (`vm.overcommit_memory`, `kernel.panic`,
-`kernel.panic_on_oops`...), kube-proxy and the bridge plugin add `KUBE-*` and `CNI-*`
-iptables chains and turn on `ip_forward`, kubelet makes a `kubepods` cgroup tree, the CNI
-plugin a bridge. `Node.stop()` always puts all of it back as it found it
-(`okra_testkit.hoststate.HostState`, read
-before start and again after stop: `Node.leftover` lists any difference), touching only the
-chains, links and cgroups the node made. A node whose harness was killed before it could
-stop is undone by the next node to start (`hoststate.STATE_FILE`, `Node.recovered`). One node runs on
-a host at a time (a lock file: kubelet's ports 10248/10250 are fixed).
+`kernel.panic_on_oops`...), kube-proxy and the bridge plugin add `KUBE-*` and `CNI-*` iptables
+chains and turn on `ip_forward`, kubelet makes a `kubepods` cgroup tree, the CNI plugin a
+bridge. `Node.stop()` always puts all of it back as it found it
+(`okra_testkit.hoststate.HostState`, read before start and again after stop: `Node.leftover`
+lists any difference), touching only the chains, links and cgroups the node made. A node whose
+harness was killed before it could stop is undone by the next node to start
+(`hoststate.STATE_FILE`, `Node.recovered`). One node runs on a host at a time (a lock file:
+kubelet's ports 10248/10250 are fixed).
 
 Everything else lives under one temporary directory: containerd's root, state and socket,
 kubelet's root and Pod logs, the CNI configuration and its address leases. No registry is
 reachable, so images come in as archives (`import_image`): the Pod sandbox's pause image is
-written (`okra_testkit.images.oci_archive`) around `hack/build-node.sh`'s pause, and images the project builds
-with buildah are exported with `buildah_archive`; Pods use them with `imagePullPolicy: Never`
-(or IfNotPresent).
+written (`okra_testkit.images.oci_archive`) around `hack/build-node.sh`'s pause, and images the
+project builds with buildah are exported with `buildah_archive`; Pods use them with
+`imagePullPolicy: Never` (or IfNotPresent).
 
 Synchronous on purpose, like `okra_testkit.envtest`: it runs in fixtures, never in okra.
 """
