@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from typing import Any
 import pytest
 
 from integration.test_cli import okra as okra_cli
-from jobrunner import JobRunner
 from okra_controllers.albconfig.controller import setup as setup_albconfigs
 from okra_controllers.analysis.check_controller import setup as setup_checks
 from okra_controllers.cell.controller import setup as setup_cells
@@ -370,71 +368,3 @@ async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_ba
             if e.startswith("CheckFailed: application web")  # the system Cell's, not a Check's
         ]
         assert len(said) == 1, said
-
-
-async def test_a_manager_killed_at_every_change_of_phase_resumes_and_runs_each_check_once(
-    world: tuple[System, LoadBalancer], rt_client: Client, namespace: str, rates: ErrorRates
-) -> None:
-    """okra-manager killed (no shutdown) each time the system's, web's or web's Cell's phase
-    or step changes: the migration still ends, each precheck and postcheck Job is created
-    once per rollout (never again for the same forward config), weights never go back."""
-    s, alb = world
-    v1 = [await s.cluster(n, "web") for n in ("k-1", "k-2")]
-    web = application("web", "web", alb.listener_arn, 10, 50, rates.url)
-    ok = {
-        "job": {
-            "template": {
-                "spec": {"image": "check", "command": [sys.executable, "-c", "print('ok')"]}
-            }
-        }
-    }
-    web["prechecks"] = [{"name": "pre", **ok}]
-    web["postchecks"] = [{"name": "post", **ok}]
-    await rt_client.create(
-        {
-            "apiVersion": "okra.mumo.co/v1alpha1",
-            "kind": "Cell",
-            "metadata": {"name": "sys", "namespace": namespace},
-            "spec": {"clusters": v1, "applications": [web]},
-        }
-    )
-    async with (
-        JobRunner(rt_client, namespace) as runner,
-        running(rt_client, namespace, s.eks.config) as okra,
-    ):
-
-        async def completed() -> bool:
-            return (await s.status()).get("phase") == "Completed"
-
-        assert await eventually(completed, within=90), await s.debug()
-        await s.set_clusters([await s.cluster("k-3", "web"), await s.cluster("k-4", "web")])
-        seen: list[tuple[Any, ...]] = []
-        shares: list[int] = []
-
-        async def done() -> bool:
-            st = await s.status()
-            app: dict[str, Any] = next(iter(st.get("applications") or []), {})
-            child = (await rt_client.get(CELL, "sys-web", namespace)).get("status") or {}
-            now = (
-                st.get("phase"),
-                app.get("phase"),
-                child.get("phase"),
-                child.get("currentStepIndex"),
-            )
-            w = await s.weights(alb.listener_arn, 10)
-            share = sum(v for k, v in w.items() if k in ("k-3", "k-4"))
-            if not shares or shares[-1] != share:
-                shares.append(share)
-            if not seen or seen[-1] != now:
-                seen.append(now)
-                if len(seen) > 1:
-                    await okra.restart()
-            return st.get("phase") == "Completed" and share == 100
-
-        assert await eventually(done, within=180, interval=0.05), (seen, await s.debug())
-        assert len(seen) >= 4, seen  # restarted in Init, Migrating and Completing at least
-        assert shares == sorted(shares), shares  # never backwards
-        started = [e for e in (await s.debug())["events"] if e.startswith("MigrationStarted")]
-        assert len(started) == 2, started  # v1, then v2: each once
-        jobs = sorted(runner.started)
-        assert len(jobs) == len(set(jobs)) == 4, jobs  # pre and post, for v1 and for v2

@@ -4,13 +4,17 @@ controller. Root only, and not part of `make test`: the node changes host state 
 runs (restored after, which the last two tests check) and one runs per host.
 
 Here `control_plane` is that plane (so `rt_client`, `namespace` and the rest reach it), and
-`moto` listens on the node's address, where Pods reach it. Skipped, saying why, where no node
-can run (not root, containerd or the node's binaries missing).
+`moto` listens on the node's address, where Pods reach it. Cell checks run as Jobs that the Job
+controller and the kubelet run (busybox, `sh -c`): test_install.py, test_cell_checks.py,
+test_system_cell.py, test_status_kill_points.py, test_system_cell_argocd.py; their fixtures
+`env`, `okra` and `metrics` are e2e's. Skipped, saying why, where no node can run (not root,
+containerd or the node's binaries missing).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from e2e.conftest import env, metrics, okra  # noqa: F401 -- fixtures, shared with e2e
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCDBinaries, find_argocd
@@ -151,3 +156,30 @@ def argocd_binaries() -> ArgoCDBinaries:
         return find_argocd()
     except FileNotFoundError as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture
+def okra_crds(control_plane: ControlPlane, namespace: str) -> Iterator[list[str]]:
+    """okra's CRDs, applied for the test (the install tests' `kubectl delete -k` removes them
+    from the plane). After the test, with its okra-manager stopped, the finalizers okra put on
+    the namespace's objects are taken off, so that the namespace goes and a later
+    `kubectl delete -k` of the CRDs is not held by its objects."""
+    crds = control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+    yield crds
+    listed = control_plane.kubectl(
+        "get", ",".join(crds), "-n", namespace, "-o", "json", check=False
+    ).stdout
+    items = json.loads(listed)["items"] if listed else []
+    for item in items:
+        if item["metadata"].get("finalizers"):
+            control_plane.kubectl(
+                "patch",
+                f"{item['kind'].lower()}.{item['apiVersion'].partition('/')[0]}",
+                item["metadata"]["name"],
+                "-n",
+                namespace,
+                "--type=merge",
+                "-p",
+                '{"metadata":{"finalizers":null}}',
+                check=False,
+            )

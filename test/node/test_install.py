@@ -369,14 +369,14 @@ async def test_helm_install_gives_a_manager_pod_that_rolls_a_cell(
 
 
 def check(name: str, script: str) -> dict[str, Any]:
-    """A Cell check run as a Job: `script` in the node's busybox image."""
+    """A Cell check run as a Job: `script` in the node's busybox image (imported into the
+    node: a tagged image's default pull policy, IfNotPresent, never pulls it)."""
     return {
         "name": name,
         "job": {
             "template": {
                 "spec": {
                     "image": BUSYBOX_IMAGE,
-                    "imagePullPolicy": "Never",
                     "command": ["sh", "-c", script],
                 }
             }
@@ -393,7 +393,9 @@ async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
 ) -> None:
     """The Cell's precheck Jobs are run by the Job controller and the kubelet: a passing one
     lets v1 roll out, a failing one (exit 3 in its Pod) blocks v2 before any traffic moves,
-    and the Cell's status and RolloutFailed Event say its exit code and last log line."""
+    and the Cell's status and RolloutFailed Event say its exit code and last log line: the
+    Job's condition says only that its backoff limit was reached, okra reads them from the
+    Pod's terminated container status (`FallbackToLogsOnError`)."""
     cp = control_plane
     namespace = cells_namespace(cp)
     async with kustomize_installed(cp, manager_image, moto, tmp_path):
@@ -419,8 +421,9 @@ async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
         assert st["health"] == "Degraded"
         assert "precheck run-test failed (Job web-" in st["message"]
         assert "v2 is blocked" in st["message"]
-        said = "exit code 3: 2 of 40 tests failed"  # from the Pod: the Job says BackoffLimit...
+        said = "BackoffLimitExceeded: exit code 3: 2 of 40 tests failed"  # from the Pod
         assert said in st["message"], st["message"]
+        assert [r.get("message") for r in st["checks"] if r["phase"] == "Failed"] == [said]
         assert await env.rule_weights() == {"web-a-v1": 100}
         blocked = await rt_client.get(BLOCKLIST, "web", namespace)
         assert [i["version"] for i in blocked["spec"]["items"]] == ["v2"]
@@ -432,6 +435,15 @@ async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
             if j["status"].get("failed")
         ]
         assert len(failed) == 1
+        container = failed[0]["spec"]["template"]["spec"]["containers"][0]
+        assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
+        # the Job controller's condition says only that the backoff limit was reached
+        (condition,) = [c for c in failed[0]["status"]["conditions"] if c["type"] == "Failed"]
+        assert condition["message"] == "Job has reached the specified backoff limit"
+        assert (
+            f"precheck run-test failed (Job {failed[0]['metadata']['name']}: {said})"
+            in (st["message"])
+        )
         pods = json.loads(
             cp.kubectl(
                 "get",

@@ -9,8 +9,9 @@ the same step with the same rollout id; at the end there is one rollout id in th
 of all Pauses and AnalysisRuns, one Pause per pause step and one AnalysisRun per analysis
 (inline, background) of the rollout, no weight regression, every sampled total 100. The
 matrix (point x outcome) is printed. The check-Job point (the create of a precheck's Job,
-killed before and after it reaches the server) has its own Cell. Kill points at timed
-moments and at AWS writes are in test_kill_points.py.
+killed before and after it reaches the server) is in the node suite, where the Job runs
+(test/node/test_status_kill_points.py). Kill points at timed moments and at AWS writes are
+in test_kill_points.py.
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import PAUSE, RUN, VERSION_ARG, Metrics, cell_obj, promote, wait_status
-from e2e.test_cell_checks import check
 from faultproxy import KubeCall
-from jobrunner import JOB, JobRunner
 from okra_runtime import Client
 from support import eventually
 
@@ -170,46 +169,6 @@ async def _scenario(world: World, metrics: Metrics, killer: Killer, sampler: Sam
     )
 
     assert await env.rule_becomes({"web-a-v2": 100}, interval=0.1)
-
-
-@pytest.mark.timeout(600)
-async def test_kill_9_at_a_check_jobs_create_resumes_on_the_same_job(world: World) -> None:
-    """The check-Job point: okra-manager SIGKILLed the instant it creates a precheck's
-    Job, after the server made it (the reply lost: the restarted manager must find it,
-    not make a second) and before (the request dropped: the restarted manager makes it).
-    Each rollout ends with exactly one Job per check, named by its rollout id, and the
-    version serving."""
-    env, c, ns = world.env, world.client, world.ns
-    passes = check("smoke", "print('ok')")
-    async with world.api_proxy() as api:
-        okra = world.manager(api=api)
-        killer = Killer(okra, c, ns)
-        kills: list[str] = []
-        api.on_request, api.on_response = hooks(killer, kills)
-        with okra:
-            async with JobRunner(c, ns):
-                await env.target_group("web-a-v1", "v1")
-                after = await killer.arm("after create jobs", "after Job create (precheck v1)")
-                await c.create(
-                    cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}], prechecks=[passes])
-                )
-                await killer.wait(after)
-                await _serving(c, ns, "v1")
-                before = await killer.arm("before create jobs", "before Job create (precheck v2)")
-                await env.target_group("web-a-v2", "v2")
-                await killer.wait(before)
-                await _serving(c, ns, "v2")
-    jobs = sorted(j["metadata"]["name"] for j in (await c.list(JOB, ns)).items)
-    print(f"\n{'kill point (check Job)':<40} resumed in")
-    for p in killer.points:
-        print(f"{p.name:<40} {p.resumed_in or 0:.1f}s")
-    print(f"Jobs: {jobs}")
-    assert len(kills) == 2, kills
-    assert all(p.resumed_in is not None for p in killer.points)
-    # one Job per rollout (v1's first rollout, v2's): none made twice, none lost
-    assert len(jobs) == 2, jobs
-    assert all(j.startswith("web-") and j.endswith("-prec-smoke") for j in jobs), jobs
-    assert len({j.split("-")[1] for j in jobs}) == 2, jobs  # two rollout ids
 
 
 async def _serving(c: Client, ns: str, version: str) -> None:

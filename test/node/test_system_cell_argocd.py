@@ -3,7 +3,8 @@ controller), a real Argo CD (repo-server, application-controller, applicationset
 in the test's namespace of the management control plane, eight workload control planes
 (`fleet`) that are EKS clusters in moto through the local-EKS bridge (DescribeCluster answers
 with the plane; okra-manager's AWS calls go through its proxy), moto for the ALB, the check
-Jobs run by `jobrunner.JobRunner`, and a local stand-in for Datadog's v1 query API.
+Jobs run by the Job controller and the kubelet on the node (the node suite's plane, busybox),
+and a local stand-in for Datadog's v1 query API.
 
 The system starts on an old set (mycluster-web-1-v1, mycluster-web-2-v1, mycluster-api-v0,
 mycluster-backgroundjobs-v0: seed 002's Cell with those clusters in `spec.clusters`) and
@@ -29,8 +30,8 @@ What the test fills in the fixture (its `...` placeholders), and its only other 
   the Datadog address and keys are in the `datadog` Secret of okra's namespace, as for any
   Datadog analysis), and `interval: 1s` (the default, 10s, would make web's ten steps
   last over a minute and a half).
-- The precheck `run-test`: `image` is a name, `command` runs this Python, `args` a script that
-  prints a line and exits 0.
+- The precheck `run-test`: `image` is the node's busybox (imported into the node), `command`
+  is `sh -c`, `args` a script that prints a line and exits 0.
 - web's `alb.forwardConfig.targetGroup.arn: ...`: the sketch says beside it that `arn` does not
   work when the selector matches two or more clusters, and web's matches two. It is the
   sketch's commented alternative, `arnFromLabel: targetGroupARN` (what api uses), with a
@@ -42,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -55,16 +55,15 @@ from aiohttp.test_utils import TestServer
 
 import iampolicy
 from conftest import Fleet
-from jobrunner import JOB, JobRunner
-from okra_runtime import Client
+from e2e.conftest import CELL, Env, OkraManager
+from e2e.test_cell_argocd import APPLICATION, SECRET, Sampler, application_set
+from okra_runtime import GVK, Client
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
+from okra_testkit.images import BUSYBOX_IMAGE
 from okra_testkit.localeks import LocalEks
 from support import eventually
-
-from .conftest import CELL, Env, OkraManager
-from .test_cell_argocd import APPLICATION, SECRET, Sampler, application_set
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "test" / "fixtures" / "seed-002-system-cell.yaml"
@@ -86,7 +85,8 @@ NEW = {
 LATE = "mycluster-web-2-v2"
 PRIORITY = {"web": 10, "api": 11}
 DD_KEYS = {"api-key": "dd-system-api", "app-key": "dd-system-app"}
-PRECHECK = "print('run-test: 12 of 12 passed')"
+JOB = GVK("batch", "v1", "Job")
+PRECHECK = "echo 'run-test: 12 of 12 passed'"
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -192,7 +192,7 @@ def seed_cell(namespace: str, listener: str, tgs: dict[str, str]) -> dict[str, A
             check["analysis"]["interval"] = "1s"
     job = apps["backgroundjobs"]["prechecks"][0]["job"]["template"]["spec"]
     assert job == {"image": "...", "command": "...", "args": "..."}
-    job.update(image="registry.example.com/run-test:1", command=[sys.executable, "-c"])
+    job.update(image=BUSYBOX_IMAGE, command=["sh", "-c"])
     job["args"] = [PRECHECK]
     return doc
 
@@ -340,7 +340,6 @@ async def test_seed_002_system_cell_migrates_web_api_and_backgroundjobs(
 
     async with (
         LocalEks(moto) as eks,
-        JobRunner(rt_client, ns) as runner,
         env.aws.config.client("elbv2") as elb,
     ):
         # The EKS clusters are made in moto directly: only okra-manager's calls go through the
@@ -372,8 +371,10 @@ async def test_seed_002_system_cell_migrates_web_api_and_backgroundjobs(
             for name, role in OLD.items():
                 await s.until(f"labelled {name}", within=10)
                 await s.until(f"healthy {role}-{name}", within=60)
-            prechecks = len(runner.started)
-            assert prechecks == 1  # backgroundjobs' first rollout ran its precheck
+            (first,) = (await rt_client.list(JOB, ns)).items
+            assert (
+                first["status"].get("succeeded") == 1
+            )  # backgroundjobs' first rollout ran its precheck
 
             s.rules = [
                 ("web moved", "healthy web-mycluster-web-1-v2"),
@@ -448,9 +449,9 @@ async def test_seed_002_system_cell_migrates_web_api_and_backgroundjobs(
                 query = f"cluster:{name},listener:{env.alb.listener_arn},target_group:{tgs[name]}}}"
                 assert sum(query in q for q in datadog.queries) >= runs, datadog.queries
             # the precheck ran once more, for backgroundjobs' new cluster
-            assert len(runner.started) == prechecks + 1
             jobs = (await rt_client.list(JOB, ns)).items
             assert len(jobs) == 2
+            assert all(j["status"].get("succeeded") == 1 for j in jobs), jobs
         # nothing went wrong, its shutdown included (the clusters' connections closed)
         assert okra.error_lines() == [], okra.last_lines()
         policy = iampolicy.load()
