@@ -49,6 +49,9 @@ class Narrator:
     groups: dict[str, str] = field(default_factory=dict)
     rule: dict[str, int] = field(default_factory=dict)
     cell: tuple[Any, ...] = ()
+    ticked: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set at the end of each tick: the story waits for one that began after what it
+    waited for."""
 
     def line(self, text: str) -> None:
         say(f"[{time.monotonic() - self.start:6.1f}s] {text}")
@@ -96,6 +99,7 @@ class Narrator:
         if cell != self.cell and st.get("message"):
             self.line(f"Cell {st.get('phase', '-')}: {st.get('message')}")
         self.cell = cell
+        self.ticked.set()
 
     async def watch(self) -> None:
         """Narrate until cancelled (a task beside the story, so each link shows when it
@@ -108,7 +112,12 @@ class Narrator:
         deadline = time.monotonic() + PHASE_TIMEOUT
         while time.monotonic() < deadline:
             if await done():
-                await asyncio.sleep(0.6)  # the watcher tells what made it true first
+                # The watcher tells what made it true before the story goes on: wait for a
+                # tick that began after `done` read it (on a busy machine a tick is slow).
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+                    for _ in range(2):  # the tick under way, then a whole one after it
+                        self.ticked.clear()
+                        await self.ticked.wait()
                 return
             await asyncio.sleep(0.25)
         raise TimeoutError(f"timed out after {PHASE_TIMEOUT:.0f}s waiting for {what}")
