@@ -67,22 +67,45 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     await weights_match_plan(env, st)
     assert await env.rule_weights() == {"web-a-v1": 50, "web-b-v1": 50}
 
-    await env.target_group("web-a-v2", "v2")
-    await env.target_group("web-b-v2", "v2")
-    seen: list[int] = []
     # Hold points: 10% during the timed pause, 30% during the analysis, 60% at the
-    # indefinite pause. At each, AWS shows exactly the planned weights.
-    for expect in (30, 60):
+    # indefinite pause. AWS shows each as the plan splits it over the two clusters of each
+    # version, in order: read every 50 ms from the start (the analysis may end within a
+    # second, before a poll of the status would see 30%).
+    shown: list[dict[str, int]] = []
+
+    async def sample() -> None:
+        while True:
+            weights = await env.rule_weights()
+            if not shown or shown[-1] != weights:
+                shown.append(weights)
+            await asyncio.sleep(0.05)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        await env.target_group("web-a-v2", "v2")
+        await env.target_group("web-b-v2", "v2")
         st = await wait_status(
             rt_client,
             ns,
-            lambda s, e=expect: (
-                s.get("canaryWeight") == e and s.get("health") in ("Progressing", "Paused")
-            ),
+            lambda s: s.get("health") == "Paused" and s.get("canaryWeight") == 60,
         )
-        seen.append(canary_total(await weights_match_plan(env, st), "v2"))
-    assert seen == [30, 60]
-    st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Paused")
+        await weights_match_plan(env, st)
+    finally:
+        sampler.cancel()
+    holds = {
+        e: {
+            "web-a-v1": (100 - e) // 2,
+            "web-b-v1": (100 - e) // 2,
+            "web-a-v2": e // 2,
+            "web-b-v2": e // 2,
+        }
+        for e in (30, 60)
+    }
+    totals = [canary_total(w, "v2") for w in shown]
+    assert [t for t in totals if t in holds] == [30, 60], shown
+    for w in shown:
+        if canary_total(w, "v2") in holds:
+            assert w == holds[canary_total(w, "v2")], shown
     assert "paused at step 6 until promoted" in st["message"]
     await promote(rt_client, ns)
     st = await wait_status(
