@@ -43,19 +43,9 @@ from okra_testkit.seed import Network, Seeder
 from support import eventually
 
 from .test_install import cells_namespace, delete_namespace, kustomize_installed
+from .test_node import apply_list
 
 PORT = 8080
-
-
-def _apply(cp: ControlPlane, namespace: str, *objects: dict[str, Any]) -> None:
-    cp.kubectl(
-        "apply",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}),
-    )
 
 
 def app(name: str, replicas: int) -> list[dict[str, Any]]:
@@ -174,7 +164,7 @@ async def test_the_controller_registers_the_pods_of_a_target_group_binding(
 ) -> None:
     cp, lbc = control_plane, load_balancer_controller
     arn = await ip_target_group(Seeder(moto.config), lbc_network, f"web-{namespace[-8:]}")
-    _apply(cp, namespace, *app("web", 2), binding("web", "web", arn))
+    apply_list(cp, namespace, *app("web", 2), binding("web", "web", arn))
 
     first = await registered_are_pods(cp, moto, namespace, "web", arn, 2)
     assert set((await targets(moto, arn)).values()) == {"healthy"}
@@ -238,7 +228,7 @@ async def test_a_cell_waits_for_the_targets_the_controller_registers(
         return arn
 
     def deploy(v: str, arn: str) -> None:
-        _apply(cp, namespace, *app(f"web-{v}", 1), binding(f"web-{v}", f"web-{v}", arn))
+        apply_list(cp, namespace, *app(f"web-{v}", 1), binding(f"web-{v}", f"web-{v}", arn))
 
     async with kustomize_installed(cp, manager_image, moto, tmp_path):
         v1 = await version("v1")
@@ -357,7 +347,7 @@ async def test_argo_cd_syncs_the_binding_the_controller_fills_and_the_cell_waits
                 "spec": {"arn": v1},
             }
         )
-        _apply(cp, namespace, *app("web-v1", 1), binding("web-v1", "web-v1", v1))
+        apply_list(cp, namespace, *app("web-v1", 1), binding("web-v1", "web-v1", v1))
         steps: list[dict[str, Any]] = [{"setWeight": 50}, {"pause": {}}]
         await rt_client.create(cell_obj(namespace, alb.listener_arn, steps))
         await wait_status(rt_client, namespace, lambda s: s.get("health") == "Healthy", 180)

@@ -20,7 +20,7 @@ from okra_testkit.node import Node, node_control_plane
 from .conftest import NodeWorld
 
 
-def _apply(cp: ControlPlane, namespace: str, *objects: dict[str, object]) -> None:
+def apply_list(cp: ControlPlane, namespace: str, *objects: dict[str, object]) -> None:
     cp.kubectl(
         "apply",
         "-n",
@@ -44,7 +44,7 @@ def test_a_job_reaches_a_deployment_through_its_service(
         "mkdir -p /tmp/www && echo served-by-$(hostname) > /tmp/www/index.html"
         " && exec httpd -f -p 8080 -h /tmp/www"
     )
-    _apply(
+    apply_list(
         cp,
         namespace,
         {
@@ -83,7 +83,7 @@ def test_a_job_reaches_a_deployment_through_its_service(
         "get", "-n", namespace, "service/web", "-o", "jsonpath={.spec.clusterIP}"
     ).stdout
     fetch = f"wget -q -O- http://{ip}/index.html"
-    _apply(
+    apply_list(
         cp,
         namespace,
         {
