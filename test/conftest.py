@@ -3,7 +3,8 @@
 - `control_plane`: a session-scoped kube-apiserver + etcd + kube-controller-manager.
 - `workload_plane`: a second, independent control plane (started on first use).
 - `kube` / `kube_as`: kubernetes-asyncio clients for those servers.
-- `namespace`: a fresh namespace per test, deleted afterwards.
+- `namespace`: a fresh namespace per test, deleted afterwards (okra's finalizers taken off
+  its objects: the managers that would remove them have stopped by then).
 - `moto`: a moto server per test module, reached over HTTP through aiobotocore.
 - `logs`: every log line of the test (structlog and stdlib), as JSON at debug level;
   the one way tests assert on logs, so that it works in any order and any subset.
@@ -40,7 +41,7 @@ from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
 from okra_testkit.envtest.leaks import leftover_servers
-from support import LogCapture, api_client
+from support import LogCapture, api_client, release_finalizers
 
 # Hypothesis's per-example deadline is a wall-clock bound: on a loaded machine it fails tests
 # whose logic is right. Timings belong in bench/, so no example has a deadline here.
@@ -115,6 +116,7 @@ async def namespace(kube: client.ApiClient) -> AsyncIterator[str]:
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     await core.delete_namespace(name)
+    await release_finalizers(kube, name)
 
 
 @pytest.fixture

@@ -10,8 +10,11 @@ import json
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+import yaml
 from aiohttp import web
 from kubernetes_asyncio import client, config
 
@@ -19,6 +22,47 @@ from okra_runtime import GVK, Client
 from okra_testkit.envtest import ADMIN, ControlPlane
 
 EVENT = GVK("events.k8s.io", "v1", "Event")
+CRD_DIR = Path(__file__).resolve().parent.parent / "config" / "crd" / "bases"
+
+
+@cache
+def okra_kinds() -> tuple[tuple[str, str, str], ...]:
+    """(group, version, plural) of each of okra's namespaced kinds, from its CRDs."""
+    kinds = []
+    for f in sorted(CRD_DIR.glob("*.yaml")):
+        for doc in yaml.safe_load_all(f.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                spec = doc["spec"]
+                if spec["scope"] == "Namespaced":
+                    version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+                    kinds.append((spec["group"], version, spec["names"]["plural"]))
+    return tuple(kinds)
+
+
+async def release_finalizers(api: client.ApiClient, namespace: str) -> None:
+    """Take the finalizers off okra's objects in `namespace`: for a test's namespace once the
+    managers that put them there have stopped. Left on, nothing removes them, and the
+    namespace controller goes on retrying the namespace's deletion (listing and deleting
+    every kind in it, every few seconds) until the plane stops."""
+    objs = client.CustomObjectsApi(api)
+    for group, version, plural in okra_kinds():
+        try:
+            listed = await objs.list_namespaced_custom_object(group, version, namespace, plural)
+        except client.ApiException:
+            continue  # not installed in this plane
+        for item in listed["items"]:
+            if not item["metadata"].get("finalizers"):
+                continue
+            with contextlib.suppress(client.ApiException):
+                await objs.patch_namespaced_custom_object(
+                    group,
+                    version,
+                    namespace,
+                    plural,
+                    item["metadata"]["name"],
+                    {"metadata": {"finalizers": None}},
+                    _content_type="application/merge-patch+json",
+                )
 
 
 async def api_client(cp: ControlPlane, user: str = ADMIN) -> client.ApiClient:

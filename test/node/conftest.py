@@ -14,7 +14,6 @@ containerd or the node's binaries missing).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import subprocess
@@ -159,27 +158,8 @@ def argocd_binaries() -> ArgoCDBinaries:
 
 
 @pytest.fixture
-def okra_crds(control_plane: ControlPlane, namespace: str) -> Iterator[list[str]]:
+def okra_crds(control_plane: ControlPlane, namespace: str) -> list[str]:
     """okra's CRDs, applied for the test (the install tests' `kubectl delete -k` removes them
-    from the plane). After the test, with its okra-manager stopped, the finalizers okra put on
-    the namespace's objects are taken off, so that the namespace goes and a later
-    `kubectl delete -k` of the CRDs is not held by its objects."""
-    crds = control_plane.install_crds([REPO / "config" / "crd" / "bases"])
-    yield crds
-    listed = control_plane.kubectl(
-        "get", ",".join(crds), "-n", namespace, "-o", "json", check=False
-    ).stdout
-    items = json.loads(listed)["items"] if listed else []
-    for item in items:
-        if item["metadata"].get("finalizers"):
-            control_plane.kubectl(
-                "patch",
-                f"{item['kind'].lower()}.{item['apiVersion'].partition('/')[0]}",
-                item["metadata"]["name"],
-                "-n",
-                namespace,
-                "--type=merge",
-                "-p",
-                '{"metadata":{"finalizers":null}}',
-                check=False,
-            )
+    from the plane). After the test the `namespace` fixture takes okra's finalizers off the
+    namespace's objects, so that a later `kubectl delete -k` of the CRDs is not held by them."""
+    return control_plane.install_crds([REPO / "config" / "crd" / "bases"])
