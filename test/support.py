@@ -60,8 +60,7 @@ async def release_finalizers(api: client.ApiClient, namespace: str) -> None:
                     namespace,
                     plural,
                     item["metadata"]["name"],
-                    {"metadata": {"finalizers": None}},
-                    _content_type="application/merge-patch+json",
+                    [{"op": "remove", "path": "/metadata/finalizers"}],
                 )
 
 
