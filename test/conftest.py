@@ -12,6 +12,7 @@
   Redis, a local git repository) installed into `control_plane` (started on first use).
 - `fleet`: further workload control planes by name, started on first use.
 
+Modules run longest kind first, the Argo CD ones on one worker (test/scheduling.py).
 `OKRA_TEST_SHUFFLE=<seed>` runs the modules, and the tests within each, in a random
 order fixed by the seed (tests must pass in any order; this is how that is checked).
 
@@ -35,6 +36,7 @@ import structlog
 from hypothesis import settings as hypothesis_settings
 from kubernetes_asyncio import client
 
+import scheduling
 from okra_runtime.client import Client
 from okra_runtime.logging import configure_logging
 from okra_testkit.emulator import MotoServer
@@ -42,6 +44,8 @@ from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
 from okra_testkit.envtest.leaks import leftover_servers
 from support import LogCapture, api_client, release_finalizers
+
+pytest_plugins = ["scheduling"]  # how xdist hands modules to workers
 
 # Hypothesis's per-example deadline is a wall-clock bound: on a loaded machine it fails tests
 # whose logic is right. Timings belong in bench/, so no example has a deadline here.
@@ -71,6 +75,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for group in order:
             rng.shuffle(group)
         items[:] = [item for group in order for item in group]
+    else:
+        scheduling.order(items)
     for item in items:
         parts = Path(str(item.path)).parts
         for kind in ("unit", "integration", "e2e", "reliability", "node"):
@@ -181,6 +187,8 @@ def fleet() -> Iterator[Fleet]:
 
 
 @pytest.fixture(scope="session")
-def argocd(control_plane: ControlPlane) -> Iterator[ArgoCD]:
+def argocd(control_plane: ControlPlane, fleet: Fleet) -> Iterator[ArgoCD]:
+    # `fleet` first, so that Argo CD stops before the workload planes it watches: a
+    # kube-apiserver told to stop while Argo CD holds watches on it takes over 10 s
     with ArgoCD(control_plane) as a:
         yield a
