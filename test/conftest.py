@@ -36,7 +36,6 @@ import structlog
 from hypothesis import settings as hypothesis_settings
 from kubernetes_asyncio import client
 
-import scheduling
 from okra_runtime.client import Client
 from okra_runtime.logging import configure_logging
 from okra_testkit.emulator import MotoServer
@@ -75,8 +74,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for group in order:
             rng.shuffle(group)
         items[:] = [item for group in order for item in group]
-    else:
-        scheduling.order(items)
     for item in items:
         parts = Path(str(item.path)).parts
         for kind in ("unit", "integration", "e2e", "reliability", "node"):

@@ -13,6 +13,7 @@ With `OKRA_TEST_SHUFFLE` the shuffled order stands (scopes as they come)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import PurePosixPath
 
 import pytest
@@ -42,9 +43,10 @@ def rank(nodeid: str) -> int:
     return next((RANK[p] for p in parts if p in RANK), LAST)
 
 
-def order(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest kinds first (a stable sort: modules and tests keep their order within)."""
-    items.sort(key=lambda item: rank(item.nodeid))
+    if not os.environ.get("OKRA_TEST_SHUFFLE"):
+        items.sort(key=lambda item: rank(item.nodeid))
 
 
 class ArgoCDScopeScheduling(LoadScopeScheduling):  # type: ignore[misc]
@@ -57,8 +59,19 @@ class ArgoCDScopeScheduling(LoadScopeScheduling):  # type: ignore[misc]
         return scope
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
-    if config.getvalue("dist") != "loadscope":
-        return None
-    config.option.loadscopereorder = False  # collection order: `order()`'s
-    return ArgoCDScopeScheduling(config, log)
+class XdistScheduler:
+    """The xdist hook, registered only when xdist is loaded (`-p no:xdist` has no such
+    hook, and pytest refuses a plugin that implements an unknown one)."""
+
+    def pytest_xdist_make_scheduler(
+        self, config: pytest.Config, log: object
+    ) -> LoadScopeScheduling | None:
+        if config.getvalue("dist") != "loadscope":
+            return None
+        config.option.loadscopereorder = False  # collection order, as sorted above
+        return ArgoCDScopeScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistScheduler(), "okra-scheduling")
