@@ -22,7 +22,7 @@ from aiohttp import web
 import iampolicy
 from e2e.progressive_world import APPLICATION_SET, CLUSTERS, SUITE, App
 from okra_controllers.manager import EMULATOR_ENV, local_command
-from okra_controllers.progressiverollout.controller import PROGRESSIVE_ROLLOUT
+from okra_controllers.progressiverollout.controller import APPLICATION, PROGRESSIVE_ROLLOUT
 from okra_runtime import GVK, Client
 from okra_runtime.errors import NotFoundError
 from okra_testkit.emulator import CountingProxy, MotoServer
@@ -396,6 +396,20 @@ async def app(
         await rt_client.delete(PROGRESSIVE_ROLLOUT, a.name, argocd.namespace)
     with contextlib.suppress(NotFoundError):
         await rt_client.delete(APPLICATION_SET, a.name, argocd.namespace)
+    # Argo CD deletes an Application's resources in the foreground, which a workload plane
+    # without a garbage collector never finishes: its Applications' finalizers are taken off,
+    # or Argo CD goes on reconciling them (about ten writes a second) for the whole session.
+    for item in (await rt_client.list(APPLICATION, argocd.namespace)).items:
+        meta = item["metadata"]
+        owners = {o.get("name") for o in meta.get("ownerReferences") or []}
+        if a.name in owners and meta.get("finalizers"):
+            with contextlib.suppress(NotFoundError):
+                await rt_client.patch(
+                    APPLICATION,
+                    meta["name"],
+                    {"metadata": {"finalizers": None}},
+                    namespace=argocd.namespace,
+                )
 
 
 @pytest.fixture
