@@ -5,7 +5,7 @@
 - `kube` / `kube_as`: kubernetes-asyncio clients for those servers.
 - `namespace`: a fresh namespace per test, deleted afterwards (okra's finalizers taken off
   its objects: the managers that would remove them have stopped by then).
-- `moto`: a moto server per test module, reached over HTTP through aiobotocore.
+- `moto`: a moto server, reset for each test module, reached over HTTP through aiobotocore.
 - `logs`: every log line of the test (structlog and stdlib), as JSON at debug level;
   the one way tests assert on logs, so that it works in any order and any subset.
 - `argocd`: a real Argo CD (repo-server, application-controller, applicationset-controller,
@@ -130,10 +130,18 @@ async def rt_client(control_plane: ControlPlane) -> AsyncIterator[Client]:
         yield c
 
 
-@pytest.fixture(scope="module")
-def moto() -> Iterator[MotoServer]:
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
     with MotoServer() as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def moto(moto_server: MotoServer) -> MotoServer:
+    """The worker's moto server, reset: no AWS resource of another module is left in it
+    (one server per worker; starting one per module cost about 2 s of CPU each time)."""
+    moto_server.reset()
+    return moto_server
 
 
 @pytest.fixture
