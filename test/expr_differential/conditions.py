@@ -99,6 +99,7 @@ _NUM_LITERALS = [
     "100",
     "-1",
     "2.5e-1",
+    "1.5",  # a fractional power other than ±0.5 (okra fails it: pow-fraction)
     "1_000",
     "0x10",
     "3",
@@ -353,7 +354,7 @@ def numbers(rng: random.Random, depth: int = 2) -> str:
 
 def conditions(rng: random.Random, depth: int = 2) -> str:
     """A condition: mostly boolean, with type mismatches mixed in."""
-    kind = rng.choice(range(11) if depth > 0 else (0, 1, 2, 10))
+    kind = rng.choice(range(12) if depth > 0 else (0, 1, 2, 10))
     if kind == 0:
         return rng.choice(_BOOL_ATOMS)
     if kind == 1:
@@ -381,6 +382,9 @@ def conditions(rng: random.Random, depth: int = 2) -> str:
     if kind == 8:
         where = rng.choice(["[1, 2, 0.5]", "0..3", "[]", "result", "['ok', 1]"])
         return f"{numbers(rng, 0)} {rng.choice(['', 'not '])}in {where}"
+    if kind == 11:  # powers: exact (integer, ±0.5) agree to the bit; other fractions fail
+        power = rng.choice(["2", "3", "-1", "0.5", "-0.5", "1.5", "0.25", "-0.75", "0.95"])
+        return f"{rng.choice(_NUM_ATOMS)} ** {power} {rng.choice(_CMP)} {numbers(rng, 0)}"
     c, a, b = (conditions(rng, depth - 1) for _ in range(3))
     return f"{c} ? {a} : {b}"
 

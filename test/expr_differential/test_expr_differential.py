@@ -112,14 +112,7 @@ def _backward_loops(expression: str, ok: bool, ours: Any, their_ok: bool, their:
 
 
 def _pow_fraction(expression: str, ok: bool, ours: Any, their_ok: bool, their: Any) -> bool:
-    return (
-        ok
-        and their_ok
-        and isinstance(ours, float)
-        and isinstance(their, float)
-        and bool(re.search(r"\*\*|\^", expression))
-        and math.isclose(ours, their, rel_tol=1e-15)
-    )
+    return not ok and "with a fraction y other than 0.5 or -0.5 is not evaluated" in str(ours)
 
 
 def _regex_syntax(expression: str, ok: bool, ours: Any, their_ok: bool, their: Any) -> bool:

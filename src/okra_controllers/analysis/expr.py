@@ -601,10 +601,18 @@ def _odd_int(y: float) -> bool:
     return math.isfinite(y) and y.is_integer() and math.fmod(y, 2.0) != 0
 
 
+_POW_FRACTION: Final = (
+    "x ** y with a fraction y other than 0.5 or -0.5 is not evaluated: Argo Rollouts computes"
+    " it with Go's exp and log, whose last bit differs from this machine's (and, with FMA,"
+    " between Argo's own machines), so a verdict could pass where Argo's fails"
+)
+
+
 def _go_pow(x: float, y: float) -> float:
     """Go's math.Pow, step by step (its special cases, sqrt for ±0.5, repeated squaring for
-    the integer part), so that results agree to the bit; only x ** (a fraction other than 0.5)
-    goes through exp(log(x) * f), where Go's and C's exp/log may differ in the last bit."""
+    the integer part), so that results agree to the bit. x ** (a fraction other than ±0.5)
+    would go through exp(log(x) * f), where Go's and C's exp/log may differ in the last bit:
+    it fails instead (an error never passes a verdict; see docs/analysis-expr.md)."""
     if y == 0 or x == 1:
         return 1.0
     if y == 1:
@@ -637,10 +645,7 @@ def _go_pow(x: float, y: float) -> float:
         return 0.0 if (abs(x) < 1) == (y > 0) else math.inf
     a1, ae = 1.0, 0
     if yf != 0:
-        if yf > 0.5:
-            yf -= 1
-            yi += 1
-        a1 = math.exp(yf * math.log(x))
+        raise _Fault(_POW_FRACTION)
     x1, xe = math.frexp(x)
     i = int(yi)
     while i != 0:
