@@ -385,6 +385,11 @@ def test_nan_compares_false(left: float, op: str, right: float) -> None:
         ("2 ** 1.5", "x ** y with a fraction y other than 0.5 or -0.5 is not evaluated"),
         ("5 ^ (0.5 ** 0.5)", "so a verdict could pass where Argo's fails"),
         ("10 ** -0.25", "is not evaluated"),
+        # Go's int64 of NaN, ±Inf or a float beyond int64 differs between amd64 and arm64
+        ("int(0.0 / 0)", "int(NaN) is not evaluated: Go converts NaN"),
+        ("asInt(1 / 0.0)", "asInt(+Inf) is not evaluated"),
+        ("int(-1e19)", "int(-1e+19) is not evaluated"),
+        ("asInt(9223372036854775807.0)", "asInt(9.223372036854776e+18) is not evaluated"),
         ("-'a'", "invalid operation: - string"),
         ("+true", "invalid operation: + bool"),
         ("!1", "invalid operation: ! int"),
@@ -1291,12 +1296,19 @@ def test_any_text_only_ever_raises_expr_error(source: str) -> None:
         compile_condition(source).evaluate({"result": [1]})
 
 
-@pytest.mark.parametrize("value", [NAN, INF, -INF, 1e300, -1e300])
-def test_int_of_a_float_beyond_int64_is_gos_amd64_minimum(value: float) -> None:
-    # Go's int64(f) on amd64, which expr-lang's int() and Argo's asInt() both use.
-    assert ev("int(result)", result=value) == -(2**63)
-    assert ev("asInt(result)", result=value) == -(2**63)
-    assert evaluate_condition("asInt(result) == 0", value) is False
+@pytest.mark.parametrize("value", [NAN, INF, -INF, 1e300, -1e300, 2.0**63, -(2.0**63) - 4096])
+def test_int_of_a_float_go_converts_by_cpu_fails_either_way(value: float) -> None:
+    # Go's int64(f) here is -2**63 on amd64 and saturates on arm64 (0 for NaN): a condition
+    # true on one is false on the other, so neither answer is safe.
+    for condition in ("int(result) < 0", "asInt(result) == 0", "asInt(result) > 0"):
+        with pytest.raises(ExprError, match="is not evaluated: Go converts NaN"):
+            evaluate_condition(condition, value)
+
+
+@pytest.mark.parametrize("value", [-(2.0**63), 2.0**63 - 1024, -0.9, 0.9, 1e18])
+def test_int_of_a_float_within_int64_truncates_toward_zero(value: float) -> None:
+    assert ev("int(result)", result=value) == int(value)
+    assert ev("asInt(result)", result=value) == int(value)
 
 
 def test_a_repeated_map_key_keeps_its_first_value_as_in_expr_lang() -> None:
