@@ -17,6 +17,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from okra_testkit.lbc import (
     LoadBalancerControllerUnavailableError,
     lbc_binary,
 )
-from okra_testkit.node import Node, node_control_plane, unavailable
+from okra_testkit.node import SUITE_LOCK_FILE, Node, host_lock, node_control_plane, unavailable
 from okra_testkit.seed import Network, Seeder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +48,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     a killed node (which starts nodes of its own)."""
     last = sorted((i for i in items if i.name in LAST), key=lambda i: LAST.index(i.name))
     items[:] = [i for i in items if i.name not in LAST] + last
+
+
+SUITE_LOCK_WAIT = 45 * 60
+"""How long a node suite waits for another one on the host (one takes about 8 minutes)."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
+    """One node suite per host. A second one (another checkout's CI) waits for the first here,
+    before its node_world reads the host's state and outside every test's timeout."""
+    if not any(item.get_closest_marker("node") for item in session.items):
+        return (yield)
+
+    def waiting() -> None:
+        print(f"\nwaiting for the node suite that holds {SUITE_LOCK_FILE}", file=sys.stderr)
+
+    with host_lock(SUITE_LOCK_FILE, SUITE_LOCK_WAIT, waiting):
+        return (yield)
 
 
 @dataclass

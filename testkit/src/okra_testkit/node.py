@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +71,9 @@ CNI_BIN_DIR = Path("/usr/lib/cni")
 CNI_PLUGINS = ("bridge", "host-local", "loopback")
 POD_CIDR = "10.244.0.0/24"
 LOCK_FILE = Path(tempfile.gettempdir()) / "okra-node.lock"
+SUITE_LOCK_FILE = Path(tempfile.gettempdir()) / "okra-node-suite.lock"
+"""Held by a node suite from its first test to its last: a second suite on the host (another
+checkout's CI) waits for the first before it reads the host's state."""
 
 
 def node_binaries_dir(assets: str | os.PathLike[str] | None = None) -> Path:
@@ -128,8 +131,12 @@ def host_address() -> str:
 
 
 @contextlib.contextmanager
-def _host_lock(timeout: float) -> Iterator[None]:
-    fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+def host_lock(
+    path: Path = LOCK_FILE, timeout: float = 900, waiting: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Holds the flock on `path` (one holder per host), waiting up to `timeout` seconds for
+    another process to let it go; `waiting` is called once if it has to wait."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -139,8 +146,11 @@ def _host_lock(timeout: float) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise ControlPlaneError(
-                        f"another node holds {LOCK_FILE} (one node per host)"
+                        f"another process has held {path} for {timeout:.0f} s (one per host)"
                     ) from None
+                if waiting is not None:
+                    waiting()
+                    waiting = None
                 time.sleep(1)
         yield
     finally:
@@ -184,7 +194,7 @@ class Node(Processes):
         if not self.control_plane.node_address:
             raise ControlPlaneError("the control plane was not started with a node_address")
         self._bins = node_binaries_dir(self.assets)
-        self._lock.enter_context(_host_lock(self.lock_timeout))
+        self._lock.enter_context(host_lock(LOCK_FILE, self.lock_timeout))
         try:
             self.recovered = recover_killed_node()
             self.before = HostState.read()
