@@ -82,7 +82,14 @@ def test_a_job_reaches_a_deployment_through_its_service(
     ip = cp.kubectl(
         "get", "-n", namespace, "service/web", "-o", "jsonpath={.spec.clusterIP}"
     ).stdout
-    fetch = f"wget -q -O- http://{ip}/index.html"
+    # kube-proxy programs the Service's rules some time after its endpoints are ready: on a
+    # loaded host a first request to the cluster IP got a 404 from elsewhere (no rule yet, or
+    # the rules of an earlier Service that had the IP). The client asks until the answer is
+    # this Deployment's, for up to 60 s, as any client of a new Service must.
+    fetch = (
+        f"for i in $(seq 60); do wget -q -O- http://{ip}/index.html | grep served-by-web-"
+        " && exit 0; sleep 1; done; exit 1"
+    )
     apply_list(
         cp,
         namespace,
@@ -112,7 +119,7 @@ def test_a_job_reaches_a_deployment_through_its_service(
             },
         },
     )
-    outcome = _job_outcome(cp, namespace, "fetch")
+    outcome = _job_outcome(cp, namespace, "fetch", within=180)
     logs = cp.kubectl("logs", "-n", namespace, "job/fetch").stdout
     assert outcome == "Complete", logs
     assert "served-by-web-" in logs
