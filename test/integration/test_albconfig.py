@@ -360,7 +360,8 @@ async def test_a_rule_changed_by_hand_is_restored_and_reported(env: Env) -> None
             RuleArn=arn,
             Actions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": hand}}],
         )
-    assert not await restored()
+    # (The hand edit may be undone before a read here: with a 1 s period on a loaded machine
+    # it was. The Event's note below, which names the weights found, shows okra saw it.)
     assert await eventually(restored, within=30)
     name0, name1 = (t.split(":targetgroup/")[1].split("/")[0] for t in env.tgs[:2])
     found = f"weights {name0}=10, {name1}=90 instead of {name0}=50, {name1}=50"

@@ -17,7 +17,9 @@ import sys
 from typing import Any
 
 MANAGER_SELECTOR = "app.kubernetes.io/name=okra,app.kubernetes.io/component=manager"
-TIMEOUT = 5.0
+TIMEOUT = 15.0
+"""How long `version` waits for the cluster before it reports it unreachable (5 s was too
+short for a busy 2-core machine, where the CLI's first requests alone can take that long)."""
 
 
 def client_version() -> str:
