@@ -16,6 +16,7 @@ from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck, StepAnalysis
 from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.versions import Grouped
+from okra_controllers.freeze import Hold
 
 EventType = Literal["Normal", "Warning"]
 Stage = Literal["precheck", "postcheck"]
@@ -73,6 +74,9 @@ class Observed:
     # a timed Pause is given its expireTime and ended by it, so that it lasts its
     # duration, not up to a second less
     exact_now: datetime.datetime | None = None
+    # the Freezes that hold the Cell now and until when (None: none does): no new step
+    # starts and no rollout begins (plan/freeze.py)
+    freeze: Hold | None = None
 
     @property
     def pause_clock(self) -> datetime.datetime:
@@ -121,7 +125,7 @@ class Plan:
     needs_health: tuple[str, ...] = ()  # plan again with `health` for these ARNs
     held: bool = False  # a gate holds the plan back; look again soon
     requeue_after: float | None = None  # seconds until the progress deadline passes
-    wake_after: float | None = None  # seconds until the Pause the plan waits on expires
+    wake_after: float | None = None  # seconds until the Pause or freeze it waits on ends
     create_jobs: list[JobRequest] = field(default_factory=list)
     label: list[str] = field(default_factory=list)  # cluster Secrets to give the app labels
     unlabel: list[str] = field(default_factory=list)  # cluster Secrets to take them from
