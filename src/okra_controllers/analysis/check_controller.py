@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from pydantic import ValidationError
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
@@ -37,6 +36,7 @@ from okra_controllers.api.v1alpha1.analysis import (
 )
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
+from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
 from okra_controllers.templating import Syntax, TemplateError, render
@@ -116,17 +116,10 @@ class CheckReconciler:
         self.read_secret = secret_reader(client)
 
     async def reconcile(self, req: Request) -> Result | None:
-        raw = self.checks.get(req.name, req.namespace)
-        if raw is None:
+        loaded = load_or_report(self.checks, req, Check, self.events, reason="InvalidCheck")
+        if loaded is None:
             return None
-        try:
-            check = Check.model_validate(raw)
-        except ValidationError as e:
-            err = e.errors()[0]
-            self.events.event(
-                raw, "Warning", "InvalidCheck", f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
-            )
-            return None
+        raw, check = loaded
         spec = check.spec
         status = check.status or CheckStatus()
         interval = parse_duration(spec.interval)
