@@ -2,9 +2,10 @@
 
 A Check's provider query is templated with `{{.Vars.NAME}}` from `spec.vars`,
 which whoever writes the Check fills in (seed 002 names `eksClusterName`,
-`albListenerARN`, `targetGroupARN`). okra does not create Checks itself yet: no
-controller makes one per cluster of a Cell, so a Check runs only when a user or
-another tool writes it. Every `interval` (and at once when the spec changes)
+`albListenerARN`, `targetGroupARN`). A system Cell writes its applications' Checks
+itself, one per cluster where the rendered queries differ (`cell.system.children`,
+docs/system-cells.md); a user or another tool may write one too. Every `interval`
+(and at once when the spec changes)
 it measures, judges the result (conditions, then `min`/`max` for numbers),
 appends to a bounded history, and sets `status.lastPassed`, `status.lastRunTime`
 and `status.analysis.observedHash` (the `analysis-hash` annotation it ran with,
