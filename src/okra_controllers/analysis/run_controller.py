@@ -22,7 +22,6 @@ from typing import Any
 
 import structlog
 from prometheus_client import Counter
-from pydantic import ValidationError
 
 from okra_controllers.analysis import compare, judge, verdict
 from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
@@ -47,6 +46,7 @@ from okra_controllers.api.v1alpha1.analysis import (
     Phase,
     SampleSummary,
 )
+from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
 from okra_controllers.templating import ARGS, TemplateError, render
@@ -181,12 +181,9 @@ class AnalysisRunReconciler:
         raw = self.runs.get(req.name, req.namespace)
         if raw is None:
             return None
-        try:
-            run = AnalysisRun.model_validate(raw)
-        except ValidationError as e:
-            await self._fail(
-                raw, f"invalid AnalysisRun: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}"
-            )
+        run, problem = validated(AnalysisRun, raw)
+        if run is None:
+            await self._fail(raw, f"invalid AnalysisRun: {problem}")
             return None
         status = run.status or AnalysisRunStatus()
         if status.phase in verdict.COMPLETED:

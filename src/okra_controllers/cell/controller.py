@@ -59,16 +59,12 @@ from okra_controllers.api.v1alpha1.spelling import deprecated_spellings, normali
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.aws.errors import AwsRefusalError
+from okra_controllers.cell import traffic
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
 from okra_controllers.cell.checkjobs import PodFailures, check_job, owner_ref
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
-from okra_controllers.freeze.watch import (
-    hold_of,
-    objects_for_freeze,
-    report_held,
-    seconds_to_next,
-)
+from okra_controllers.freeze import watch as freezes
 from okra_controllers.lbconfig import aws_message
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import fields_for, notifier_for
@@ -259,7 +255,7 @@ class CellReconciler:
             exact_now=self.exact_clock(),
             job_pods=job_pods,
         )
-        held = hold_of(self.freezes, raw, observed.now)
+        held = freezes.hold_of(self.freezes, raw, observed.now)
         return dataclasses.replace(observed, freeze=held), config
 
     async def _job_pods(self, cell: Cell) -> dict[str, str]:
@@ -274,7 +270,8 @@ class CellReconciler:
         raw = self.cells.get(req.name, req.namespace)
         if raw is None:
             report_info(req.namespace or "", req.name, None)
-            report_held("Cell", req.namespace or "", req.name, None)
+            freezes.report_held("Cell", req.namespace or "", req.name, None)
+            traffic.report(req.namespace or "", req.name, None)
             return None
         if "clusters" in (raw.get("spec") or {}) or "applications" in (raw.get("spec") or {}):
             return None  # a system Cell: the system Cell controller's (cell/system)
@@ -321,6 +318,16 @@ class CellReconciler:
             # round holds (it writes nothing) and is looked at again soon.
             observed, config = self._observe(raw, cell, blocklist, await self._job_pods(cell))
             p = plan(dataclasses.replace(observed, health=health, health_problems=refused))
+        if p.needs_traffic is not None and isinstance(lb, CellALB | CellRoute53):
+            # The plan asks what the target groups served (`trafficConfirmation`): one
+            # GetMetricData, where the target groups are read (as for health), then
+            # planned with.
+            reading = await traffic.read(health_aws, lb, p.needs_traffic)
+            p = plan(
+                dataclasses.replace(
+                    observed, health=health, health_problems=refused, traffic=reading
+                )
+            )
         written = raw.get("status")
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
@@ -335,7 +342,7 @@ class CellReconciler:
             after = min(after, p.requeue_after + 0.5)  # just past the progress deadline
         if p.wake_after is not None:
             after = min(after, p.wake_after + 0.01)  # the moment the Pause or freeze ends
-        frozen = seconds_to_next(self.freezes, raw, self.exact_clock())
+        frozen = freezes.seconds_to_next(self.freezes, raw, self.exact_clock())
         if frozen is not None:
             after = min(after, frozen + 0.01)  # the moment a freeze starts
         # A rollout that just moved (its status changed: `_write_status` replaced it) is
@@ -452,10 +459,11 @@ class CellReconciler:
             self.events.event(raw, e.type, e.reason, message)
             log.info("cell event", reason=e.reason, message=message)
         report_info(ns, name, p.status)
+        traffic.report(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
         PROGRESS_DEADLINE_EXCEEDED.labels(ns, name).set(past_deadline(p.status))
-        report_held("Cell", ns, name, p.status.paused_reason == "Frozen")
+        freezes.report_held("Cell", ns, name, p.status.paused_reason == "Frozen")
         return True
 
     async def _label_clusters(self, raw: dict[str, Any], cell: Cell, p: Plan) -> None:
@@ -783,7 +791,7 @@ def setup(mgr: Manager, s: Settings) -> None:
             lambda b: [Request(b["metadata"]["name"], b["metadata"].get("namespace") or "")],
         )
         .watches(SECRET, cells_with_argocd(cells))
-        .watches(FREEZE, objects_for_freeze(cells))
+        .watches(FREEZE, freezes.objects_for_freeze(cells))
         .with_options(max_concurrent_reconciles=s.concurrency)
     )
     if s.argocd:
