@@ -19,9 +19,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import binomtest  # type: ignore[import-untyped]
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -50,24 +52,74 @@ def draw(rng: np.random.Generator, n: int, median: float, shift: float = 0.0) ->
     return sample
 
 
+LOOSER = (0.95, 0.9, 0.8, 0.7)
+"""okra's confidence levels tried to match Kayenta's false-positive rate where it is higher."""
+
+
+@dataclass
+class Cell:
+    okra: float
+    kayenta: float
+    okra_only: int
+    """Trials okra flagged (false positive, or the regression found) and Kayenta did not."""
+    kayenta_only: int
+    matched: float | None = None
+    """okra's rate at `matched_confidence` (detection cells only)."""
+
+    def behind(self) -> bool:
+        """okra flags significantly less often than Kayenta on the same draws (exact
+        McNemar test on the trials where they disagree, one-sided, p < 0.05)."""
+        n = self.okra_only + self.kayenta_only
+        return n > 0 and binomtest(self.kayenta_only, n, 0.5, "greater").pvalue < 0.05
+
+    def ahead(self) -> bool:
+        n = self.okra_only + self.kayenta_only
+        return n > 0 and binomtest(self.okra_only, n, 0.5, "greater").pvalue < 0.05
+
+
 def cell(
-    rng: np.random.Generator, trials: int, n: int, median: float, shift: float
-) -> tuple[float, float]:
-    """(okra, Kayenta) rate: of any non-Pass when shift is 0, else of the regression found."""
+    rng: np.random.Generator,
+    trials: int,
+    n: int,
+    median: float,
+    shift: float,
+    matched_confidence: float | None = None,
+) -> tuple[Cell, dict[float, float]]:
+    """On the same draws: the share of any non-Pass when shift is 0 (false positives),
+    else of the regression found, for okra and for Kayenta; with no shift also okra's
+    false positives at each LOOSER confidence, with `matched_confidence` okra's detection
+    at it too."""
     direction: Direction = "either" if shift == 0 else "increase" if shift > 0 else "decrease"
     want = "High" if shift > 0 else "Low"
-    okra = kay = 0
+    okra = kay = okra_only = kay_only = matched = 0
+    looser = dict.fromkeys(LOOSER, 0)
     for _ in range(trials):
         canary, baseline = draw(rng, n, median, shift), draw(rng, n, median)
         o = classify(canary, baseline, direction=direction, min_samples=1).classification
         k = kayenta.classify(canary, baseline, direction=direction, rng=rng)
+        flagged_o = o != "Pass" if shift == 0 else o == want
+        flagged_k = k != "Pass" if shift == 0 else k == want
+        okra += flagged_o
+        kay += flagged_k
+        okra_only += flagged_o and not flagged_k
+        kay_only += flagged_k and not flagged_o
         if shift == 0:
-            okra += o != "Pass"
-            kay += k != "Pass"
-        else:
-            okra += o == want
-            kay += k == want
-    return okra / trials, kay / trials
+            for c in LOOSER:
+                j = classify(canary, baseline, confidence=c, min_samples=1)
+                looser[c] += j.classification != "Pass"
+        elif matched_confidence is not None:
+            j = classify(
+                canary, baseline, direction=direction, confidence=matched_confidence, min_samples=1
+            )
+            matched += j.classification == want
+    result = Cell(okra / trials, kay / trials, okra_only, kay_only)
+    if matched_confidence is not None:
+        result.matched = matched / trials
+    return result, {c: v / trials for c, v in looser.items()}
+
+
+def _show(c: Cell) -> str:
+    return f"{c.okra:.1%} / {c.kayenta:.1%} [{c.okra_only}/{c.kayenta_only}]"
 
 
 def scraped_miss_rate(rng: np.random.Generator, trials: int, sigma: float) -> float:
@@ -119,25 +171,62 @@ def main() -> None:
         "Kayenta (NetflixACAJudge-v1.0, ported in bench/judge/kayenta.py): confLevel 0.98, "
         "tolerance 0.25, meanRatio thresholds 1.0, root solver tolerance 1e-4"
     )
-    print(f"samples: log-normal, sigma {SIGMA}; {args.trials} trials per cell; okra / Kayenta")
+    print(f"samples: log-normal, sigma {SIGMA}; {args.trials} trials per cell")
     shortfalls: list[str] = []
     for title, median in SCALES:
         print()
-        print(f"{title:30}" + "".join(f"{f'{n}/side':>16}" for n in SIZES))
+        print(f"{title:30}" + "".join(f"{f'{n}/side':>22}" for n in SIZES))
+        fp: dict[int, Cell] = {}
+        match: dict[int, tuple[float, float]] = {}
         for shift in (0.0, *SHIFTS):
-            rates = [cell(rng, args.trials, n, median, shift) for n in SIZES]
+            cells = []
+            for n in SIZES:
+                c, looser = cell(rng, args.trials, n, median, shift, match.get(n, (None,))[0])
+                if shift == 0:
+                    fp[n] = c
+                    # okra's loosest confidence whose false positives stay at Kayenta's or below
+                    fits = [(k, v) for k, v in looser.items() if v <= min(c.kayenta, FP_GOAL)]
+                    if c.kayenta > c.okra and fits:
+                        match[n] = min(fits)
+                cells.append(c)
             label = "false positives" if shift == 0 else f"detected, {shift:+.0%}"
-            print(f"{label:30}" + "".join(f"{f'{o:.1%} / {k:.1%}':>16}" for o, k in rates))
-            for n, (o, k) in zip(SIZES, rates, strict=True):
+            print(f"{label:30}" + "".join(f"{_show(c):>22}" for c in cells))
+            if shift != 0 and match:
+                print(
+                    f"{'  okra at Kayenta FP or less':30}"
+                    + "".join(
+                        f"{f'{c.matched:.1%} (c {match[n][0]:g})' if n in match else '-':>22}"
+                        for n, c in zip(SIZES, cells, strict=True)
+                    )
+                )
+            elif shift == 0 and match:
+                print(
+                    f"{'  okra, that confidence':30}"
+                    + "".join(
+                        f"{f'{match[n][1]:.1%} (c {match[n][0]:g})' if n in match else '-':>22}"
+                        for n in SIZES
+                    )
+                )
+            for n, c in zip(SIZES, cells, strict=True):
                 where = f"{title}, {label}, {n}/side"
-                if shift == 0 and (o > FP_GOAL or o > k):
-                    shortfalls.append(f"{where}: okra {o:.1%}, Kayenta {k:.1%}")
-                if shift != 0 and o < k:
-                    shortfalls.append(f"{where}: okra {o:.1%} < Kayenta {k:.1%}")
+                if shift == 0:
+                    if c.okra > FP_GOAL or c.ahead():
+                        shortfalls.append(f"{where}: okra {c.okra:.1%}, Kayenta {c.kayenta:.1%}")
+                elif c.behind() and (
+                    fp[n].kayenta <= fp[n].okra or c.matched is None or c.matched < c.kayenta
+                ):
+                    shortfalls.append(f"{where}: okra {c.okra:.1%} < Kayenta {c.kayenta:.1%}")
     print()
     print(
-        "goal: okra false positives <= 2 % and <= Kayenta's, detection >= Kayenta's, "
-        f"in every cell: {'met' if not shortfalls else 'NOT met'}"
+        "each cell: okra / Kayenta [trials only okra flagged / only Kayenta flagged], "
+        "same draws, same settings"
+    )
+    met = "met" if not shortfalls else "NOT met"
+    print(
+        f"goal: okra's false positives <= {FP_GOAL:.0%} and not above Kayenta's; its detection "
+        "not below Kayenta's (exact McNemar test on the trials they disagree on, p < 0.05), "
+        "or, where Kayenta's false positives are higher, not below it at a confidence whose "
+        f"false positives are at most Kayenta's: {met}"
     )
     for line in shortfalls:
         print(f"  {line}")
