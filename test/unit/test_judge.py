@@ -309,6 +309,12 @@ def test_a_critical_metric_without_data_fails_the_run() -> None:
     assert (s.outcome, s.score, s.failed_critical) == ("Fail", 0.0, ("errors",))
 
 
+def test_critical_and_no_data_failures_fail_whatever_the_thresholds() -> None:
+    for metrics in ([("a", "High", True)], [("a", "Pass", False), ("b", "NoData", False)]):
+        s = score(metrics, pass_score=0, marginal_score=0)  # type: ignore[arg-type]
+        assert (s.outcome, s.score) == ("Fail", 0.0)
+
+
 def test_no_judged_metric_is_no_data_never_pass() -> None:
     assert score([]).outcome == "NoData"
 

@@ -310,7 +310,9 @@ def score(
         weights = _group_weights(names, group_weights or {})
         value = round(sum(s * weights[g] / 100.0 for g, s in group_scores), 2)
     outcome: Outcome
-    if value >= pass_score:
+    if reason:  # a critical failure, or too little data: whatever the thresholds
+        outcome = "Fail"
+    elif value >= pass_score:
         outcome = "Pass"
     elif value >= marginal_score:
         outcome = "Marginal"
