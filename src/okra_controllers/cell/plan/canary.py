@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias
 
 from okra_controllers.api.v1alpha1.strategy import BackgroundAnalysis, CanaryStep, StepAnalysis
 from okra_controllers.cell.plan.bluegreen import background
-from okra_controllers.cell.plan.checks import run_checks
+from okra_controllers.cell.plan.checks import precheck_gate, run_checks
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout, pause_over
 from okra_controllers.cell.plan.failure import check_failed, fail
 from okra_controllers.cell.plan.model import (
@@ -90,18 +90,17 @@ def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[Canar
         return aborted(w)
     w.i = st.current_step_index or 0
     fhash = forward_hash(w.at(100))
-    if o.spec.prechecks:
-        verdict, said = run_checks(p, o, "precheck", o.spec.prechecks, fhash, rid, to.text)
-        if verdict == "failed":
-            return check_failed(
-                p,
-                o,
-                "precheck",
-                said,
-                lambda: fail(p, o, stable, to, f"{said}; {to.text} is blocked"),
-            )
-        if verdict == "pending":
-            return prechecking(w, said)
+    held = precheck_gate(
+        p,
+        o,
+        fhash,
+        rid,
+        to.text,
+        lambda cause: fail(p, o, stable, to, cause),
+        lambda said: prechecking(w, said),
+    )
+    if held is not None:
+        return held
     st.phase = "Migrating"
     if o.promote == f"{rid}/full":
         w.i = len(steps)

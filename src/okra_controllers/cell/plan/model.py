@@ -16,8 +16,9 @@ from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck, StepAnalysis
 from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.versions import Grouped
+from okra_runtime.events import Event as Event  # one Event type, the runtime's
+from okra_runtime.events import EventType as EventType
 
-EventType = Literal["Normal", "Warning"]
 Stage = Literal["precheck", "postcheck"]
 FAILED_RUN = ("Failed", "Error")
 DONE_PAUSE = ("Expired", "Cancelled")
@@ -99,13 +100,6 @@ class JobRequest:
 class PauseRequest:
     name: str
     expire_time: datetime.datetime | None
-
-
-@dataclass(frozen=True)
-class Event:
-    type: EventType
-    reason: str
-    message: str
 
 
 @dataclass

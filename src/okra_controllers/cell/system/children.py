@@ -16,6 +16,7 @@ from okra_controllers.analysis.check_controller import HASH_ANNOTATION
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.api.v1alpha1.system import SystemApplication, SystemCheck, SystemCluster
+from okra_controllers.api.validation import first_problem
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.system.model import Obj, SystemObserved
 from okra_controllers.cell.system.names import (
@@ -189,9 +190,7 @@ def _provider(check: SystemCheck, vars_: dict[str, str]) -> tuple[dict[str, Any]
     except TemplateError as e:
         return {}, f"its query: {e}"
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return {}, f"analysis.provider.{where}: {first['msg']}"
+        return {}, f"analysis.provider.{first_problem(e)}"
     return provider, ""
 
 
