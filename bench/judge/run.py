@@ -175,7 +175,7 @@ def main() -> None:
     shortfalls: list[str] = []
     for title, median in SCALES:
         print()
-        print(f"{title:30}" + "".join(f"{f'{n}/side':>22}" for n in SIZES))
+        print(f"{title:30}" + "".join(f"{f'{n}/side':>24}" for n in SIZES))
         fp: dict[int, Cell] = {}
         match: dict[int, tuple[float, float]] = {}
         for shift in (0.0, *SHIFTS):
@@ -190,12 +190,12 @@ def main() -> None:
                         match[n] = min(fits)
                 cells.append(c)
             label = "false positives" if shift == 0 else f"detected, {shift:+.0%}"
-            print(f"{label:30}" + "".join(f"{_show(c):>22}" for c in cells))
+            print(f"{label:30}" + "".join(f"{_show(c):>24}" for c in cells))
             if shift != 0 and match:
                 print(
                     f"{'  okra at Kayenta FP or less':30}"
                     + "".join(
-                        f"{f'{c.matched:.1%} (c {match[n][0]:g})' if n in match else '-':>22}"
+                        f"{f'{c.matched:.1%} (c {match[n][0]:g})' if n in match else '-':>24}"
                         for n, c in zip(SIZES, cells, strict=True)
                     )
                 )
@@ -203,7 +203,7 @@ def main() -> None:
                 print(
                     f"{'  okra, that confidence':30}"
                     + "".join(
-                        f"{f'{match[n][1]:.1%} (c {match[n][0]:g})' if n in match else '-':>22}"
+                        f"{f'{match[n][1]:.1%} (c {match[n][0]:g})' if n in match else '-':>24}"
                         for n in SIZES
                     )
                 )
