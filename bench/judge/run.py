@@ -52,7 +52,7 @@ def draw(rng: np.random.Generator, n: int, median: float, shift: float = 0.0) ->
     return sample
 
 
-LOOSER = (0.95, 0.9, 0.8, 0.7)
+LOOSER = (0.975, 0.97, 0.965, 0.96, 0.95, 0.9, 0.8)
 """okra's confidence levels tried to match Kayenta's false-positive rate where it is higher."""
 
 
