@@ -58,6 +58,7 @@ from okra_controllers.api.v1alpha1.spelling import deprecated_spellings, normali
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.aws.errors import AwsRefusalError
+from okra_controllers.cell import traffic
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
 from okra_controllers.cell.checkjobs import PodFailures, check_job, owner_ref
 from okra_controllers.cell.observe import observe
@@ -265,6 +266,7 @@ class CellReconciler:
         raw = self.cells.get(req.name, req.namespace)
         if raw is None:
             report_info(req.namespace or "", req.name, None)
+            traffic.report(req.namespace or "", req.name, None)
             return None
         if "clusters" in (raw.get("spec") or {}) or "applications" in (raw.get("spec") or {}):
             return None  # a system Cell: the system Cell controller's (cell/system)
@@ -311,6 +313,16 @@ class CellReconciler:
             # round holds (it writes nothing) and is looked at again soon.
             observed, config = self._observe(raw, cell, blocklist, await self._job_pods(cell))
             p = plan(dataclasses.replace(observed, health=health, health_problems=refused))
+        if p.needs_traffic is not None and isinstance(lb, CellALB | CellRoute53):
+            # The plan asks what the target groups served (`trafficConfirmation`): one
+            # GetMetricData, where the target groups are read (as for health), then
+            # planned with.
+            reading = await traffic.read(health_aws, lb, p.needs_traffic)
+            p = plan(
+                dataclasses.replace(
+                    observed, health=health, health_problems=refused, traffic=reading
+                )
+            )
         written = raw.get("status")
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
@@ -445,6 +457,7 @@ class CellReconciler:
             self.events.event(raw, e.type, e.reason, message)
             log.info("cell event", reason=e.reason, message=message)
         report_info(ns, name, p.status)
+        traffic.report(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
         PROGRESS_DEADLINE_EXCEEDED.labels(ns, name).set(past_deadline(p.status))

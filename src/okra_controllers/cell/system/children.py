@@ -81,6 +81,10 @@ def child_cell(
         if app.alb.role_arn:
             alb["roleARN"] = app.alb.role_arn
         spec["ingress"] = {"type": "AWSApplicationLoadBalancer", "awsApplicationLoadBalancer": alb}
+        if app.traffic_confirmation is not None:
+            spec["trafficConfirmation"] = app.traffic_confirmation.model_dump(
+                by_alias=True, mode="json"
+            )
     if app.argocd is not None:
         argocd: dict[str, Any] = {
             "clusterSecret": {

@@ -30,6 +30,7 @@ from okra_controllers.cli.render.common import (
     step_label,
     table,
 )
+from okra_controllers.cli.trafficview import traffic_lines
 from okra_controllers.cli.view import Obj, created
 from okra_runtime.timeutil import parse_time
 
@@ -70,6 +71,8 @@ def render_cell(
     lines.append("")
     lines += _target_groups(model, st, grouped, weights, config, paint, now)
     lines.append("")
+    if seen := traffic_lines(st, paint, lambda t: age(t, now)):
+        lines += [*seen, ""]
     lines += _steps(model, st, runs_by_name, config, paint, now)
     lines.append("")
     lines += _runs(runs, st, paint, now)
