@@ -177,6 +177,7 @@ class AnalysisRunReconciler:
         self.clock = clock
         self.read_secret = secret_reader(client)
 
+    # Long on purpose: one pass of a run (measure, judge, status) in Argo Rollouts' order.
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.runs.get(req.name, req.namespace)
         if raw is None:
