@@ -65,6 +65,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return a
 
 
+def _seconds(p: argparse.ArgumentParser, flag: str, default: float, help_: str) -> None:
+    """A flag of seconds, `--FLAG` or `OKRA_FLAG`."""
+    p.add_argument(
+        f"--{flag}", type=float, default=float(_env(flag, str(default)) or default), help=help_
+    )
+
+
 def _where_flags(p: argparse.ArgumentParser) -> None:
     """The cluster, the namespaces and AWS okra works with."""
     p.add_argument(
@@ -101,26 +108,25 @@ def _leader_election_flags(p: argparse.ArgumentParser) -> None:
         "--leader-elect", action="store_true", default=_env("leader-elect", "false") == "true"
     )
     p.add_argument("--leader-election-id", default=_env("leader-election-id", "okra-manager"))
-    p.add_argument(
-        "--leader-elect-lease-duration",
-        type=float,
-        default=float(_env("leader-elect-lease-duration", "15") or 15),
-        help="seconds a standby waits after the leader's last renewal before it takes the "
+    _seconds(
+        p,
+        "leader-elect-lease-duration",
+        15,
+        "seconds a standby waits after the leader's last renewal before it takes the "
         "Lease (how long a crashed leader's work stops)",
     )
-    p.add_argument(
-        "--leader-elect-renew-deadline",
-        type=float,
-        default=float(_env("leader-elect-renew-deadline", "10") or 10),
-        help="seconds the leader keeps trying to renew before it gives leadership up and "
+    _seconds(
+        p,
+        "leader-elect-renew-deadline",
+        10,
+        "seconds the leader keeps trying to renew before it gives leadership up and "
         "stops; less than the lease duration",
     )
-    p.add_argument(
-        "--leader-elect-retry-period",
-        type=float,
-        default=float(_env("leader-elect-retry-period", "2") or 2),
-        help="seconds between renewals and between a standby's attempts; less than the "
-        "renew deadline",
+    _seconds(
+        p,
+        "leader-elect-retry-period",
+        2,
+        "seconds between renewals and between a standby's attempts; less than the renew deadline",
     )
 
 
@@ -154,30 +160,30 @@ def _serving_flags(p: argparse.ArgumentParser) -> None:
 def _period_flags(p: argparse.ArgumentParser) -> None:
     """How often okra looks at what has no watch (EKS, workload clusters, listener
     rules), and when a silent watch is taken for dead."""
-    p.add_argument(
-        "--eks-poll-interval",
-        type=float,
-        default=float(_env("eks-poll-interval", "60") or 60),
-        help="seconds between reads of EKS clusters by ClusterSets (EKS has no watch)",
+    _seconds(
+        p,
+        "eks-poll-interval",
+        60,
+        "seconds between reads of EKS clusters by ClusterSets (EKS has no watch)",
     )
-    p.add_argument(
-        "--cluster-poll-interval",
-        type=float,
-        default=float(_env("cluster-poll-interval", "30") or 30),
-        help="seconds between reads of workload clusters (TargetGroupBindings, targets)",
+    _seconds(
+        p,
+        "cluster-poll-interval",
+        30,
+        "seconds between reads of workload clusters (TargetGroupBindings, targets)",
     )
-    p.add_argument(
-        "--drift-check-period",
-        type=float,
-        default=float(_env("drift-check-period", "60") or 60),
-        help="seconds between looks at each listener rule: one changed outside okra is "
+    _seconds(
+        p,
+        "drift-check-period",
+        60,
+        "seconds between looks at each listener rule: one changed outside okra is "
         "restored (and a DriftRepaired Event recorded) within this period",
     )
-    p.add_argument(
-        "--watch-inactivity-timeout",
-        type=float,
-        default=float(_env("watch-inactivity-timeout", "100") or 100),
-        help="seconds a watch may deliver nothing before it is taken for dead (stalled) and "
+    _seconds(
+        p,
+        "watch-inactivity-timeout",
+        100,
+        "seconds a watch may deliver nothing before it is taken for dead (stalled) and "
         "reopened; at least 2. Each watch asks the API server to close it after 50-80%% of "
         "this (at most 300-600 s), so a healthy watch on a quiet kind is never taken for dead",
     )
