@@ -108,7 +108,18 @@ class BlueGreenStep(ApiModel):
         }
     }
     analysis: StepAnalysis | None = None
-    promote: dict[str, Any] | None = None
+    promote: dict[str, Any] | None = Field(
+        default=None,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "size(self) == 0",
+                    "message": "a blueGreen promote step takes no fields (it moves all "
+                    "traffic to the new version at once): write promote: {}",
+                }
+            ]
+        },
+    )
 
 
 class BlueGreenStrategy(ApiModel):
@@ -119,6 +130,26 @@ class BlueGreenStrategy(ApiModel):
 
 
 class UpdateStrategy(ApiModel):
+    """`type` says which steps run: `canary` with Canary, `blueGreen` with BlueGreen; the
+    other is refused rather than ignored."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.type) || self.type == 'Canary' || !has(self.canary)",
+                    "message": "updateStrategy.canary is read only with type Canary: with "
+                    "type BlueGreen write the steps under updateStrategy.blueGreen",
+                },
+                {
+                    "rule": "(has(self.type) && self.type == 'BlueGreen') || !has(self.blueGreen)",
+                    "message": "updateStrategy.blueGreen is read only with type BlueGreen: "
+                    "set updateStrategy.type: BlueGreen, or write the steps under "
+                    "updateStrategy.canary",
+                },
+            ]
+        }
+    }
     type: Literal["Canary", "BlueGreen"] = "Canary"
     canary: CanaryStrategy | None = None
     blue_green: BlueGreenStrategy | None = None

@@ -221,6 +221,7 @@ class ApplicationStatus(ApiModel):
         "CheckFailed",
         "PostcheckFailed",
         "Reverting",
+        "FailedReverting",
         "Reverted",
         "Stopped",
         "Error",
@@ -235,7 +236,8 @@ class ApplicationStatus(ApiModel):
     serving: list[str] = Field(default_factory=list)
     """The clusters serving it now (weight above 0, or Argo CD's labels)."""
     weight: int | None = None
-    """The share of traffic on `clusters`, in percent."""
+    """The share of traffic on `clusters`, in percent, as the application's Cell reports it
+    (unset for an application with no `alb`)."""
     serving_version: str = ""
     """The version serving it now (the one `serving` lists)."""
     rollback_at: datetime.datetime | None = None

@@ -103,6 +103,9 @@ def child_cell(
         spec["failurePolicy"] = policy.model_dump(by_alias=True, mode="json")
     if o.spec.progress_deadline_seconds is not None:
         spec["progressDeadlineSeconds"] = o.spec.progress_deadline_seconds
+    if o.spec.progress_deadline_abort:
+        spec["progressDeadlineAbort"] = True
+    spec["rollbackDelaySeconds"] = o.spec.rollback_delay_seconds
     return {
         "apiVersion": API_VERSION,
         "kind": "Cell",

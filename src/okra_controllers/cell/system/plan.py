@@ -62,7 +62,7 @@ from okra_controllers.cell.system.names import (
     version_number,
 )
 
-FAILED = ("CheckFailed", "Reverting", "Reverted", "Stopped")
+FAILED = ("CheckFailed", "Reverting", "FailedReverting", "Reverted", "Stopped")
 """Application phases a failed check leads to; they stick for that version."""
 
 
@@ -162,7 +162,18 @@ def _app(
         # checks gate the steps between two sets; a first rollout has none
         w.checks, w.problem = check_objects(o, app, _clusters(o, a.clusters), arns)
     _progress(o, p, w, cst)
+    a.weight = _weight(app, a, cst)
     return w
+
+
+def _weight(app: SystemApplication, a: ApplicationStatus, cst: CellStatus) -> int | None:
+    """The share of the application's traffic on the clusters it is going to, as its Cell
+    last reported it (None: no load balancer, or no Cell yet)."""
+    if app.alb is None or not a.version or cst.observed_generation is None:
+        return None
+    if cst.canary_version == a.version:
+        return cst.canary_weight or 0
+    return 100 if cst.stable_version == a.version else 0
 
 
 def _new_version(
@@ -301,7 +312,11 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
     """A check failed at a step: as the failure policy says. The decision sticks for the
     version (a later passing run does not undo it)."""
     a = w.status
-    policy = w.app.failure_policy or o.spec.failure_policy or FailurePolicy()
+    policy = (
+        w.app.failure_policy
+        or o.spec.failure_policy
+        or FailurePolicy(delay_seconds=o.spec.rollback_delay_seconds)
+    )
     said = said or a.message.split(". Waiting")[0].split("; failurePolicy")[0]
     if policy.type == "Stop":
         message = f"{said}; failurePolicy Stop: it stays where it is"
@@ -326,7 +341,14 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
         return
     w.abort = cst.rollout_id
     back = f"back to {', '.join(a.serving)}" if a.serving else "off its new clusters"
-    if cst.aborted and not cst.canary_weight:
+    stuck = next(
+        (c for c in cst.conditions or [] if c.type == "LoadBalancerSynced" and c.status == "False"),
+        None,
+    )
+    if cst.aborted and stuck is not None:
+        a.phase = "FailedReverting"
+        a.message = f"{said}; rolling back failed: traffic not yet {back}: {stuck.message}"
+    elif cst.aborted and not cst.canary_weight:
         a.phase, a.message = "Reverted", f"{said}; rolled back: traffic {back}"
     else:
         a.phase, a.message = "Reverting", f"{said}; rolling back: traffic {back}"
@@ -394,7 +416,10 @@ def _system_status(
     st = p.status
     phases = [w.status.phase for w in works]
     waiting = ", ".join(ready.waiting)
-    if "Reverting" in phases:
+    if "FailedReverting" in phases:
+        st.phase, st.health = "FailedReverting", "Degraded"
+        st.message = _about(works, "FailedReverting")
+    elif "Reverting" in phases:
         st.phase, st.health = "Reverting", "Progressing"
         st.message = _about(works, "Reverting")
     elif any(
