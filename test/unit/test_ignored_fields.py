@@ -12,7 +12,7 @@ import yaml
 
 from okra_controllers.api.v1alpha1.warnings import spec_warnings
 from okra_controllers.cli.lint import lint_texts
-from unit.test_cell_system_plan import app, job, rolled_out
+from unit.test_cell_system_plan import app, job, prometheus_check, rolled_out
 
 LISTENER = "arn:aws:elasticloadbalancing:us-east-1:1:listener/app/web/1/2"
 NLB_LISTENER = "arn:aws:elasticloadbalancing:us-east-1:1:listener/net/tcp/1/2"
@@ -271,3 +271,61 @@ def test_a_rollback_that_cannot_apply_is_failed_reverting_until_it_does() -> Non
     assert w.app("web").phase == "Reverted"
     assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
     assert w.status.phase == "Failed"
+
+
+# -- seed 002's "run all the checks with retries" ---------------------------------------
+
+
+def _check_runs(w: Any, results: list[bool]) -> Any:
+    """Each Check's runs while web's Cell waits at a check step: `results` in order, then
+    passing (runs before the step pass)."""
+    runs: dict[str, int] = {}
+
+    def passes(name: str) -> bool:
+        child = w.children.get("web")
+        if child is None or child.status.health != "Paused":
+            return True
+        n = runs[name] = runs.get(name, 0) + 1
+        return results[n - 1] if n <= len(results) else True
+
+    return passes
+
+
+def test_a_check_that_fails_fewer_times_than_its_retries_lets_the_step_pass() -> None:
+    w = rolled_out([app("web", "web", 100, checks=True)])
+    w.check_passes = _check_runs(w, [False, False])  # two failed tries; retries 2 by default
+    w.run(30)
+    assert w.app("web").phase == "Synced"
+    said = [a.message for p in w.history for a in p.status.applications or [] if a.name == "web"]
+    assert any("retrying: sys-web-errors-web-1-v2 failed 1 of 3 tries" in m for m in said), said
+    assert any("retrying: sys-web-errors-web-1-v2 failed 2 of 3 tries" in m for m in said), said
+    assert w.app("web").check_tries is None  # cleared once the check passed
+
+
+def test_a_check_that_fails_past_its_retries_fails_the_step_saying_how_many_tries() -> None:
+    checks = [{**prometheus_check(), "retries": 1}]
+    w = rolled_out(
+        [
+            app("web", "web", 100, checks=False, failurePolicy={"delaySeconds": 2})
+            | {"checks": checks}
+        ]
+    )
+    w.check_passes = _check_runs(w, [False, False, False, False])
+    w.run(30)
+    said = {a.message for p in w.history for a in p.status.applications or [] if a.name == "web"}
+    assert any(
+        m.startswith(
+            "check sys-web-errors-web-1-v2 failed 2 tries in a row (retries: 1). Waiting 2"
+        )
+        for m in said
+    ), said
+    assert w.app("web").phase == "Reverted"
+
+
+def test_a_check_with_no_retries_fails_the_step_at_its_first_failed_run() -> None:
+    checks = [{**prometheus_check(), "retries": 0}]
+    w = rolled_out([app("web", "web", 100, failurePolicy={"type": "Stop"}) | {"checks": checks}])
+    w.check_passes = _check_runs(w, [False])
+    w.run(20)
+    assert w.app("web").phase == "Stopped"
+    assert "failed 1 tries in a row (retries: 0)" in w.app("web").message

@@ -351,8 +351,9 @@ class CellSpec(ApiModel):
     postchecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
     """Run, in order, once the new version serves 100%, before the rollout completes."""
     rollback_delay_seconds: int = Field(default=60, ge=0)
-    """After a failed postcheck, how long to wait before rolling back (seed 002: "run-test
-    failed. Waiting 60 seconds before starting a rollback"); the wait survives a restart.
+    """After a failed precheck or postcheck, how long to wait before rolling back (seed 002:
+    "run-test failed. Waiting 60 seconds before starting a rollback"); the wait survives a
+    restart.
     A system Cell: the wait of every application whose `failurePolicy` (and the Cell's)
     is unset."""
     clusters: list[SystemCluster] | None = Field(default=None, min_length=1, max_length=32)
@@ -363,8 +364,8 @@ class CellSpec(ApiModel):
     owns (`<cell>-<application>`)."""
     failure_policy: FailurePolicy | None = None
     """What a failed precheck or postcheck does: `Rollback` after `delaySeconds`, or
-    `Stop` where it is. Unset: a failed precheck fails the version at once and a failed
-    postcheck rolls back after `rollbackDelaySeconds`."""
+    `Stop` where it is. Unset: either rolls back after `rollbackDelaySeconds` (after a
+    precheck no traffic has moved: the version is blocked)."""
     progress_deadline_abort: bool = False
     """With a deadline exceeded, send all traffic back to the stable version and block the
     new one (as a failed analysis does; `okra retry` unblocks it). A system Cell: of every

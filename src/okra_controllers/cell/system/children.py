@@ -20,6 +20,7 @@ from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.system.model import Obj, SystemObserved
 from okra_controllers.cell.system.names import (
     APP_LABEL,
+    CHECK_LABEL,
     SYSTEM_LABEL,
     child_name,
     dns,
@@ -223,7 +224,7 @@ def _check(
         "metadata": {
             "name": dns(o.name, *parts),
             "namespace": o.namespace,
-            "labels": labels(o, app.name),
+            "labels": {**labels(o, app.name), CHECK_LABEL: check.name},
             "annotations": {HASH_ANNOTATION: digest},
         },
         "spec": spec,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from okra_controllers.api.v1alpha1.cell import CellStatus
 from okra_controllers.api.v1alpha1.system import (
     ApplicationStatus,
+    CheckTries,
     FailurePolicy,
     SystemApplication,
     SystemCluster,
@@ -55,6 +56,7 @@ from okra_controllers.cell.system.model import (
     SystemPlan,
 )
 from okra_controllers.cell.system.names import (
+    CHECK_LABEL,
     child_name,
     dns,
     member_key,
@@ -272,7 +274,7 @@ def _at_step(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus) -> N
         or cst.health != "Paused"
     ):
         return
-    verdict, said = _verdict(o, w.checks, cst.step_started_at)
+    verdict, said = _verdict(o, w, cst.step_started_at)
     where = f"step {i + 1}/{len(plan_steps)}"
     if verdict == "passed":
         w.promote = f"{cst.rollout_id}/{i}"
@@ -283,13 +285,16 @@ def _at_step(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus) -> N
         a.message = f"{a.version} at {cst.canary_weight or 0}%: {where}: {said}"
 
 
-def _verdict(
-    o: SystemObserved, checks: list[Obj], since: datetime.datetime | None
-) -> tuple[str, str]:
-    """passed (every Check ran its current spec since the step began, and passed), failed
-    (one of them failed since), or pending, with what is waited for."""
-    waiting = []
-    for obj in checks:
+def _verdict(o: SystemObserved, w: AppWork, since: datetime.datetime | None) -> tuple[str, str]:
+    """passed (every Check ran its current spec since the step began, and its last run
+    passed), failed (one of them failed more runs in a row than its `retries`), or pending,
+    with what is waited for. Failed runs are counted in the application's status, each run
+    once, so a restart counts on."""
+    retries = {c.name: c.retries for c in w.app.checks}
+    tries = {t.name: t for t in w.status.check_tries or [] if t.since == since}
+    waiting, retrying = [], []
+    verdict = ""
+    for obj in w.checks:
         name = obj["metadata"]["name"]
         seen = o.checks.get(name)
         digest = obj["metadata"]["annotations"]["analysis-hash"]
@@ -301,10 +306,24 @@ def _verdict(
         ):
             waiting.append(name)
             continue
-        if seen.last_passed is False:
-            return "failed", f"check {name} failed" + (f" ({seen.message})" if seen.message else "")
-    if waiting:
-        return "pending", f"waiting for checks {', '.join(waiting)} to run"
+        if seen.last_passed is not False:
+            tries.pop(name, None)
+            continue
+        t = tries.setdefault(name, CheckTries(name=name, since=since))
+        if t.last_run_time != seen.last_run_time:
+            t.failed, t.last_run_time = t.failed + 1, seen.last_run_time
+        allowed = retries.get(obj["metadata"]["labels"].get(CHECK_LABEL, ""), 0)
+        said = f" ({seen.message})" if seen.message else ""
+        if t.failed > allowed and not verdict:
+            verdict = f"check {name} failed {t.failed} tries in a row (retries: {allowed}){said}"
+        retrying.append(f"{name} failed {t.failed} of {allowed + 1} tries{said}")
+    w.status.check_tries = [tries[n] for n in sorted(tries)] or None
+    if verdict:
+        return "failed", verdict
+    if waiting or retrying:
+        runs = f"waiting for checks {', '.join(waiting)} to run" if waiting else ""
+        again = f"retrying: {'; '.join(retrying)}" if retrying else ""
+        return "pending", "; ".join(x for x in (runs, again) if x)
     return "passed", ""
 
 
