@@ -84,7 +84,7 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
                 "blueGreen": {"steps": [{"promote": {"full": True}}]},
             },
         },
-        "promote step takes no fields",
+        "promote.full",
     ),
     (
         "alb-beside-route53",

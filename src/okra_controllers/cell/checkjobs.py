@@ -48,7 +48,6 @@ def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
     pod["containers"] = [
         {"terminationMessagePolicy": "FallbackToLogsOnError", **c} for c in containers
     ]
-    pod.setdefault("restartPolicy", "Never")
     meta = job.template.metadata
     spec: dict[str, Any] = {
         "backoffLimit": job.backoff_limit,

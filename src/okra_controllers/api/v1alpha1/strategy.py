@@ -91,6 +91,11 @@ class CanaryStrategy(ApiModel):
     steps: list[CanaryStep] = Field(default_factory=list, max_length=64)
 
 
+class PromoteStep(ApiModel):
+    """`promote: {}`: all traffic to the new version at once. It takes no fields (one
+    written is refused as unknown)."""
+
+
 class BlueGreenStep(ApiModel):
     """Exactly one of: `analysis` (run against the new version, which has no traffic
     before `promote`, and wait for success) or `promote: {}` (all traffic to the new
@@ -108,18 +113,7 @@ class BlueGreenStep(ApiModel):
         }
     }
     analysis: StepAnalysis | None = None
-    promote: dict[str, Any] | None = Field(
-        default=None,
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "size(self) == 0",
-                    "message": "a blueGreen promote step takes no fields (it moves all "
-                    "traffic to the new version at once): write promote: {}",
-                }
-            ]
-        },
-    )
+    promote: PromoteStep | None = None
 
 
 class BlueGreenStrategy(ApiModel):
@@ -201,9 +195,9 @@ class CheckPodSpec(ApiModel):
     volumes: list[dict[str, Any]] | None = None
     node_selector: dict[str, str] | None = None
     tolerations: list[dict[str, Any]] | None = None
-    restart_policy: Literal["Never", "OnFailure"] | None = None
-    """Default Never: a check that fails has failed (OnFailure restarts its containers in
-    place, within `backoffLimit`)."""
+    restart_policy: Literal["Never", "OnFailure"] = "Never"
+    """Never: a check that fails has failed. OnFailure restarts its containers in place
+    (within the Job's `backoffLimit`)."""
 
 
 class CheckTemplateMetadata(ApiModel):
