@@ -22,7 +22,6 @@ from typing import Any
 
 import structlog
 from prometheus_client import Counter
-from pydantic import ValidationError
 
 from okra_controllers.analysis import compare, judge, verdict
 from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
@@ -35,6 +34,7 @@ from okra_controllers.analysis.providers.base import (
     secret_reader,
 )
 from okra_controllers.analysis.providers.registry import provider_for
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRun,
     AnalysisRunStatus,
@@ -46,7 +46,7 @@ from okra_controllers.api.v1alpha1.analysis import (
     Phase,
     SampleSummary,
 )
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
 from okra_controllers.templating import ARGS, TemplateError, render
@@ -61,7 +61,6 @@ from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
-ANALYSIS_RUN = GVK(GROUP, VERSION, "AnalysisRun")
 log = structlog.get_logger("okra.analysisrun")
 
 RUNS = Counter(
@@ -178,16 +177,14 @@ class AnalysisRunReconciler:
         self.clock = clock
         self.read_secret = secret_reader(client)
 
+    # Long on purpose: one pass of a run (measure, judge, status) in Argo Rollouts' order.
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.runs.get(req.name, req.namespace)
         if raw is None:
             return None
-        try:
-            run = AnalysisRun.model_validate(raw)
-        except ValidationError as e:
-            await self._fail(
-                raw, f"invalid AnalysisRun: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}"
-            )
+        run, problem = validated(AnalysisRun, raw)
+        if run is None:
+            await self._fail(raw, f"invalid AnalysisRun: {problem}")
             return None
         status = run.status or AnalysisRunStatus()
         if status.phase in verdict.COMPLETED:

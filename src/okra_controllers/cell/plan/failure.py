@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
+from typing import Literal
 
 from okra_controllers.cell.plan.ending import end_rollout
 from okra_controllers.cell.plan.model import Event, Observed, Plan, Stage
@@ -32,12 +33,16 @@ def fail(p: Plan, o: Observed, stable: Version, canary: Version, cause: str) -> 
     return p
 
 
-def check_failed(p: Plan, o: Observed, stage: Stage, said: str, fail: Callable[[], Plan]) -> Plan:
+def check_failed(
+    p: Plan, o: Observed, stage: Stage | Literal["traffic"], said: str, fail: Callable[[], Plan]
+) -> Plan:
     """A failed check, handled as `spec.failurePolicy` says.
 
-    - No policy: either kind rolls back after `rollbackDelaySeconds` (seed 002's one
-      flow: "run-test failed. Waiting 60 seconds before starting a rollback"; after a
-      precheck no traffic has moved, so the rollback is the version being blocked).
+    - No policy: a failed precheck or postcheck rolls back after `rollbackDelaySeconds`
+      (seed 002's one flow: "run-test failed. Waiting 60 seconds before starting a
+      rollback"; after a precheck no traffic has moved, so the rollback is the version
+      being blocked); traffic that stays off the plan fails the version at once (as a
+      failed analysis does).
     - `Rollback`: either kind rolls back after the policy's `delaySeconds`.
     - `Stop`: nothing moves, nothing is blocked; the Cell says so and waits for a person.
 
@@ -55,6 +60,8 @@ def check_failed(p: Plan, o: Observed, stage: Stage, said: str, fail: Callable[[
         st.phase = "Error"
         set_phase(p, o, "Degraded", message)
         return p
+    if policy is None and stage == "traffic":
+        return fail()
     delay = policy.delay_seconds if policy is not None else o.spec.rollback_delay_seconds
     if st.rollback_at is None:
         st.rollback_at = o.now + datetime.timedelta(seconds=delay)
@@ -69,4 +76,8 @@ def check_failed(p: Plan, o: Observed, stage: Stage, said: str, fail: Callable[[
     return p
 
 
-_REASON = {"precheck": "PrecheckFailed", "postcheck": "PostcheckFailed"}
+_REASON = {
+    "precheck": "PrecheckFailed",
+    "postcheck": "PostcheckFailed",
+    "traffic": "TrafficNotConfirmed",
+}
