@@ -37,6 +37,7 @@ PATTERN_VALUES: dict[str, tuple[str, ...]] = {
     "^arn:[a-z0-9-]+:elasticloadbalancing:": (ELB_ARN,),
     r"^arn:[a-z0-9-]+:iam::[0-9]{12}:role/.+": (ROLE_ARN,),
     r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$": ("7s", "9s"),
+    r"^([0-9]*[1-9][0-9]*(\.[0-9]+)?(ms|s|m|h))+$": ("7s", "9s"),
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": ("walked", "walked-2"),
     r"^[0-9A-Za-z][A-Za-z0-9_-]*$": ("walked", "walked-2"),
     r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$": ("walked", "walked2"),
