@@ -102,6 +102,7 @@ def test_a_broken_file_names_each_error_with_its_line() -> None:
             10,
             "AnalysisTemplate/success-rate",
             "spec.metrics[0].successCondition",
+            'could not evaluate successCondition "result[0] >= 0.95 &&": '
             "unexpected end of condition at column 21 in 'result[0] >= 0.95 &&'",
         ),
         (
