@@ -42,13 +42,14 @@ Where okra departs from Argo, on purpose (docs/judge.md):
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from okra_controllers.analysis import judge
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
+from okra_controllers.analysis.expr.errors import _Fault
+from okra_controllers.analysis.expr.regex import _regex
 from okra_controllers.api.v1alpha1.analysis import (
     DryRun,
     Judgment,
@@ -279,19 +280,13 @@ def soft_metrics(metrics: Iterable[Metric]) -> set[str]:
     return {m.name for m in metrics if m.judge is not None and not m.judge.critical}
 
 
-_NOT_RE2 = re.compile(r"\(\?(?:[=!>(]|<[=!]|P=)|\\[1-9]|[*+?}]\+")
-"""Constructs Python's `re` has and Go's `regexp` (RE2) refuses: lookaround, atomic groups,
-conditionals, backreferences, possessive quantifiers."""
-
-
 def rule_matches(pattern: str, name: str) -> bool:
     """Go's `regexp.MatchString(pattern, name)` as Argo calls it: unanchored; a pattern Go
-    cannot compile (such as `*`) matches nothing."""
-    if _NOT_RE2.search(pattern):
-        return False
+    cannot compile (such as `*`) matches nothing. RE2's meaning, as the condition language's
+    `matches` gives it."""
     try:
-        return re.search(pattern, name) is not None
-    except re.error:
+        return _regex(pattern).search(name) is not None
+    except _Fault:
         return False
 
 
