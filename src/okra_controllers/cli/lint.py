@@ -10,8 +10,13 @@ AnalysisTemplates, which okra reads unchanged) is checked for:
   `analysis/expr/` (`has()`, `size()`, `!`, `&&`, `||`, `?:`, comparisons,
   list `filter(x, x).size()`); a rule outside that subset is reported as not
   checked, never silently passed;
-- conditions: every `successCondition` / `failureCondition` parsed by the
-  same parser the AnalysisRun controller evaluates them with;
+- metrics: with the arguments the file gives values substituted, the checks an
+  AnalysisRun makes when it starts (Argo Rollouts' `ValidateMetrics`: count
+  against the limits, durations, providers; conditions compiled by the parser
+  the controller evaluates them with); a field naming an argument the caller
+  gives is left to the run; `dryRun` / `measurementRetention` rules (regular
+  expressions) that match no metric: an error in an AnalysisRun, a warning in
+  a template (another template of the run may have the metric);
 - ALB limits: at most 5 target groups in one forward action, weights 0..999
   (schema), a listener rule needs at least one condition, a Cell's versions
   are semver;
