@@ -215,9 +215,9 @@ def _analysis(linter: Linter, doc: Doc) -> None:
     spec = doc.data.get("spec") or {}
     args = [a for a in spec.get("args") or [] if isinstance(a, dict)]
     declared = {a.get("name") for a in args}
-    # Arguments the file gives a value; the others come from the caller when the run starts.
+    # Arguments the file gives a value; the others (the caller's, a Secret's, a field's) are
+    # known only when the run starts.
     known = {str(a["name"]): str(a["value"]) for a in args if a.get("value") is not None}
-    known.update({str(a["name"]): "secret" for a in args if a.get("valueFrom")})
     seen: set[str] = set()
     names: list[str] = []
     for i, metric in enumerate(spec.get("metrics") or []):
