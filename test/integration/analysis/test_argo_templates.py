@@ -6,6 +6,7 @@ refuses the server refuses, naming the field."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,14 +34,12 @@ def okra_crds(control_plane: ControlPlane) -> list[str]:
 
 
 def apply(control_plane: ControlPlane, namespace: str, stem: str) -> tuple[int, str]:
+    """`kubectl apply --dry-run=server` of the fixture, in the test's namespace (one names its
+    own, argo-examples: it is moved, nothing else changes)."""
+    text = (FIXTURES / f"{stem}.yaml").read_text(encoding="utf-8")
+    text = re.sub(r"^(  namespace:) .*$", rf"\1 {namespace}", text, flags=re.M)
     out = control_plane.kubectl(
-        "apply",
-        "--dry-run=server",
-        "-n",
-        namespace,
-        "-f",
-        str(FIXTURES / f"{stem}.yaml"),
-        check=False,
+        "apply", "--dry-run=server", "-n", namespace, "-f", "-", input_text=text, check=False
     )
     return out.returncode, out.stderr
 
