@@ -2,13 +2,7 @@
 the configured weights, verified by reading it back (`plan`: what to write; `controller`:
 observe, act, report)."""
 
-from okra_controllers.albconfig.controller import (
-    ALB_CONFIG,
-    FINALIZER,
-    AlbConfigReconciler,
-    register,
-    setup,
-)
+from okra_controllers.albconfig.controller import FINALIZER, AlbConfigReconciler, register, setup
 from okra_controllers.albconfig.plan import (
     Conflict,
     Create,
@@ -20,7 +14,6 @@ from okra_controllers.albconfig.plan import (
 )
 
 __all__ = [
-    "ALB_CONFIG",
     "FINALIZER",
     "AlbConfigReconciler",
     "Conflict",

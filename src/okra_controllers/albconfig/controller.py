@@ -58,12 +58,12 @@ from okra_controllers.albconfig.plan import (
     same_spec,
     spec_problems,
 )
+from okra_controllers.api.kinds import ALB_CONFIG
 from okra_controllers.api.v1alpha1.cell import (
     AWSApplicationLoadBalancerConfig,
     AWSApplicationLoadBalancerConfigSpec,
     AWSApplicationLoadBalancerConfigStatus,
 )
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
@@ -86,7 +86,6 @@ from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
-from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
 from okra_runtime.reconcile import ReportedError, Request, Result
@@ -96,7 +95,6 @@ if TYPE_CHECKING:
     from okra_controllers.settings import Settings
     from okra_runtime.manager import Manager
 
-ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
 FINALIZER = "okra.mumo.co/listener-rule"
 DEFAULT_RESYNC = 300.0
 """Seconds between full resyncs of a config."""

@@ -22,7 +22,6 @@ from typing import Any
 
 import structlog
 from prometheus_client import Counter
-from pydantic import ValidationError
 
 from okra_controllers.analysis import compare, judge, verdict
 from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
@@ -33,6 +32,7 @@ from okra_controllers.analysis.providers.base import (
     secret_reader,
 )
 from okra_controllers.analysis.validation import validate_metrics
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRun,
     AnalysisRunStatus,
@@ -44,7 +44,7 @@ from okra_controllers.api.v1alpha1.analysis import (
     Phase,
     SampleSummary,
 )
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
 from okra_controllers.templating import ARGS, TemplateError, render
@@ -59,7 +59,6 @@ from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
-ANALYSIS_RUN = GVK(GROUP, VERSION, "AnalysisRun")
 log = structlog.get_logger("okra.analysisrun")
 
 RUNS = Counter(
@@ -131,12 +130,9 @@ class AnalysisRunReconciler:
         raw = self.runs.get(req.name, req.namespace)
         if raw is None:
             return None
-        try:
-            run = AnalysisRun.model_validate(raw)
-        except ValidationError as e:
-            await self._fail(
-                raw, f"invalid AnalysisRun: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}"
-            )
+        run, problem = validated(AnalysisRun, raw)
+        if run is None:
+            await self._fail(raw, f"invalid AnalysisRun: {problem}")
             return None
         status = run.status or AnalysisRunStatus()
         if status.phase in verdict.COMPLETED:

@@ -14,6 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from okra_controllers.api.kinds import (
+    ANALYSIS_TEMPLATE,
+    ARGO_ANALYSIS_TEMPLATE,
+    ARGO_CLUSTER_ANALYSIS_TEMPLATE,
+    CLUSTER_ANALYSIS_TEMPLATE,
+)
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRunSpec,
     AnalysisTemplateSpec,
@@ -21,21 +27,14 @@ from okra_controllers.api.v1alpha1.analysis import (
     DryRun,
     MeasurementRetention,
 )
-from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
+from okra_controllers.api.v1alpha1.common import API_VERSION
+from okra_controllers.api.validation import problems
 from okra_runtime.client import Client
 from okra_runtime.errors import NoKindMatchError, NotFoundError
-from okra_runtime.gvk import GVK
 
-ARGO_GROUP = "argoproj.io"
 TEMPLATE_KINDS = {
-    False: (
-        GVK(GROUP, VERSION, "AnalysisTemplate"),
-        GVK(ARGO_GROUP, "v1alpha1", "AnalysisTemplate"),
-    ),
-    True: (
-        GVK(GROUP, VERSION, "ClusterAnalysisTemplate"),
-        GVK(ARGO_GROUP, "v1alpha1", "ClusterAnalysisTemplate"),
-    ),
+    False: (ANALYSIS_TEMPLATE, ARGO_ANALYSIS_TEMPLATE),
+    True: (CLUSTER_ANALYSIS_TEMPLATE, ARGO_CLUSTER_ANALYSIS_TEMPLATE),
 }
 
 
@@ -78,9 +77,7 @@ def _spec(template: dict[str, Any]) -> AnalysisTemplateSpec:
 
 
 def _short(e: ValidationError) -> str:
-    return "; ".join(
-        f"spec.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()[:5]
-    )
+    return "; ".join(f"spec.{problem}" for problem in problems(e)[:5])
 
 
 def flatten(

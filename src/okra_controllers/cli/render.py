@@ -24,6 +24,7 @@ from okra_controllers.api.v1alpha1.strategy import BlueGreenStep, CanaryStep
 from okra_controllers.cell.observe import ALB_CONFIG_KIND, config_kind
 from okra_controllers.cell.plan import weight_before
 from okra_controllers.cell.versions import Grouped, group_target_groups
+from okra_controllers.cli.trafficview import traffic_lines
 from okra_controllers.cli.view import Obj, cell_selector, created, selects
 from okra_runtime.timeutil import parse_time
 
@@ -220,6 +221,8 @@ def render_cell(
     lines.append("")
     lines += _target_groups(model, st, grouped, weights, config, paint, now)
     lines.append("")
+    if seen := traffic_lines(st, paint, lambda t: age(t, now)):
+        lines += [*seen, ""]
     lines += _steps(model, st, runs_by_name, config, paint, now)
     lines.append("")
     lines += _runs(runs, st, paint, now)

@@ -2,12 +2,7 @@
 forwarding with the configured weights, verified by reading it back (`plan`: what to write;
 `controller`: observe, act, report)."""
 
-from okra_controllers.nlbconfig.controller import (
-    NLB_CONFIG,
-    NlbConfigReconciler,
-    register,
-    setup,
-)
+from okra_controllers.nlbconfig.controller import NlbConfigReconciler, register, setup
 from okra_controllers.nlbconfig.plan import (
     ModifyDefault,
     Nothing,
@@ -20,7 +15,6 @@ from okra_controllers.nlbconfig.plan import (
 )
 
 __all__ = [
-    "NLB_CONFIG",
     "ModifyDefault",
     "NlbConfigReconciler",
     "Nothing",

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 
+from okra_controllers.api.kinds import NLB_CONFIG
 from okra_controllers.api.v1alpha1.cell import (
     AWSNetworkLoadBalancerConfigSpec,
     AWSNetworkLoadBalancerConfigStatus,
 )
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import Json
@@ -63,7 +63,6 @@ from okra_controllers.notifications.notifier import Notifier, notifier_for
 from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
 from okra_runtime.client import Client
 from okra_runtime.events import EventRecorder
-from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import ReportedError, Request, Result
@@ -73,7 +72,6 @@ if TYPE_CHECKING:
     from okra_controllers.settings import Settings
     from okra_runtime.manager import Manager
 
-NLB_CONFIG = GVK(GROUP, VERSION, "AWSNetworkLoadBalancerConfig")
 DEFAULT_RESYNC = 300.0
 """Seconds between idle checks of the listener (one DescribeListeners each)."""
 

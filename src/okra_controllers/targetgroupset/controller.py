@@ -38,9 +38,15 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import ValidationError
 
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.kinds import (
+    AWS_TARGET_GROUP_BINDING,
+    LBC_TARGET_GROUP_BINDING,
+    SECRET,
+    TARGET_GROUP,
+    TARGET_GROUP_SET,
+)
+from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupSet,
     AWSTargetGroupSetStatus,
@@ -49,6 +55,7 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     TargetGroupProblem,
     spelling_warnings,
 )
+from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
 from okra_controllers.aws.elbv2 import TaggedTargetGroup, tagged_target_groups
@@ -88,11 +95,6 @@ from okra_runtime.timeutil import utcnow
 if TYPE_CHECKING:
     from okra_controllers.settings import Settings
 
-TARGET_GROUP_SET = GVK(GROUP, VERSION, "AWSTargetGroupSet")
-TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
-TARGET_GROUP_BINDING = GVK("elbv2.k8s.aws", "v1beta1", "TargetGroupBinding")
-AWS_TARGET_GROUP_BINDING = GVK(GROUP, VERSION, "AWSTargetGroupBinding")
-SECRET = GVK("", "v1", "Secret")
 FIELD_MANAGER = "okra-targetgroupset-controller"
 RESYNC = 30.0
 CLUSTER_TIMEOUT = 10.0
@@ -100,9 +102,6 @@ CLUSTER_TIMEOUT = 10.0
 log = structlog.get_logger("okra.targetgroupset")
 
 __all__ = [
-    "AWS_TARGET_GROUP_BINDING",
-    "TARGET_GROUP_BINDING",
-    "TARGET_GROUP_SET",
     "TargetGroupSetReconciler",
     "register",
     "sets_for_secret",
@@ -184,7 +183,7 @@ class TargetGroupSetReconciler:
         try:
             client = await connect()
             items = await asyncio.wait_for(
-                client.list(TARGET_GROUP_BINDING, label_selector=binding_selector or None),
+                client.list(LBC_TARGET_GROUP_BINDING, label_selector=binding_selector or None),
                 CLUSTER_TIMEOUT,
             )
         except TimeoutError:
@@ -312,17 +311,10 @@ class TargetGroupSetReconciler:
     # -- reconcile -------------------------------------------------------------
 
     async def reconcile(self, req: Request) -> Result | None:
-        raw = self.sets.get(req.name, req.namespace)
-        if raw is None:
+        loaded = load_or_report(self.sets, req, AWSTargetGroupSet, self.events)
+        if loaded is None:
             return None
-        try:
-            tgs = AWSTargetGroupSet.model_validate(raw)
-        except ValidationError as e:
-            err = e.errors()[0]
-            self.events.event(
-                raw, "Warning", "InvalidSpec", f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
-            )
-            return None
+        raw, tgs = loaded
         if raw["metadata"].get("generation") != (raw.get("status") or {}).get("observedGeneration"):
             for warning in spelling_warnings(raw.get("spec") or {}):
                 self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
