@@ -8,6 +8,7 @@ weighted records, each record's endpoint load balancer counting its own target g
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from support import eventually, find_events, wait_events
 
 from .conftest import BLOCKLIST, CELL, Env, OkraManager, cell_obj, cell_status, wait_status
 from .test_cell_route53 import R53, r53, r53_cell, wait_for
+from .test_dashboard_browser import Dashboard, browser, click_and_confirm, page_until, text_has
 
-__all__ = ["r53"]  # the Route 53 world's fixture, used here too
+__all__ = ["browser", "r53"]  # fixtures of the Route 53 and dashboard worlds, used here too
 
 CONFIRM = {"window": "3s", "tolerance": 10, "minRequests": 30, "deadline": "10s"}
 STEPS: list[dict[str, Any]] = [{"setWeight": 20}, {"setWeight": 50}]
@@ -223,3 +225,42 @@ async def test_behind_route53_each_endpoint_albs_count_confirms_or_rolls_back(
             await feeder.__aexit__()
         okra.stop()
     assert not okra.error_lines(), okra.tail()
+
+
+async def test_the_dashboard_shows_the_split_as_traffic_shows_it_and_promote_accepts_it(
+    env: Env,
+    okra: OkraManager,
+    rt_client: Client,
+    control_plane: ControlPlane,
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    """The Cell's page, beside the weights as AWS shows them: the split as the traffic
+    shows it, the verdict and why; promote there accepts the held step's traffic."""
+    ns = env.namespace
+    async with RequestFeeder(env.aws.config, env.alb.listener_arn, rate=40) as feeder:
+        await rolled_out(env, rt_client, trafficConfirmation={**CONFIRM, "deadline": "10m"})
+        feeder.served = {env.tg_arns["web-a-v2"]: 0.0}
+        await wait_status(
+            rt_client, ns, lambda s: traffic(s).get("verdict") == "Diverged", within=90
+        )
+        board = Dashboard(control_plane.kubeconfig(), ns, tmp_path / "dashboard.log")
+        try:
+            await asyncio.to_thread(browser.get, f"{board.url}#/cell/{ns}/web")
+            await page_until(
+                browser,
+                text_has("v1 80 · v2 20", "as traffic shows them: v1 100 · v2 0", "Diverged"),
+                "both splits on the Cell's page",
+            )
+            verdict = await asyncio.to_thread(
+                browser.execute_script,
+                "return document.getElementById('cell-traffic').dataset.verdict",
+            )
+            assert verdict == "Diverged"
+            await click_and_confirm(browser, "promote")
+            await page_until(browser, text_has("accepting the traffic at step 1"), "promote")
+        finally:
+            board.stop()
+        assert await env.rule_becomes({"web-a-v1": 50, "web-a-v2": 50})
+    accepted = await wait_events(rt_client, ns, "TrafficAccepted")
+    assert "okra promote: step 1 goes on: AWS shows v2 20 %" in accepted[0]["note"]

@@ -198,3 +198,46 @@ async def test_two_target_groups_behind_one_nlb_cannot_be_told_apart(moto: MotoS
     now = datetime.datetime.now(datetime.UTC)
     with pytest.raises(ValueError, match="behind one NLB"):
         await requests_served(moto.config, endpoints, now, now)
+
+
+async def test_an_nlb_endpoint_is_read_by_its_flows(moto: MotoServer) -> None:
+    """A target group whose endpoint is an NLB: its count is the NLB's NewFlowCount (per
+    load balancer, in AWS/NetworkELB), beside an ALB endpoint's RequestCount in the same
+    GetMetricData. (moto names an NLB `loadbalancer/app/...`, AWS `loadbalancer/net/...`:
+    the endpoint here is spelled as AWS does.)"""
+    nlb = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/edge/5d1b"
+    alb = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/web/50dc"
+    tcp = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/edge-v1/73e2"
+    http = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/web-v2/9a1f"
+    now = datetime.datetime.now(datetime.UTC)
+    async with moto.config.client("cloudwatch") as cw:
+        await cw.put_metric_data(
+            Namespace="AWS/NetworkELB",
+            MetricData=[
+                {
+                    "MetricName": "NewFlowCount",
+                    "Dimensions": [{"Name": "LoadBalancer", "Value": "net/edge/5d1b"}],
+                    "Timestamp": now,
+                    "Value": 30.0,
+                    "Unit": "Count",
+                }
+            ],
+        )
+        await cw.put_metric_data(
+            Namespace="AWS/ApplicationELB",
+            MetricData=[
+                {
+                    "MetricName": "RequestCount",
+                    "Dimensions": [
+                        {"Name": "LoadBalancer", "Value": "app/web/50dc"},
+                        {"Name": "TargetGroup", "Value": "targetgroup/web-v2/9a1f"},
+                    ],
+                    "Timestamp": now,
+                    "Value": 70.0,
+                    "Unit": "Count",
+                }
+            ],
+        )
+    window = (now - datetime.timedelta(seconds=5), now + datetime.timedelta(seconds=5))
+    served = await requests_served(moto.config, {tcp: nlb, http: alb}, *window)
+    assert served == {tcp: 30.0, http: 70.0}

@@ -61,7 +61,33 @@ def test_once_the_window_has_passed_it_asks_for_a_reading_of_that_window() -> No
     assert d.query == TrafficQuery(at(0), at(120), ("arn:tg/a-v1", "arn:tg/a-v2", "arn:tg/b-v2"))
     later = decide(TC, [V1, V2], T0, at(500), None, "v2")
     assert later.query is not None
-    assert (later.query.start, later.query.end) == (at(380), at(500))  # the last window
+    # the last window, in whole minutes: the minute under way is not complete yet
+    assert (later.query.start, later.query.end) == (at(360), at(480))
+
+
+def test_windows_of_minutes_are_read_in_whole_minutes_from_the_first_after_the_change() -> None:
+    """ALBs publish one data point a minute: a minute that began before the change mixes
+    the old weights in, and the minute under way is not complete."""
+    since = at(40)  # 00:00:40
+    d = decide(TC, [V1, V2], since, at(170), None, "v2")
+    assert d.verdict == "Waiting"
+    assert d.recheck_after == 10  # until 00:03:00, two whole minutes after 00:01:00
+    d = decide(TC, [V1, V2], since, at(185), None, "v2")
+    assert d.query is not None
+    assert (d.query.start, d.query.end) == (at(60), at(180))
+    # a reading of that window decides; one that starts before 00:01:00 does not
+    assert decide(TC, [V1, V2], since, at(185), reading(180, served(800, 200)), "v2").verdict == (
+        "Confirmed"
+    )
+    early = TrafficReading(at(40), at(160), served(800, 200))
+    assert decide(TC, [V1, V2], since, at(185), early, "v2").query is not None
+    # 90s is read as 2 whole minutes; 30s windows (tests) are read as they are
+    odd = TrafficConfirmation(window="90s")
+    assert decide(odd, [V1, V2], at(0), at(100), None, "v2").recheck_after == 20
+    short = TrafficConfirmation(window="30s")
+    q = decide(short, [V1, V2], at(7), at(50), None, "v2").query
+    assert q is not None
+    assert (q.start, q.end) == (at(20), at(50))
 
 
 def test_the_issue_example_holds_with_both_splits_in_its_message() -> None:

@@ -126,6 +126,7 @@ class AnalysisRunReconciler:
         self.clock = clock
         self.read_secret = secret_reader(client)
 
+    # Long on purpose: one pass of a run (measure, judge, status) in Argo Rollouts' order.
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.runs.get(req.name, req.namespace)
         if raw is None:
@@ -150,8 +151,10 @@ class AnalysisRunReconciler:
             await self._fail(raw, f"Unable to resolve metric arguments: {e}")
             return None
         if status.metric_results is None:
-            problems = validate_metrics(metrics) + verdict.rule_problems(
-                metrics, run.spec.dry_run, run.spec.measurement_retention
+            problems = (
+                validate_metrics(metrics)
+                + verdict.rule_problems(metrics, run.spec.dry_run, run.spec.measurement_retention)
+                + verdict.judgment_problems(metrics, run.spec.judgment)
             )
             if problems:
                 await self._fail(raw, "Analysis spec invalid: " + "; ".join(problems))
@@ -162,7 +165,9 @@ class AnalysisRunReconciler:
         dry = verdict.dry_run_names(metrics, run.spec.dry_run)
         for r in results.values():
             r.dry_run = r.name in dry or None
-        terminating = verdict.is_terminating(run.spec.terminate, results.values(), dry)
+        terminating = verdict.is_terminating(
+            run.spec.terminate, results.values(), dry, verdict.soft_metrics(metrics, results)
+        )
         due = verdict.due_metrics(metrics, results, started_at, now, terminating, self.error_retry)
         secrets: list[str] = []
         judgment = run.spec.judgment
@@ -324,7 +329,9 @@ class AnalysisRunReconciler:
             baseline=_summary(j.baseline),
             p_value=j.p_value,
             effect_size=j.effect_size,
+            ratio=j.ratio,
             critical=metric.judge.critical or None,
+            critical_failure=j.critical or None,
             message=line,
         )
         phase: Phase = {
@@ -339,6 +346,7 @@ class AnalysisRunReconciler:
             value=j.classification,
             metadata={
                 verdict.CLASSIFICATION: j.classification,
+                **({verdict.CRITICAL_FAILURE: "true"} if j.critical else {}),
                 "canary": f"{pair[0].version} ({j.canary.count} points)",
                 "baseline": f"{pair[1].version} ({j.baseline.count} points)",
             },

@@ -407,6 +407,11 @@ class CellReconciler:
         before = cell.status or CellStatus()
         if p.block is not None:
             await self._block(raw, *p.block)
+        # Runs are built (their templates read) before the status is written, so that a
+        # template that cannot be used is said in the status message, not only in an Event.
+        runs, run_problem = await self._build_runs(raw, cell, p)
+        if run_problem is not None:
+            p.status.message = run_problem
         # Notifications go out in the same write as the change they report (the outbox).
         fired = triggers(before, p.status, ((e.reason, e.message) for e in p.events))
         outbox.stage(
@@ -419,9 +424,10 @@ class CellReconciler:
         if p.forward is not None and cell.spec.ingress is not None:
             await self._apply_config(raw, cell, p.forward, config)
         await self._label_clusters(raw, cell, p)
-        for run in p.create_runs:
-            if not await self._create_run(raw, cell, run, p):
-                break
+        for obj in runs:
+            await self._create(raw, obj)
+        if run_problem is not None:
+            self.events.event(raw, "Warning", "AnalysisTemplateError", run_problem)
         for job in p.create_jobs:
             await self._create(raw, check_job(raw, job))
         if p.create_pause is not None:
@@ -545,31 +551,37 @@ class CellReconciler:
             spec["roleARN"] = lb.role_arn
         return kind, spec
 
-    async def _create_run(self, raw: dict[str, Any], cell: Cell, run: RunRequest, p: Plan) -> bool:
-        ns = cell.metadata.namespace or ""
-        try:
-            obj = await build_run(
-                self.client,
-                namespace=ns,
-                name=run.name,
-                templates=[
-                    TemplateRef(t.template_name, t.cluster_scope) for t in run.analysis.templates
-                ],
-                args=run.analysis.args or (),
-                labels={
-                    "okra.mumo.co/cell": cell.metadata.name,
-                    "okra.mumo.co/rollout": p.status.rollout_id or "",
-                    "okra.mumo.co/background": str(run.background).lower(),
-                },
-                owner=raw,
-            )
-        except TemplateError as e:
-            message = f"cannot start analysis {run.name}: {e}"
-            p.status.message = message
-            self.events.event(raw, "Warning", "AnalysisTemplateError", message)
-            return False
-        await self._create(raw, obj)
-        return True
+    async def _build_runs(
+        self, raw: dict[str, Any], cell: Cell, p: Plan
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """The AnalysisRuns the plan starts, built from their templates, in order; at the
+        first template that cannot be used, those before it and what is wrong."""
+        built: list[dict[str, Any]] = []
+        for run in p.create_runs:
+            try:
+                built.append(await self._build_run(raw, cell, run, p))
+            except TemplateError as e:
+                return built, f"cannot start analysis {run.name}: {e}"
+        return built, None
+
+    async def _build_run(
+        self, raw: dict[str, Any], cell: Cell, run: RunRequest, p: Plan
+    ) -> dict[str, Any]:
+        return await build_run(
+            self.client,
+            namespace=cell.metadata.namespace or "",
+            name=run.name,
+            templates=[
+                TemplateRef(t.template_name, t.cluster_scope) for t in run.analysis.templates
+            ],
+            args=run.analysis.args or (),
+            labels={
+                "okra.mumo.co/cell": cell.metadata.name,
+                "okra.mumo.co/rollout": p.status.rollout_id or "",
+                "okra.mumo.co/background": str(run.background).lower(),
+            },
+            owner=raw,
+        )
 
     async def _create(self, raw: dict[str, Any], obj: dict[str, Any]) -> None:
         with contextlib.suppress(AlreadyExistsError):

@@ -253,6 +253,7 @@ class TargetGroupBindingReconciler:
 
     # -- reconcile -------------------------------------------------------------
 
+    # Long on purpose: observe, plan, act and report of one binding, each a call or two.
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.bindings.get(req.name, req.namespace)
         if raw is None:

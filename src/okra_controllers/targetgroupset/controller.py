@@ -411,6 +411,7 @@ class TargetGroupSetReconciler:
             )
             self.events.event(raw, "Normal", reason, f"{gvk.kind} {name}: {why}")
 
+    # Long on purpose: every status field and Event of one pass, written in one place.
     async def _report(
         self,
         raw: dict[str, Any],

@@ -20,6 +20,7 @@ right target groups and of a whole window that starts no earlier than the change
 from __future__ import annotations
 
 import datetime
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -32,6 +33,7 @@ from okra_controllers.api.v1alpha1.traffic import (
 
 RECHECK_MIN = 1.0  # seconds between readings while a step holds, at least
 RECHECK_MAX = 30.0  # and at most (a quarter of the window in between)
+MINUTE = 60.0  # load balancers publish one data point a minute
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ def decide(
     docstring); `focus` is the version the messages name (the canary)."""
     window = parse_duration(tc.window)
     deadline = max(window, parse_duration(tc.deadline))
-    first_end = since + datetime.timedelta(seconds=window)
+    start0, window = window_start(since, window)
+    first_end = start0 + datetime.timedelta(seconds=window)
     planned = [VersionTraffic(version=s.version, planned=s.planned) for s in shares]
     if now < first_end:
         return Decision(
@@ -113,13 +116,14 @@ def decide(
             recheck_after=(first_end - now).total_seconds(),
         )
     arns = tuple(sorted({a for s in shares for a in s.arns}))
-    if not usable(reading, arns, since, now, window):
-        start = max(since, now - datetime.timedelta(seconds=window))
+    if not usable(reading, arns, start0, now, window):
+        end = minute(now) if window >= MINUTE else now
+        start = max(start0, end - datetime.timedelta(seconds=window))
         return Decision(
             "Waiting",
             "reading the traffic",
             tuple(planned),
-            query=TrafficQuery(start, now, arns),
+            query=TrafficQuery(start, end, arns),
             recheck_after=RECHECK_MIN,  # should the reading not come, ask again soon
         )
     assert reading is not None
@@ -184,6 +188,25 @@ def decide(
     )
 
 
+def minute(t: datetime.datetime) -> datetime.datetime:
+    """`t` down to its minute."""
+    return t.replace(second=0, microsecond=0)
+
+
+def window_start(since: datetime.datetime, window: float) -> tuple[datetime.datetime, float]:
+    """Where readings may start, and how long they are. A window of a minute or more is
+    read in whole minutes, as load balancers publish them: from the first whole minute
+    after the change (a minute that began before it mixes the old weights in) and over
+    whole minutes, each reading ending at the last whole minute (the one under way is
+    not complete yet); shorter windows (tests) are read as they are."""
+    if window < MINUTE:
+        return since, window
+    start = minute(since)
+    if start < since:
+        start += datetime.timedelta(seconds=MINUTE)
+    return start, MINUTE * math.ceil(window / MINUTE)
+
+
 def usable(
     reading: TrafficReading | None,
     arns: tuple[str, ...],
@@ -191,8 +214,9 @@ def usable(
     now: datetime.datetime,
     window: float,
 ) -> bool:
-    """The reading is of these target groups, of a whole window after the change, and
-    recent (it ends no earlier than a window before now)."""
+    """The reading is of these target groups, of a whole window that starts no earlier
+    than `since` (where readings may start), and recent (it ends no earlier than a window
+    before now)."""
     if reading is None:
         return False
     if reading.problem:
