@@ -1616,12 +1616,6 @@ DIFFERENT: dict[str, Difference] = {
         "providers never leave one): okra takes it again at once instead of waiting",
         "it measures sooner, never passes sooner",
     ),
-    "TestErrorWithNonBoolReturn": Difference(
-        (True, False),
-        "the words: okra says `returned int, not a bool` where Argo says `expected bool, but "
-        "got int`",
-        "the same outcome: the measurement is an Error",
-    ),
 }
 
 
