@@ -266,6 +266,8 @@ class CellReconciler:
 
     # -- reconcile -------------------------------------------------------------
 
+    # Long on purpose: one pass in the contract's order (observe, plan again with what AWS
+    # shows of health and traffic, act, when to look again).
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.cells.get(req.name, req.namespace)
         if raw is None:
