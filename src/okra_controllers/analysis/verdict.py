@@ -6,11 +6,15 @@
   failure condition wins, and neither holding is Inconclusive. A condition that
   cannot be evaluated makes the measurement an Error.
 - A metric's phase (`assess_metric`): Failed when failed > failureLimit (default
-  0), Inconclusive when inconclusive > inconclusiveLimit (default 0), Error when
-  consecutive errors > consecutiveErrorLimit (default 4) (later rules win);
-  otherwise Successful once `count` measurements are taken (count defaults to 1
-  when there is no interval, and is unbounded with an interval); a terminating
-  run ends a still-running metric as Successful.
+  0; -1: no limit), Inconclusive when inconclusive > inconclusiveLimit (default 0),
+  Error when consecutive errors > consecutiveErrorLimit (default 4) (later rules
+  win); otherwise Successful at `consecutiveSuccessLimit` successes in a row, or
+  once `count` measurements are taken (count defaults to 1 when there is no
+  interval, and is unbounded with an interval) -- then, with a
+  consecutiveSuccessLimit not reached, Inconclusive (Failed when failureLimit is
+  -1); a terminating run ends a still-running metric as Successful.
+- `dryRun` and `measurementRetention` rules match metric names as Go regular
+  expressions (`rule_matches`); one that matches none is an error (`rule_problems`).
 - A run's phase (`assess_run`): Running until every metric completes, then the
   worst metric phase (Successful < Inconclusive < Error < Failed); dry-run metrics
   never affect it. A run terminates early when asked (`spec.terminate`) or when
@@ -27,12 +31,14 @@ Where okra departs from Argo, on purpose (docs/judge.md):
   have data; a NoData judgment is not counted and the metric measures again (at
   `interval`, else every 10 s) until `judge.waitForData` from the run's start, then
   ends Inconclusive. A judged metric's phase follows its last judgment (Pass:
-  Successful, High/Low: Failed, NoData: Inconclusive) but, unless `critical`, it
-  neither ends the run early nor fails it: the run's judged metrics are scored
-  together (`judge.score`) once all are done, and the score's outcome (Pass:
-  Successful, Marginal or NoData: Inconclusive, Fail: Failed) joins the other
-  metrics' phases. failureLimit and inconclusiveLimit do not apply to judged
-  metrics; consecutiveErrorLimit does.
+  Successful, High/Low: Failed, NoData: Inconclusive) but, unless it is a critical
+  failure (a critical metric's High/Low past its critical effect size, or a critical
+  metric ending without data), it neither ends the run early nor fails it: the run's
+  judged metrics are scored together (`judge.score`, Kayenta's scorer: half or more
+  NoData fails) once all are done, and the score's outcome (Pass: Successful,
+  Marginal or NoData: Inconclusive, Fail: Failed) joins the other metrics' phases.
+  failureLimit and inconclusiveLimit do not apply to judged metrics;
+  consecutiveErrorLimit does.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from dataclasses import dataclass
 from okra_controllers.analysis import judge
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
+from okra_controllers.analysis.expr.errors import _Fault
+from okra_controllers.analysis.expr.regex import _regex
 from okra_controllers.api.v1alpha1.analysis import (
     DryRun,
     Judgment,
@@ -86,13 +94,20 @@ def effective_count(metric: Metric) -> int | None:
 def measurement_phase(metric: Metric, result: object) -> tuple[Phase, str | None]:
     """The phase of one measurement whose provider returned `result`."""
     success = failure = False
-    try:
-        if metric.success_condition:
-            success = evaluate_condition(metric.success_condition, result)
-        if metric.failure_condition:
-            failure = evaluate_condition(metric.failure_condition, result)
-    except ExprError as e:
-        return "Error", str(e)
+    for field, cond in (
+        ("successCondition", metric.success_condition),
+        ("failureCondition", metric.failure_condition),
+    ):
+        if not cond:
+            continue
+        try:
+            holds = evaluate_condition(cond, result)
+        except ExprError as e:
+            return "Error", evaluation_error(field, cond, result, e)
+        if field == "successCondition":
+            success = holds
+        else:
+            failure = holds
     if not metric.success_condition and not metric.failure_condition:
         return "Successful", None
     if metric.success_condition and not metric.failure_condition:
@@ -106,11 +121,21 @@ def measurement_phase(metric: Metric, result: object) -> tuple[Phase, str | None
     return "Successful", None
 
 
+def evaluation_error(field: str, condition: str, result: object, error: Exception) -> str:
+    """Argo's message for a condition that could not be evaluated (`formatEvalError`)."""
+    if result is None or (isinstance(result, (list, tuple)) and not result):
+        return (
+            f'could not evaluate {field} "{condition}": metric result is nil or empty: '
+            f"no data returned from the metric provider ({error})"
+        )
+    return f'could not evaluate {field} "{condition}": {error}'
+
+
 def limits_verdict(metric: Metric, result: MetricResult) -> tuple[Phase | None, str]:
     phase: Phase | None = None
     message = ""
     failure_limit = _int(metric.failure_limit, 0, "failureLimit")
-    if result.failed > failure_limit:
+    if failure_limit >= 0 and result.failed > failure_limit:  # -1: no limit
         phase, message = "Failed", f"failed ({result.failed}) > failureLimit ({failure_limit})"
     inconclusive_limit = _int(metric.inconclusive_limit, 0, "inconclusiveLimit")
     if result.inconclusive > inconclusive_limit:
@@ -128,8 +153,28 @@ def limits_verdict(metric: Metric, result: MetricResult) -> tuple[Phase | None, 
     return phase, message
 
 
+def count_verdict(metric: Metric, result: MetricResult) -> Phase | None:
+    """The phase of a metric no limit has ended: Successful once `consecutiveSuccessLimit`
+    successes in a row are seen; at `count` measurements, Successful, or, when a
+    consecutiveSuccessLimit was not reached, Inconclusive (Failed when failureLimit is -1);
+    None while it keeps measuring."""
+    success_limit = _int(metric.consecutive_success_limit, 0, "consecutiveSuccessLimit")
+    if success_limit > 0 and result.consecutive_success >= success_limit:
+        return "Successful"
+    count = effective_count(metric)
+    if count is None or result.count < count:
+        return None
+    if success_limit > 0:
+        failure_limit = _int(metric.failure_limit, 0, "failureLimit")
+        return "Inconclusive" if failure_limit >= 0 else "Failed"
+    return "Successful"
+
+
 CLASSIFICATION = "classification"
 """Measurement metadata key of a judged measurement's classification."""
+CRITICAL_FAILURE = "criticalFailure"
+"""Measurement metadata key set ("true") on a critical metric's High/Low past its critical
+effect size: it fails the run."""
 _CLASS_PHASE: dict[str, Phase] = {
     "Pass": "Successful",
     "High": "Failed",
@@ -146,13 +191,24 @@ def is_no_data(m: Measurement) -> bool:
     return classification(m) == "NoData"
 
 
-def last_judged(result: MetricResult) -> str:
-    """The classification of the metric's last judgment with data (NoData if none)."""
+def _last_with_data(result: MetricResult) -> Measurement | None:
     for m in reversed(result.measurements):
         c = classification(m)
         if c is not None and c != "NoData":
-            return c
-    return "NoData"
+            return m
+    return None
+
+
+def last_judged(result: MetricResult) -> str:
+    """The classification of the metric's last judgment with data (NoData if none)."""
+    m = _last_with_data(result)
+    return "NoData" if m is None else classification(m) or "NoData"
+
+
+def critical_failed(result: MetricResult) -> bool:
+    """The metric's last judgment with data is a critical failure."""
+    m = _last_with_data(result)
+    return m is not None and (m.metadata or {}).get(CRITICAL_FAILURE) == "true"
 
 
 def _data_deadline(metric: Metric, started_at: datetime.datetime) -> datetime.datetime:
@@ -181,7 +237,7 @@ def _assess_judged(
     if result.consecutive_error > error_limit:
         return "Error"
     judged = last_judged(result)
-    if metric.judge.critical and judged in ("High", "Low"):
+    if metric.judge.critical and critical_failed(result):
         return "Failed"
     count = effective_count(metric)
     if count is not None and result.count >= count:
@@ -216,24 +272,80 @@ def assess_metric(
     phase, _ = limits_verdict(metric, result)
     if phase is not None:
         return phase
-    count = effective_count(metric)
-    if count is not None and result.count >= count:
-        return "Successful"
+    counted = count_verdict(metric, result)
+    if counted is not None:
+        return counted
     if terminating and result.count == 0 and result.error > 0:
         return "Inconclusive"  # nothing but errors: no evidence either way
     return "Successful" if terminating else "Running"
 
 
-def soft_metrics(metrics: Iterable[Metric]) -> set[str]:
-    """Judged metrics that are not critical: their High/Low/NoData ends nothing early."""
-    return {m.name for m in metrics if m.judge is not None and not m.judge.critical}
+def _unlimited_why(metric: Metric, result: MetricResult) -> str:
+    """Why a metric no limit ended is Inconclusive or Failed."""
+    success_limit = _int(metric.consecutive_success_limit, 0, "consecutiveSuccessLimit")
+    if success_limit > 0:
+        return (
+            f"consecutiveSuccess ({result.consecutive_success}) < "
+            f"consecutiveSuccessLimit ({success_limit}) after count ({result.count})"
+        )
+    return "no measurement succeeded" if result.phase == "Inconclusive" else ""
+
+
+def _is_soft(metric: Metric, result: MetricResult | None) -> bool:
+    if metric.judge is None:
+        return False
+    if not metric.judge.critical or result is None:
+        return True
+    return result.phase != "Inconclusive" and not critical_failed(result)
+
+
+def soft_metrics(
+    metrics: Iterable[Metric], results: dict[str, MetricResult] | None = None
+) -> set[str]:
+    """Judged metrics whose High/Low/NoData ends nothing early and counts through the
+    score: all but a critical one that failed critically or ended without data."""
+    return {m.name for m in metrics if _is_soft(m, (results or {}).get(m.name))}
+
+
+def rule_matches(pattern: str, name: str) -> bool:
+    """Go's `regexp.MatchString(pattern, name)` as Argo calls it: unanchored; a pattern Go
+    cannot compile (such as `*`) matches nothing. RE2's meaning, as the condition language's
+    `matches` gives it."""
+    try:
+        return _regex(pattern).search(name) is not None
+    except _Fault:
+        return False
+
+
+def rule_problems(
+    metrics: Sequence[Metric],
+    dry_run: Sequence[DryRun] | None,
+    retention: Sequence[MeasurementRetention] | None,
+) -> list[str]:
+    """Argo's errors for `dryRun` and `measurementRetention` rules that match no metric."""
+    problems = []
+    named: tuple[tuple[str, Sequence[DryRun | MeasurementRetention]], ...] = (
+        ("dryRun", dry_run or ()),
+        ("measurementRetention", retention or ()),
+    )
+    for field, rules in named:
+        for i, rule in enumerate(rules):
+            if not any(rule_matches(rule.metric_name, m.name) for m in metrics):
+                hint = ""
+                if rule.metric_name == "*":
+                    hint = " (a regular expression: `.*` matches every metric)"
+                problems.append(
+                    f"{field}[{i}]: Rule didn't match any metric name(s): "
+                    f"metricName {rule.metric_name!r}{hint}"
+                )
+    return problems
 
 
 def dry_run_names(metrics: Iterable[Metric], dry_run: Sequence[DryRun] | None) -> set[str]:
-    names = {d.metric_name for d in dry_run or ()}
-    if "*" in names:
-        return {m.name for m in metrics}
-    return names
+    """Names of the metrics some `dryRun` rule's regular expression matches."""
+    return {
+        m.name for m in metrics if any(rule_matches(d.metric_name, m.name) for d in dry_run or ())
+    }
 
 
 def is_terminating(
@@ -279,13 +391,22 @@ def judge_run(
     judged = [m for m in metrics if m.judge is not None and m.name not in dry]
     if not judged:
         return None
-    labels: list[tuple[str, judge.Classification, bool]] = []
+    labels: list[judge.Scored] = []
     lines: list[str] = []
     for m in judged:
         assert m.judge is not None
         r = results.get(m.name)
         label = last_judged(r) if r is not None else "NoData"
-        labels.append((m.name, label, m.judge.critical))  # type: ignore[arg-type]
+        labels.append(
+            judge.Scored(
+                m.name,
+                label,  # type: ignore[arg-type]
+                critical=m.judge.critical,
+                critical_failure=r is not None and critical_failed(r),
+                must_have_data=m.judge.must_have_data,
+                groups=tuple(m.judge.groups or ()),
+            )
+        )
         if label != "Pass" and r is not None and r.judgment is not None and r.judgment.message:
             lines.append(r.judgment.message)
         elif label == "NoData":
@@ -293,11 +414,12 @@ def judge_run(
     thresholds = judgment.score_thresholds if judgment and judgment.score_thresholds else None
     pass_score = thresholds.pass_ if thresholds else judge.DEFAULT_PASS_SCORE
     marginal = thresholds.marginal if thresholds else judge.DEFAULT_MARGINAL_SCORE
-    s = judge.score(labels, pass_score=pass_score, marginal_score=marginal)
+    weights = judgment.group_weights if judgment else None
+    s = judge.score(labels, pass_score=pass_score, marginal_score=marginal, group_weights=weights)
     shown = "no data" if s.score is None else f"score {s.score:g}"
     message = f"judgment {s.outcome}: {shown} (pass {pass_score:g}, marginal {marginal:g})"
-    if s.failed_critical:
-        message += f"; critical: {', '.join(s.failed_critical)}"
+    if s.reason:
+        message += f"; {s.reason}"
     if lines:
         message += ": " + "; ".join(lines)
     return RunJudgmentStatus.model_validate(
@@ -311,6 +433,45 @@ def judge_run(
     )
 
 
+def judgment_problems(metrics: Sequence[Metric], judgment: Judgment | None) -> list[str]:
+    """Judge settings a run cannot use, each naming the field."""
+    problems: list[str] = []
+    for i, m in enumerate(metrics):
+        effect = m.judge.effect_size if m.judge else None
+        if effect is None or effect.measure != "cles":
+            continue
+        for field, value in (
+            ("allowedIncrease", effect.allowed_increase),
+            ("allowedDecrease", effect.allowed_decrease),
+            ("criticalIncrease", effect.critical_increase),
+            ("criticalDecrease", effect.critical_decrease),
+        ):
+            if value is not None and value > 1:
+                problems.append(
+                    f"spec.metrics[{i}] ({m.name}).judge.effectSize.{field}: a CLES is a "
+                    f"share between 0 and 1, not {value:g}"
+                )
+    weights = judgment.group_weights if judgment else None
+    if not weights:
+        return problems
+    groups: set[str] = set()
+    for m in metrics:
+        if m.judge is not None:
+            groups.update(m.judge.groups or (judge.DEFAULT_GROUP,))
+    where = "spec.judgment.groupWeights"
+    for name, weight in weights.items():
+        if name not in groups:
+            problems.append(f"{where}.{name}: no judged metric is in this group (judge.groups)")
+        if weight < 0:
+            problems.append(f"{where}.{name}: must not be negative, not {weight:g}")
+    total = sum(weights.values())
+    if total > 100:
+        problems.append(f"{where}: the weights add up to {total:g}, more than 100")
+    elif groups <= set(weights) and total != 100:
+        problems.append(f"{where}: every group has a weight and they add up to {total:g}, not 100")
+    return problems
+
+
 def assess_run(
     metrics: Sequence[Metric],
     results: dict[str, MetricResult],
@@ -321,7 +482,7 @@ def assess_run(
     judgment: Judgment | None = None,
 ) -> RunVerdict:
     """Update each result's phase (and message) in place and return the run's verdict."""
-    soft = soft_metrics(metrics)
+    soft = soft_metrics(metrics, results)
     terminating = is_terminating(terminate, results.values(), dry, soft)
     worst: Phase | None = None
     worst_message = "Run Terminated" if terminate else ""
@@ -349,8 +510,8 @@ def assess_run(
             why = ""
         else:
             limit_phase, why = limits_verdict(metric, result)
-            if limit_phase is None and phase == "Inconclusive":
-                limit_phase, why = "Inconclusive", "no measurement succeeded"
+            if limit_phase is None and phase in ("Inconclusive", "Failed"):
+                limit_phase, why = phase, _unlimited_why(metric, result)
         bucket = dry_summary if is_dry else summary
         counted = limit_phase or "Successful"
         setattr(bucket, counted.lower(), getattr(bucket, counted.lower()) + 1)
@@ -360,7 +521,7 @@ def assess_run(
             if why:
                 result.message = f"Metric assessed {phase} due to {why}"
             continue
-        if metric.name in soft and phase != "Error":
+        if _is_soft(metric, result) and phase != "Error":
             if worst is None:
                 worst = "Successful"  # judged metrics count through the score, below
             continue
@@ -370,7 +531,9 @@ def assess_run(
                 worst_message = f'Metric "{metric.name}" assessed {phase} due to {why}'
                 if result.message:
                     worst_message += f': "Error Message: {result.message}"'
-    if not terminating and is_terminating(terminate, results.values(), dry, soft):
+    if not terminating and is_terminating(
+        terminate, results.values(), dry, soft_metrics(metrics, results)
+    ):
         # A metric just failed: Argo ends the others on its next pass; do it now.
         again = assess_run(metrics, results, terminate, dry, started_at, now, judgment)
         again.transitions[:0] = transitions
@@ -417,6 +580,8 @@ def due_metrics(
         if result is not None and count is not None and result.count >= count:
             continue
         if last.finished_at is None:
+            if last.resume_at is not None and last.resume_at > now:
+                continue  # as Argo: not before its resumeAt
             due.append(metric)  # an unfinished measurement (crash mid-way): take it again
             continue
         wait = error_retry if last.phase == "Error" else _interval(metric)
@@ -468,12 +633,14 @@ def record(result: MetricResult, phase: Phase, counted: bool = True) -> None:
     if phase == "Error":
         result.error += 1
         result.consecutive_error += 1
+        result.consecutive_success = 0
         return
     if not counted:
         result.consecutive_error = 0
         return
     result.count += 1
     result.consecutive_error = 0
+    result.consecutive_success = result.consecutive_success + 1 if phase == "Successful" else 0
     if phase == "Successful":
         result.successful += 1
     elif phase == "Failed":
@@ -483,7 +650,8 @@ def record(result: MetricResult, phase: Phase, counted: bool = True) -> None:
 
 
 def retention_limit(name: str, retention: Sequence[MeasurementRetention] | None) -> int:
-    for r in retention or ():
-        if r.metric_name in (name, "*"):
+    """Measurements kept for metric `name`: the limit of the last rule that matches it."""
+    for r in reversed(retention or ()):
+        if rule_matches(r.metric_name, name) and r.limit > 0:
             return r.limit
     return DEFAULT_MEASUREMENT_HISTORY_LIMIT

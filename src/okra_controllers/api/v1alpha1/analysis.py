@@ -19,6 +19,22 @@ from okra_runtime.crdgen import CRDInfo, PrinterColumn
 Phase = Literal["", "Pending", "Running", "Successful", "Failed", "Error", "Inconclusive"]
 IntOrString = int | str
 DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
+ARG_PATTERN = r"\{\{\s*args\.[^{}]+\}\}"
+DURATION_OR_ARG_PATTERN = (
+    rf"^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+|.*{ARG_PATTERN}.*)$"
+)
+"""A Go duration (unsigned), or text with an `{{args.NAME}}` placeholder (checked once
+substituted, by `ValidateMetrics`' rules)."""
+
+
+def _duration_or_arg(description: str) -> Any:
+    """A duration field Argo Rollouts substitutes arguments into: the CRD takes a Go duration
+    or a placeholder; the substituted value is checked when the run starts (`ValidateMetrics`)."""
+    return Field(
+        default=None,
+        description=description,
+        json_schema_extra={"pattern": DURATION_OR_ARG_PATTERN},
+    )
 
 
 class SecretKeyRef(ApiModel):
@@ -44,6 +60,31 @@ class Argument(ApiModel):
     value_from: ValueFrom | None = None
 
 
+class EffectSize(ApiModel):
+    """Kayenta's `effectSize`: how large a significant shift must also be to count. High
+    needs the effect size at least `allowedIncrease`, Low at most `allowedDecrease`; a
+    critical metric fails the run only when its High (Low) is at least `criticalIncrease`
+    (at most `criticalDecrease`). An effect size that cannot be computed (a mean of 0) is
+    not checked."""
+
+    measure: Literal["meanRatio", "cles"] = "meanRatio"
+    """`meanRatio`: mean(canary) / mean(baseline), thresholds default 1.0; `cles`: the
+    share of (canary, baseline) pairs where the canary is higher, thresholds default 0.5."""
+    allowed_increase: float | None = Field(default=None, ge=0)
+    allowed_decrease: float | None = Field(default=None, ge=0)
+    critical_increase: float | None = Field(default=None, ge=0)
+    critical_decrease: float | None = Field(default=None, ge=0)
+
+
+class Outliers(ApiModel):
+    """Kayenta's `outliers`: `remove` drops each side's values outside
+    [min(p1, p25 - outlierFactor * IQR), max(p99, p75 + outlierFactor * IQR)] before
+    judging; `keep` (the default) judges them all."""
+
+    strategy: Literal["remove", "keep"] = "keep"
+    outlier_factor: float = Field(default=3.0, gt=0)
+
+
 class MetricJudge(ApiModel):
     """Judge this metric by comparison instead of by a threshold: okra queries `provider`
     once for the canary version and once for the stable version (the baseline) over the
@@ -58,10 +99,22 @@ class MetricJudge(ApiModel):
     confidence: float = Field(default=0.98, gt=0.5, lt=1)
     """Confidence level of the test (Kayenta `confLevel`, Netflix 0.98)."""
     tolerance: float = Field(default=0.25, ge=0)
-    """Shift tolerated, as a fraction of the baseline's median (Kayenta `tolerance`, 0.25):
-    High or Low only when the canary is shifted beyond it at the confidence level."""
+    """Kayenta's `tolerance`: High (Low) only when the shift's confidence interval lies
+    wholly above (below) `tolerance` times the estimated shift (its Hodges-Lehmann
+    estimate)."""
     critical: bool = False
-    """A High or Low here fails the run whatever the score (Kayenta `critical`)."""
+    """A High or Low here fails the run whatever the score, and so does no data
+    (Kayenta `critical`)."""
+    must_have_data: bool = False
+    """No data here counts as a failing metric in the score (Kayenta `mustHaveData`)."""
+    nan_strategy: Literal["remove", "replace"] = "remove"
+    """NaN values are dropped (`remove`) or read as 0 (`replace`) (Kayenta `nanStrategy`);
+    either way a side without values is NoData."""
+    effect_size: EffectSize | None = None
+    outliers: Outliers | None = None
+    groups: list[str] | None = None
+    """Kayenta metric groups: the score is the weighted sum of each group's score
+    (`judgment.groupWeights`); a metric without groups is in the group `default`."""
     min_samples: int = Field(default=10, ge=1)
     """Points each side needs before the metric can be judged; fewer is NoData."""
     min_total: float | None = Field(default=None, ge=0)
@@ -85,25 +138,39 @@ class Metric(ApiModel):
     with the baseline."""
 
     name: str = Field(min_length=1)
-    interval: str | None = Field(default=None, pattern=DURATION_PATTERN)
-    initial_delay: str | None = Field(default=None, pattern=DURATION_PATTERN)
+    interval: str | None = _duration_or_arg(
+        "Time between measurements (a Go duration such as 30s or 5m, or {{args.NAME}})."
+    )
+    initial_delay: str | None = _duration_or_arg(
+        "Wait this long after the run starts before the first measurement."
+    )
     count: IntOrString | None = None
     success_condition: str | None = None
     failure_condition: str | None = None
     failure_limit: IntOrString | None = None
+    """Failed measurements allowed before the metric fails (default 0; -1: no limit, which
+    needs consecutiveSuccessLimit)."""
     inconclusive_limit: IntOrString | None = None
     consecutive_error_limit: IntOrString | None = None
+    consecutive_success_limit: IntOrString | None = None
+    """Successful measurements in a row that end the metric Successful (Argo Rollouts 1.8;
+    default 0: not used). With `count`, reaching `count` without them ends the metric
+    Inconclusive (Failed when failureLimit is -1)."""
     provider: MetricProvider
     judge: MetricJudge | None = None
 
 
 class DryRun(ApiModel):
     metric_name: str
-    """A metric name, or `*` for all: its failures are recorded but never fail the run."""
+    """A regular expression (Go syntax, unanchored) matching the names of the metrics whose
+    failures are recorded but never fail the run, e.g. `.*` for all; a rule matching no
+    metric ends the run in Error."""
 
 
 class MeasurementRetention(ApiModel):
     metric_name: str
+    """A regular expression (Go syntax, unanchored) matching metric names; a rule matching no
+    metric ends the run in Error."""
     limit: int = Field(ge=1)
 
 
@@ -130,6 +197,10 @@ class Judgment(ApiModel):
     canary: JudgmentSide | None = None
     baseline: JudgmentSide | None = None
     score_thresholds: ScoreThresholds | None = None
+    group_weights: dict[str, float] | None = None
+    """Kayenta's `groupWeights`, in percent, by `judge.groups` name; groups without a
+    weight share what is left equally. At most 100 in all, and exactly 100 when every
+    group has a weight."""
 
 
 class AnalysisTemplateSpec(ApiModel):
@@ -211,7 +282,11 @@ class MetricJudgmentStatus(ApiModel):
     """Two-sided Mann-Whitney p-value of "no shift"."""
     effect_size: float | None = None
     """Relative change of the medians: (canary - baseline) / |baseline|."""
+    ratio: float | None = None
+    """mean(canary) / mean(baseline), Kayenta's reported deviation."""
     critical: bool | None = None
+    critical_failure: bool | None = None
+    """A critical High/Low past the critical effect size: it fails the run."""
     message: str | None = None
 
 
@@ -220,7 +295,8 @@ class RunJudgmentStatus(ApiModel):
 
     outcome: Literal["Pass", "Marginal", "Fail", "NoData"]
     score: float | None = None
-    """Share of judged metrics that pass, 0 to 100 (0 when a critical metric failed)."""
+    """Weighted sum of the groups' shares of passing metrics, 0 to 100 (0 when a critical
+    metric failed or half or more of the judged metrics have no data)."""
     pass_: float = Field(alias="pass")
     marginal: float
     message: str | None = None
@@ -237,6 +313,7 @@ class MetricResult(ApiModel):
     inconclusive: int = 0
     error: int = 0
     consecutive_error: int = 0
+    consecutive_success: int = 0
     dry_run: bool | None = None
     metadata: dict[str, str] | None = None
     judgment: MetricJudgmentStatus | None = None
