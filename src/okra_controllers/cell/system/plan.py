@@ -302,7 +302,7 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
     version (a later passing run does not undo it)."""
     a = w.status
     policy = w.app.failure_policy or o.spec.failure_policy or FailurePolicy()
-    said = said or a.message.split(". Waiting")[0].split("; failurePolicy")[0]
+    said = said or cause_of(a.message)
     if policy.type == "Stop":
         message = f"{said}; failurePolicy Stop: it stays where it is"
         if a.phase != "Stopped":
@@ -330,6 +330,19 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
         a.phase, a.message = "Reverted", f"{said}; rolled back: traffic {back}"
     else:
         a.phase, a.message = "Reverting", f"{said}; rolling back: traffic {back}"
+
+
+WHAT_FOLLOWED = (". Waiting ", "; failurePolicy ", "; rolling back: ", "; rolled back: ")
+"""What `_failed` writes after a failed check's cause, in the application's message."""
+
+
+def cause_of(message: str) -> str:
+    """The failed check's cause, read back from a message `_failed` wrote: without what
+    followed it, so that writing the message again gives the same message (a suffix kept
+    here would be appended on every pass, and the status rewritten without end)."""
+    for marker in WHAT_FOLLOWED:
+        message = message.split(marker)[0]
+    return message
 
 
 def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
