@@ -18,7 +18,7 @@ help:
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
 	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
-	@echo "make lint    ruff, mypy --strict, import layering, CRDs up to date"
+	@echo "make lint    ruff, mypy --strict, import layering, kind names in one place, CRDs up to date"
 	@echo "make test-reliability  only test/reliability (faults, kill points, failover, RBAC audit, secret scan), with figures"
 	@echo "make fuzz    the Cell plan under 10,000 generated rollouts (OKRA_FUZZ_EXAMPLES=N), then"
 	@echo "             okra-manager under 10,000 generated objects (OKRA_FUZZ_OBJECTS=N; make test: 2,000)"
@@ -85,6 +85,7 @@ lint: $(STAMP) check-manifests check-rbac check-chart
 	$(BIN)/ruff format --check src testkit test examples bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python hack/check-kinds.py src/okra_controllers
 
 OKRA_FUZZ_EXAMPLES ?= 10000
 OKRA_FUZZ_OBJECTS ?= 10000

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 import structlog
 
+from okra_controllers.api.kinds import APPLICATION
 from okra_controllers.aws.config import AwsConfig, close_clients
-from okra_controllers.cell.controller import APPLICATION
 from okra_controllers.registry import CACHE_SELECTORS, CONTROLLERS, REQUIRED_KINDS
 from okra_controllers.settings import Settings as Settings
 from okra_runtime import Client, Manager, ManagerOptions, configure_logging

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from okra_controllers.api.kinds import ARGO_GROUP
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.api.v1alpha1.common import GROUP
 from okra_runtime.crdgen import check_generated, crd_info
@@ -56,7 +57,7 @@ VIEWER_ROLE = "okra-viewer"
 EDITOR_ROLE = "okra-editor"
 LEADER_ELECTION_ROLE = "okra-leader-election-role"
 NAMESPACE = "okra-system"
-ARGO_GROUP = "argoproj.io"
+
 """Argo's group: Argo Rollouts' AnalysisTemplates are read, never written (see
 analysis.templates); Argo CD's Applications get sync operations (progressiverollout)."""
 CORE = ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from okra_controllers.albconfig.controller import setup as setup_albconfigs
 from okra_controllers.analysis.check_controller import setup as setup_checks
 from okra_controllers.analysis.run_controller import setup as setup_analysisruns
-from okra_controllers.cell.checkjobs import JOB
+from okra_controllers.api.kinds import APPLICATION, JOB, SECRET
 from okra_controllers.cell.controller import setup as setup_cells
 from okra_controllers.cell.pause_controller import setup as setup_pauses
 from okra_controllers.cell.system.controller import setup as setup_system_cells
@@ -39,15 +39,13 @@ CONTROLLERS: dict[str, Setup] = {
 }
 
 
-REQUIRED_KINDS: dict[str, GVK] = {
-    "progressiverollout": GVK("argoproj.io", "v1alpha1", "Application")
-}
+REQUIRED_KINDS: dict[str, GVK] = {"progressiverollout": APPLICATION}
 """Kinds a controller watches that okra does not install: without them it stays off (its
 informer would never sync and hold every controller back)."""
 
 
 CACHE_SELECTORS: dict[GVK, str] = {
-    GVK("", "v1", "Secret"): f"{SECRET_TYPE_LABEL}=cluster",  # Argo CD cluster Secrets only
+    SECRET: f"{SECRET_TYPE_LABEL}=cluster",  # Argo CD cluster Secrets only
     JOB: "okra.mumo.co/cell",  # the Cells' check Jobs (cell.checkjobs.check_job)
 }
 """The manager caches only the Secrets and Jobs okra reads: every reader of the Secret

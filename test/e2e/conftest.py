@@ -21,8 +21,8 @@ from aiohttp import web
 
 import iampolicy
 from e2e.progressive_world import APPLICATION_SET, CLUSTERS, SUITE, App
+from okra_controllers.api.kinds import APPLICATION, PROGRESSIVE_ROLLOUT
 from okra_controllers.manager import EMULATOR_ENV, local_command
-from okra_controllers.progressiverollout.controller import APPLICATION, PROGRESSIVE_ROLLOUT
 from okra_runtime import GVK, Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.hotloop import LOOP_EVENT

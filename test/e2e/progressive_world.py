@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from okra_controllers.progressiverollout.controller import APPLICATION, PROGRESSIVE_ROLLOUT
+from okra_controllers.api.kinds import APPLICATION, PROGRESSIVE_ROLLOUT
 from okra_runtime import GVK, Client
 from okra_runtime.errors import NotFoundError
 from okra_testkit.envtest import ControlPlane

@@ -44,7 +44,7 @@ import pytest
 import yaml
 
 from e2e.progressive_world import SLOW, App, start
-from okra_controllers.progressiverollout.controller import PROGRESSIVE_ROLLOUT
+from okra_controllers.api.kinds import PROGRESSIVE_ROLLOUT
 from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import UNPRIVILEGED

@@ -16,7 +16,7 @@ import pytest
 
 from e2e.conftest import OkraManager
 from e2e.progressive_world import APPLICATION_SET, CLUSTERS, SLOW, App, start
-from okra_controllers.progressiverollout.controller import PROGRESSIVE_ROLLOUT
+from okra_controllers.api.kinds import PROGRESSIVE_ROLLOUT
 from okra_runtime import GVK, Client
 from okra_runtime.errors import InvalidError, NotFoundError
 from okra_testkit.envtest.argocd import ArgoCD

@@ -35,7 +35,7 @@ from expr_differential.conditions import cases
 from expr_differential.corpus import corpus
 from expr_differential.exprlang import REPO, ExprLang, Opaque, exprlang_binary
 from okra_controllers.analysis.expr import ExprError, compile_condition, evaluate_condition
-from okra_controllers.analysis.exprtypes import type_of
+from okra_controllers.analysis.expr.types import type_of
 
 EXAMPLES = int(os.environ.get("OKRA_EXPR_DIFFERENTIAL_EXAMPLES", "400"))
 DOC = REPO / "docs" / "analysis-expr.md"

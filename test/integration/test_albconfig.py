@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from faultproxy import FaultProxy
-from okra_controllers.albconfig import ALB_CONFIG, FINALIZER, register, setup
+from okra_controllers.albconfig import FINALIZER, register, setup
 from okra_controllers.albconfig.controller import AlbConfigReconciler
+from okra_controllers.api.kinds import ALB_CONFIG
 from okra_controllers.api.v1alpha1.common import ARN_MAX_LENGTH
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig

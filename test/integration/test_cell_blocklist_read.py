@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from okra_controllers.api.kinds import BLOCKLIST
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.cell.controller import BLOCKLIST, CellReconciler
+from okra_controllers.cell.controller import CellReconciler
 from okra_runtime.client import Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.manager import Manager

@@ -22,9 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
-from okra_controllers.cell.controller import BLOCKLIST, CELL
-from okra_controllers.cell.pause_controller import PAUSE
+from okra_controllers.api.kinds import ANALYSIS_RUN, BLOCKLIST, CELL, PAUSE
 from okra_runtime import GVK, Client
 from okra_testkit.envtest import ADMIN, UNPRIVILEGED, ControlPlane
 from support import eventually

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from okra_controllers.api.kinds import CLUSTERSET, SECRET
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.clusterset.controller import CLUSTERSET, SECRET, ClusterSetReconciler
+from okra_controllers.clusterset.controller import ClusterSetReconciler
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK

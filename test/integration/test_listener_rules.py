@@ -13,8 +13,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from okra_controllers.albconfig.controller import (
-    Create,
     ListenerRules,
+)
+from okra_controllers.albconfig.plan import (
+    Create,
     Modify,
     Nothing,
     applied_from_rule,

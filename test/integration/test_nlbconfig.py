@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
+from okra_controllers.api.kinds import NLB_CONFIG
 from okra_controllers.aws import elbv2
-from okra_controllers.nlbconfig import NLB_CONFIG, register, setup
+from okra_controllers.nlbconfig import register, setup
 from okra_controllers.settings import Settings
 from okra_runtime import Client, InvalidError, Manager, ManagerOptions
 from okra_testkit.emulator import MotoServer

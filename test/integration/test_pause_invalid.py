@@ -9,7 +9,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from okra_controllers.cell.pause_controller import PAUSE, PauseReconciler
+from okra_controllers.api.kinds import PAUSE
+from okra_controllers.cell.pause_controller import PauseReconciler
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.gvk import GVK
 from okra_testkit.envtest import ControlPlane

@@ -18,13 +18,10 @@ from typing import Any
 
 import pytest
 
+from okra_controllers.api.kinds import AWS_TARGET_GROUP_BINDING
 from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBinding
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.targetgroupbinding.controller import (
-    FINALIZER,
-    TARGET_GROUP_BINDING,
-    register,
-)
+from okra_controllers.targetgroupbinding.controller import FINALIZER, register
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.controller import Controller
 from okra_runtime.crdgen import write_crds
@@ -96,7 +93,7 @@ class Env:
         }
 
     async def status(self, name: str) -> dict[str, Any]:
-        obj = await self.mgmt.get(TARGET_GROUP_BINDING, name, self.namespace)
+        obj = await self.mgmt.get(AWS_TARGET_GROUP_BINDING, name, self.namespace)
         return obj.get("status") or {}
 
     async def synced(self, name: str) -> dict[str, Any]:
@@ -133,12 +130,12 @@ async def env(
         yield e
     finally:
         # Let the controller release its finalizers, so the namespace can go.
-        left = (await rt_client.list(TARGET_GROUP_BINDING, namespace)).items
+        left = (await rt_client.list(AWS_TARGET_GROUP_BINDING, namespace)).items
         for b in left:
-            await rt_client.delete(TARGET_GROUP_BINDING, b["metadata"]["name"], namespace)
+            await rt_client.delete(AWS_TARGET_GROUP_BINDING, b["metadata"]["name"], namespace)
 
         async def released() -> bool:
-            return not (await rt_client.list(TARGET_GROUP_BINDING, namespace)).items
+            return not (await rt_client.list(AWS_TARGET_GROUP_BINDING, namespace)).items
 
         await eventually(released, within=30)
         mgr.stop()
@@ -244,14 +241,14 @@ async def test_ids_and_nodes_of_a_cluster_are_registered_and_a_deleted_node_dere
     # The binding deleted: the finalizer deregisters everything it registered, in one call.
     assert (
         FINALIZER
-        in (await env.mgmt.get(TARGET_GROUP_BINDING, "web", env.namespace))["metadata"][
+        in (await env.mgmt.get(AWS_TARGET_GROUP_BINDING, "web", env.namespace))["metadata"][
             "finalizers"
         ]
     )
-    await env.mgmt.delete(TARGET_GROUP_BINDING, "web", env.namespace)
+    await env.mgmt.delete(AWS_TARGET_GROUP_BINDING, "web", env.namespace)
 
     async def released() -> bool:
-        return not (await env.mgmt.list(TARGET_GROUP_BINDING, env.namespace)).items
+        return not (await env.mgmt.list(AWS_TARGET_GROUP_BINDING, env.namespace)).items
 
     assert await eventually(released, within=30)
     assert await env.registered(tg) == set()
@@ -402,7 +399,7 @@ async def test_a_target_group_aws_does_not_know_is_reported_once_and_holds_nothi
 
     assert await eventually(reported, within=30), await env.status("nowhere")
     assert "does not exist" in (await env.synced("nowhere"))["message"]
-    version = (await env.mgmt.get(TARGET_GROUP_BINDING, "nowhere", env.namespace))["metadata"][
+    version = (await env.mgmt.get(AWS_TARGET_GROUP_BINDING, "nowhere", env.namespace))["metadata"][
         "resourceVersion"
     ]
     reads = env.calls["elbv2:DescribeTargetHealth"]
@@ -411,7 +408,7 @@ async def test_a_target_group_aws_does_not_know_is_reported_once_and_holds_nothi
         return env.calls["elbv2:DescribeTargetHealth"] >= reads + 2
 
     assert await eventually(retried, within=30)
-    live = await env.mgmt.get(TARGET_GROUP_BINDING, "nowhere", env.namespace)
+    live = await env.mgmt.get(AWS_TARGET_GROUP_BINDING, "nowhere", env.namespace)
     assert live["metadata"]["resourceVersion"] == version  # no write that changes nothing
     assert FINALIZER not in (live["metadata"].get("finalizers") or [])
     events = (await env.mgmt.list(GVK("", "v1", "Event"), env.namespace)).items
@@ -451,7 +448,7 @@ async def test_bindings_naming_the_same_missing_group_share_one_read(
 
         async def all_reported() -> bool:
             for name in names:
-                live = await rt_client.get(TARGET_GROUP_BINDING, name, namespace)
+                live = await rt_client.get(AWS_TARGET_GROUP_BINDING, name, namespace)
                 conds = (live.get("status") or {}).get("conditions") or []
                 if not any(c["type"] == "Synced" and c["reason"] == "AWSError" for c in conds):
                     return False
@@ -461,7 +458,7 @@ async def test_bindings_naming_the_same_missing_group_share_one_read(
         assert 1 <= calls["elbv2:DescribeTargetHealth"] <= 4, calls
     finally:
         for name in names:
-            await rt_client.delete(TARGET_GROUP_BINDING, name, namespace, missing_ok=True)
+            await rt_client.delete(AWS_TARGET_GROUP_BINDING, name, namespace, missing_ok=True)
         mgr.stop()
         await asyncio.wait_for(task, 30)
 

@@ -18,15 +18,12 @@ from typing import Any
 import pytest
 
 from okra_controllers.albconfig.controller import setup as setup_albconfigs
+from okra_controllers.api.kinds import LBC_TARGET_GROUP_BINDING, TARGET_GROUP_SET
 from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSet
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.cell.controller import setup as setup_cells
 from okra_controllers.settings import Settings
-from okra_controllers.targetgroupset.controller import (
-    TARGET_GROUP_BINDING,
-    TARGET_GROUP_SET,
-    register,
-)
+from okra_controllers.targetgroupset.controller import register
 from okra_controllers.targetgroupset.plan import SET_LABEL
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.crdgen import write_crds
@@ -234,7 +231,7 @@ async def test_bindings_become_target_groups_pruned_and_survive_an_unreachable_c
     )
 
     # Binding deleted in the workload cluster: its groups are pruned.
-    await env.workload.delete(TARGET_GROUP_BINDING, "web", env.apps)
+    await env.workload.delete(LBC_TARGET_GROUP_BINDING, "web", env.apps)
 
     async def pruned() -> bool:
         return set(await env.groups()) == {"by-hand"}
@@ -353,7 +350,7 @@ async def test_binding_template_generates_awstargetgroupbindings_pruned_with_the
     assert (await bindings())["web-wl-a"]["metadata"]["resourceVersion"] == version
 
     # The TargetGroupBinding deleted in the workload cluster: group and binding pruned.
-    await env.workload.delete(TARGET_GROUP_BINDING, "web", env.apps)
+    await env.workload.delete(LBC_TARGET_GROUP_BINDING, "web", env.apps)
 
     async def pruned() -> bool:
         return not await bindings() and not await env.groups()

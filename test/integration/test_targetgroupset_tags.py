@@ -18,11 +18,12 @@ from typing import Any
 from aiohttp import web
 
 from okra_controllers.albconfig.controller import setup as setup_albconfigs
+from okra_controllers.api.kinds import TARGET_GROUP_SET
 from okra_controllers.api.v1alpha1.targetgroupset import AWSTargetGroupSet
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.cell.controller import setup as setup_cells
 from okra_controllers.settings import Settings
-from okra_controllers.targetgroupset.controller import TARGET_GROUP_SET, register
+from okra_controllers.targetgroupset.controller import register
 from okra_controllers.targetgroupset.plan import SET_LABEL, TARGET_GROUP_ANNOTATION
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.crdgen import write_crds

@@ -21,7 +21,7 @@ import pytest
 
 from e2e.conftest import BLOCKLIST, CELL, VERSION_ARG, Metrics, cell_obj, error_rate_template
 from e2e.conftest import wait_status as cell_wait_status
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_runtime import Client
 from support import eventually
 

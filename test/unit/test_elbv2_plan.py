@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okra_controllers.albconfig.controller import (
+from okra_controllers.albconfig.plan import (
     Conflict,
     Create,
     Modify,

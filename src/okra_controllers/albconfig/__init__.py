@@ -1,23 +1,19 @@
 """The AWSApplicationLoadBalancerConfig controller: one ALB listener rule forwarding with
-the configured weights, verified by reading it back (see `controller`)."""
+the configured weights, verified by reading it back (`plan`: what to write; `controller`:
+observe, act, report)."""
 
-from okra_controllers.albconfig.controller import (
-    ALB_CONFIG,
-    FINALIZER,
-    AlbConfigReconciler,
+from okra_controllers.albconfig.controller import FINALIZER, AlbConfigReconciler, register, setup
+from okra_controllers.albconfig.plan import (
     Conflict,
     Create,
     Modify,
     Move,
     Nothing,
     plan,
-    register,
     same_spec,
-    setup,
 )
 
 __all__ = [
-    "ALB_CONFIG",
     "FINALIZER",
     "AlbConfigReconciler",
     "Conflict",

@@ -26,6 +26,7 @@ from okra_controllers.analysis.expr import ExprError, evaluate_condition
 from okra_controllers.analysis.measure import measure
 from okra_controllers.analysis.providers.base import ProviderContext, secret_reader
 from okra_controllers.analysis.run_controller import MEASUREMENTS
+from okra_controllers.api.kinds import CHECK
 from okra_controllers.api.v1alpha1.analysis import (
     Check,
     CheckAnalysisStatus,
@@ -34,7 +35,7 @@ from okra_controllers.api.v1alpha1.analysis import (
     CheckStatus,
     Phase,
 )
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
@@ -42,14 +43,12 @@ from okra_controllers.templating import Syntax, TemplateError, render
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
-from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
-CHECK = GVK(GROUP, VERSION, "Check")
 HASH_ANNOTATION = "analysis-hash"
 _VARS = Syntax(roots=frozenset({"Vars"}))
 log = structlog.get_logger("okra.check")

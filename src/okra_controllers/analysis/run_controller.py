@@ -35,6 +35,7 @@ from okra_controllers.analysis.providers.base import (
     secret_reader,
 )
 from okra_controllers.analysis.providers.registry import provider_for
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRun,
     AnalysisRunStatus,
@@ -46,7 +47,6 @@ from okra_controllers.api.v1alpha1.analysis import (
     Phase,
     SampleSummary,
 )
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
 from okra_controllers.templating import ARGS, TemplateError, render
@@ -61,7 +61,6 @@ from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
 
-ANALYSIS_RUN = GVK(GROUP, VERSION, "AnalysisRun")
 log = structlog.get_logger("okra.analysisrun")
 
 RUNS = Counter(

@@ -14,26 +14,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from okra_controllers.api.kinds import (
+    ANALYSIS_TEMPLATE,
+    ARGO_ANALYSIS_TEMPLATE,
+    ARGO_CLUSTER_ANALYSIS_TEMPLATE,
+    CLUSTER_ANALYSIS_TEMPLATE,
+)
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRunSpec,
     AnalysisTemplateSpec,
     Argument,
 )
-from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
+from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_runtime.client import Client
 from okra_runtime.errors import NoKindMatchError, NotFoundError
-from okra_runtime.gvk import GVK
 
-ARGO_GROUP = "argoproj.io"
 TEMPLATE_KINDS = {
-    False: (
-        GVK(GROUP, VERSION, "AnalysisTemplate"),
-        GVK(ARGO_GROUP, "v1alpha1", "AnalysisTemplate"),
-    ),
-    True: (
-        GVK(GROUP, VERSION, "ClusterAnalysisTemplate"),
-        GVK(ARGO_GROUP, "v1alpha1", "ClusterAnalysisTemplate"),
-    ),
+    False: (ANALYSIS_TEMPLATE, ARGO_ANALYSIS_TEMPLATE),
+    True: (CLUSTER_ANALYSIS_TEMPLATE, ARGO_CLUSTER_ANALYSIS_TEMPLATE),
 }
 
 

@@ -14,12 +14,10 @@ from typing import Any
 
 import structlog
 
+from okra_controllers.api.kinds import POD
 from okra_controllers.cell.plan import JobRequest
 from okra_runtime.client import Client
-from okra_runtime.gvk import GVK
 
-JOB = GVK("batch", "v1", "Job")
-POD = GVK("", "v1", "Pod")
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTAINER = "check"
 FAILURES_KEPT = 1024

@@ -28,8 +28,21 @@ from typing import Any
 import structlog
 from prometheus_client import Gauge
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN, with_run_messages
+from okra_controllers.analysis.run_controller import with_run_messages
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
+from okra_controllers.api.kinds import (
+    ALB_CONFIG,
+    ANALYSIS_RUN,
+    APPLICATION,
+    BLOCKLIST,
+    CELL,
+    JOB,
+    NLB_CONFIG,
+    PAUSE,
+    ROUTE53_CONFIG,
+    SECRET,
+    TARGET_GROUP,
+)
 from okra_controllers.api.v1alpha1.cell import (
     DEFAULT_VERSION_LABEL,
     Cell,
@@ -40,22 +53,19 @@ from okra_controllers.api.v1alpha1.cell import (
     ListenerRule,
     PauseSpec,
 )
-from okra_controllers.api.v1alpha1.common import API_VERSION, GROUP, VERSION
+from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings, normalise_cell
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.aws.errors import AwsRefusalError
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
-from okra_controllers.cell.checkjobs import JOB, PodFailures, check_job, owner_ref
+from okra_controllers.cell.checkjobs import PodFailures, check_job, owner_ref
 from okra_controllers.cell.observe import observe
-from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
 from okra_controllers.lbconfig import aws_message
-from okra_controllers.nlbconfig.controller import NLB_CONFIG
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import fields_for, notifier_for
 from okra_controllers.notifications.triggers import triggers
-from okra_controllers.route53config.controller import ROUTE53_CONFIG
 from okra_controllers.settings import Settings
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
@@ -69,12 +79,6 @@ from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import ReportedError, Request, Result
 from okra_runtime.timeutil import exact_utcnow, utcnow
 
-CELL = GVK(GROUP, VERSION, "Cell")
-TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
-ALB_CONFIG = GVK(GROUP, VERSION, "AWSApplicationLoadBalancerConfig")
-BLOCKLIST = GVK(GROUP, VERSION, "VersionBlocklist")
-SECRET = GVK("", "v1", "Secret")
-APPLICATION = GVK("argoproj.io", "v1alpha1", "Application")
 FIELD_MANAGER = "okra-cell-controller"
 DEFAULT_RULE = ListenerRule(priority=50000, path_patterns=["/*"])
 RESYNC = 300.0

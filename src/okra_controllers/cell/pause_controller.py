@@ -10,20 +10,17 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from okra_controllers.api.kinds import PAUSE
 from okra_controllers.api.v1alpha1.cell import Pause, PauseStatus
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION
 from okra_controllers.settings import Settings
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
-from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
-
-PAUSE = GVK(GROUP, VERSION, "Pause")
 
 
 class PauseReconciler:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
 from okra_controllers.cli.actions import parse_arguments
 from okra_controllers.cli.get import dump, follow, now, objects

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from okra_controllers.api.kinds import BLOCKLIST, CELL, PAUSE, TARGET_GROUP
 from okra_controllers.api.v1alpha1.cell import Cell
-from okra_controllers.cell.controller import BLOCKLIST, CELL, TARGET_GROUP
-from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.versions import parse_version
 from okra_controllers.cli.actions import (
     ABORT,

@@ -24,9 +24,8 @@ from typing import Any
 
 import yaml
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.api.kinds import ANALYSIS_RUN, BLOCKLIST, CELL, SECRET, TARGET_GROUP
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION
-from okra_controllers.cell.controller import BLOCKLIST, CELL, TARGET_GROUP
 from okra_controllers.cell.observe import (
     ALB_CONFIG_KIND,
     NLB_CONFIG_KIND,
@@ -215,7 +214,6 @@ async def cmd_get_target_groups(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-SECRET = GVK("", "v1", "Secret")
 CONFIG_KINDS = (ALB_CONFIG_KIND, NLB_CONFIG_KIND)
 
 

@@ -7,7 +7,7 @@ AnalysisTemplates, which okra reads unchanged) is checked for:
   ranges, patterns, required fields);
 - validation rules: the CRD's `x-kubernetes-validations` (CEL), evaluated here
   by translating the subset okra's rules use into the condition language of
-  `analysis/expr.py` (`has()`, `size()`, `!`, `&&`, `||`, `?:`, comparisons,
+  `analysis/expr/` (`has()`, `size()`, `!`, `&&`, `||`, `?:`, comparisons,
   list `filter(x, x).size()`); a rule outside that subset is reported as not
   checked, never silently passed;
 - conditions: every `successCondition` / `failureCondition` parsed by the

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.api.kinds import ANALYSIS_RUN, BLOCKLIST, CELL, PAUSE, TARGET_GROUP
 from okra_controllers.api.v1alpha1.cell import Cell, CellRoute53, CellStatus
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import (
@@ -38,10 +38,7 @@ from okra_controllers.aws.elbv2 import (
     target_health,
 )
 from okra_controllers.aws.route53 import list_records
-from okra_controllers.cell.controller import BLOCKLIST, TARGET_GROUP
-from okra_controllers.cell.controller import CELL as CELL_GVK
 from okra_controllers.cell.observe import config_gvk, observe, selects
-from okra_controllers.cell.pause_controller import PAUSE
 from okra_controllers.cell.plan import Forward, Observed
 from okra_controllers.cell.simulate import Simulation, Stage, simulate
 from okra_controllers.cli.kube import CliError, Context, get_or_none
@@ -75,14 +72,14 @@ async def read_cell(ctx: Context, arg: str) -> tuple[Obj, str]:
     doc = file_cell(path)
     if doc is None:
         try:
-            return await ctx.client.get(CELL_GVK, arg, ctx.namespace), "live"
+            return await ctx.client.get(CELL, arg, ctx.namespace), "live"
         except NotFoundError:
             raise CliError(f"cell {arg} not found in namespace {ctx.namespace}") from None
     meta = doc.setdefault("metadata", {})
     meta.setdefault("namespace", ctx.namespace)
     if not meta.get("name"):
         raise CliError(f"{path}: the Cell has no metadata.name")
-    live = await get_or_none(ctx.client, CELL_GVK, meta["name"], meta["namespace"])
+    live = await get_or_none(ctx.client, CELL, meta["name"], meta["namespace"])
     if live is not None:
         lmeta = live["metadata"]
         changed = live.get("spec") != doc.get("spec")

@@ -16,19 +16,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from okra_controllers.analysis.duration import parse_duration
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
-from okra_controllers.cell.controller import CELL
+from okra_controllers.api.kinds import ANALYSIS_RUN, APPLICATION, CELL, PROGRESSIVE_ROLLOUT
 from okra_controllers.cli import commands
 from okra_controllers.cli.actions import annotation_patch
 from okra_controllers.cli.get import CLEAR, DEBOUNCE, SEPARATOR, dump
 from okra_controllers.cli.kube import CliError, Context, get_or_none, on_interrupt, reading, synced
-from okra_controllers.progressiverollout.controller import (
-    ABORT,
-    APPLICATION,
-    PROGRESSIVE_ROLLOUT,
-    PROMOTE,
-    RETRY,
-)
+from okra_controllers.progressiverollout.controller import ABORT, PROMOTE, RETRY
 from okra_runtime.errors import NoKindMatchError
 from okra_runtime.informer import FuncHandler, Informer
 from okra_runtime.timeutil import parse_time

@@ -16,7 +16,7 @@ import asyncio
 from typing import Any
 
 from okra_controllers.analysis.duration import parse_duration
-from okra_controllers.cell.controller import CELL
+from okra_controllers.api.kinds import CELL
 from okra_controllers.cli.kube import CliError, Context, watching
 from okra_controllers.cli.view import get_cell
 

@@ -65,9 +65,9 @@ async def cmd_version(args: argparse.Namespace) -> int:
 
 
 async def _server(args: argparse.Namespace) -> dict[str, Any]:
+    from okra_controllers.api.kinds import DEPLOYMENT
     from okra_controllers.cli import setup_logging
     from okra_controllers.cli.kube import connect, explain
-    from okra_runtime.gvk import GVK
 
     setup_logging(args.verbose)
     client = await connect(args.kubeconfig, args.context)
@@ -75,10 +75,9 @@ async def _server(args: argparse.Namespace) -> dict[str, Any]:
         out: dict[str, Any] = {}
         info = await client.request("GET", "/version")
         out["kubernetes"] = {k: info.get(k) for k in ("gitVersion", "platform") if k in info}
-        deployment = GVK("apps", "v1", "Deployment")
         try:
             found = (
-                await client.list(deployment, args.namespace, label_selector=MANAGER_SELECTOR)
+                await client.list(DEPLOYMENT, args.namespace, label_selector=MANAGER_SELECTOR)
             ).items
         except Exception as e:
             out["manager"] = f"unknown ({explain(e) or e})"

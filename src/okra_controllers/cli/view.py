@@ -14,8 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
-from okra_controllers.cell.controller import BLOCKLIST, CELL, TARGET_GROUP
+from okra_controllers.api.kinds import ANALYSIS_RUN, BLOCKLIST, CELL, TARGET_GROUP
 from okra_controllers.cell.observe import config_gvk
 from okra_controllers.cli.kube import CliError, get_or_none
 from okra_runtime.client import Client

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Literal
 import structlog
 from pydantic import ValidationError
 
+from okra_controllers.api.kinds import CLUSTERSET, SECRET
 from okra_controllers.api.v1alpha1.clusterset import ClusterSet, ClusterSetStatus
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
@@ -48,7 +49,6 @@ from okra_runtime.cache import Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
-from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.reconcile import Request, Result
@@ -58,8 +58,6 @@ if TYPE_CHECKING:
     from okra_controllers.settings import Settings
     from okra_runtime import Manager
 
-CLUSTERSET = GVK(GROUP, VERSION, "ClusterSet")
-SECRET = GVK("", "v1", "Secret")
 REQUEUE_AFTER = 60.0
 log = structlog.get_logger("okra.clusterset")
 

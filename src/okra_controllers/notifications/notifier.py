@@ -30,7 +30,8 @@ import aiohttp
 import structlog
 import yaml
 
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, PendingNotification
+from okra_controllers.api.kinds import CELL, CONFIGMAP, SECRET
+from okra_controllers.api.v1alpha1.common import PendingNotification
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.triggers import Fired, subscriptions
 from okra_controllers.templating import Syntax, render
@@ -43,9 +44,6 @@ from okra_runtime.timeutil import utcnow
 if TYPE_CHECKING:
     from okra_runtime.manager import Manager
 
-CONFIGMAP = GVK("", "v1", "ConfigMap")
-SECRET = GVK("", "v1", "Secret")
-CELL = GVK(GROUP, VERSION, "Cell")
 NAME = "okra-notifications"
 MAX_DELAY = 30.0
 TTL = datetime.timedelta(hours=24)

@@ -32,9 +32,14 @@ import aiohttp
 import structlog
 from prometheus_client import Counter, Gauge
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.api.kinds import (
+    ANALYSIS_RUN,
+    APPLICATION,
+    APPLICATION_SET,
+    PROGRESSIVE_ROLLOUT,
+    SECRET,
+)
 from okra_controllers.api.v1alpha1.progressiverollout import (
     ProgressiveRollout,
     ProgressiveRolloutStatus,
@@ -62,7 +67,6 @@ from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
-from okra_runtime.gvk import GVK
 from okra_runtime.metrics import REGISTRY
 from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import Request, Result
@@ -72,10 +76,6 @@ if TYPE_CHECKING:
     from okra_controllers.settings import Settings
     from okra_runtime.manager import Manager
 
-PROGRESSIVE_ROLLOUT = GVK(GROUP, VERSION, "ProgressiveRollout")
-APPLICATION = GVK("argoproj.io", "v1alpha1", "Application")
-APPLICATION_SET = GVK("argoproj.io", "v1alpha1", "ApplicationSet")
-SECRET = GVK("", "v1", "Secret")
 FINALIZER = "okra.mumo.co/progressiverollout"
 SYNC_ID_INFO = "okra-sync-id"
 """The name of the `operation.info` entry carrying okra's sync ID."""

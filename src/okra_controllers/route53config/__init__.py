@@ -2,16 +2,10 @@
 hosted zone, written in one change batch, in effect from INSYNC + TTL (see `controller`);
 the pure plan is in `plan`."""
 
-from okra_controllers.route53config.controller import (
-    ROUTE53_CONFIG,
-    Route53ConfigReconciler,
-    register,
-    setup,
-)
+from okra_controllers.route53config.controller import Route53ConfigReconciler, register, setup
 from okra_controllers.route53config.plan import applied, desired, effective_at, in_sync, plan
 
 __all__ = [
-    "ROUTE53_CONFIG",
     "Route53ConfigReconciler",
     "applied",
     "desired",

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION
+from okra_controllers.api.kinds import ROUTE53_CONFIG
 from okra_controllers.api.v1alpha1.route53 import (
     AWSRoute53RecordSetConfig,
     AWSRoute53RecordSetConfigSpec,
@@ -67,7 +67,6 @@ from okra_controllers.route53config.plan import (
 )
 from okra_runtime.client import Client
 from okra_runtime.events import EventRecorder
-from okra_runtime.gvk import GVK
 from okra_runtime.informer import Informer
 from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import ReportedError, Request, Result
@@ -77,7 +76,6 @@ if TYPE_CHECKING:
     from okra_controllers.settings import Settings
     from okra_runtime.manager import Manager
 
-ROUTE53_CONFIG = GVK(GROUP, VERSION, "AWSRoute53RecordSetConfig")
 DEFAULT_RESYNC = 300.0
 """Seconds between idle looks at the records (one ListResourceRecordSets each)."""
 POLL = 2.0

@@ -34,7 +34,8 @@ import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.kinds import AWS_TARGET_GROUP_BINDING, NODE, SECRET
+from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.targetgroupbinding import (
     AWSTargetGroupBinding,
     AWSTargetGroupBindingStatus,
@@ -53,7 +54,6 @@ from okra_controllers.clusters.connect import (
 from okra_controllers.targetgroupbinding.plan import Node, ObservedCluster, Plan, Target, plan
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
-from okra_runtime.gvk import GVK
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
@@ -63,9 +63,6 @@ from okra_runtime.timeutil import utcnow
 if TYPE_CHECKING:
     from okra_controllers.settings import Settings
 
-TARGET_GROUP_BINDING = GVK(GROUP, VERSION, "AWSTargetGroupBinding")
-SECRET = GVK("", "v1", "Secret")
-NODE = GVK("", "v1", "Node")
 FINALIZER = "okra.mumo.co/targetgroupbinding"
 RESYNC = 30.0
 CLUSTER_TIMEOUT = 10.0
@@ -78,7 +75,6 @@ log = structlog.get_logger("okra.targetgroupbinding")
 
 __all__ = [
     "FINALIZER",
-    "TARGET_GROUP_BINDING",
     "TargetGroupBindingReconciler",
     "bindings_for_secret",
     "register",
@@ -141,7 +137,7 @@ class TargetGroupBindingReconciler:
         resync: float = RESYNC,
     ) -> None:
         self.client = mgr.client
-        self.bindings = mgr.informer_for(TARGET_GROUP_BINDING).store
+        self.bindings = mgr.informer_for(AWS_TARGET_GROUP_BINDING).store
         self.secrets = mgr.informer_for(SECRET).store
         self.events = events
         self.connections = connections
@@ -517,11 +513,11 @@ def register(
     rec = TargetGroupBindingReconciler(
         mgr, mgr.event_recorder("targetgroupbinding-controller"), connections, resync=resync
     )
-    bindings = mgr.informer_for(TARGET_GROUP_BINDING).store
+    bindings = mgr.informer_for(AWS_TARGET_GROUP_BINDING).store
     (
         mgr.builder("targetgroupbinding")
         .for_(
-            TARGET_GROUP_BINDING,
+            AWS_TARGET_GROUP_BINDING,
             predicates=(
                 Any_(
                     GenerationChanged(),

@@ -40,7 +40,14 @@ import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, Condition
+from okra_controllers.api.kinds import (
+    AWS_TARGET_GROUP_BINDING,
+    LBC_TARGET_GROUP_BINDING,
+    SECRET,
+    TARGET_GROUP,
+    TARGET_GROUP_SET,
+)
+from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupSet,
     AWSTargetGroupSetStatus,
@@ -88,11 +95,6 @@ from okra_runtime.timeutil import utcnow
 if TYPE_CHECKING:
     from okra_controllers.settings import Settings
 
-TARGET_GROUP_SET = GVK(GROUP, VERSION, "AWSTargetGroupSet")
-TARGET_GROUP = GVK(GROUP, VERSION, "AWSTargetGroup")
-TARGET_GROUP_BINDING = GVK("elbv2.k8s.aws", "v1beta1", "TargetGroupBinding")
-AWS_TARGET_GROUP_BINDING = GVK(GROUP, VERSION, "AWSTargetGroupBinding")
-SECRET = GVK("", "v1", "Secret")
 FIELD_MANAGER = "okra-targetgroupset-controller"
 RESYNC = 30.0
 CLUSTER_TIMEOUT = 10.0
@@ -100,9 +102,6 @@ CLUSTER_TIMEOUT = 10.0
 log = structlog.get_logger("okra.targetgroupset")
 
 __all__ = [
-    "AWS_TARGET_GROUP_BINDING",
-    "TARGET_GROUP_BINDING",
-    "TARGET_GROUP_SET",
     "TargetGroupSetReconciler",
     "register",
     "sets_for_secret",
@@ -184,7 +183,7 @@ class TargetGroupSetReconciler:
         try:
             client = await connect()
             items = await asyncio.wait_for(
-                client.list(TARGET_GROUP_BINDING, label_selector=binding_selector or None),
+                client.list(LBC_TARGET_GROUP_BINDING, label_selector=binding_selector or None),
                 CLUSTER_TIMEOUT,
             )
         except TimeoutError:

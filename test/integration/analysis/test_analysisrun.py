@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN, AnalysisRunReconciler
+from okra_controllers.analysis.run_controller import AnalysisRunReconciler
 from okra_controllers.analysis.templates import TemplateRef, build_run
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.manager import local_command

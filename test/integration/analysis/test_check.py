@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from okra_controllers.analysis.check_controller import CHECK, CheckReconciler
+from okra_controllers.analysis.check_controller import CheckReconciler
+from okra_controllers.api.kinds import CHECK
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.predicates import AnnotationsChanged, Any_

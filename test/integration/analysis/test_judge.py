@@ -19,7 +19,7 @@ from integration.analysis.test_analysisrun import (  # noqa: F401  (fixtures)
     okra_crds,
     run_obj,
 )
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.cli.analysis import judgment_table
 from okra_runtime import Client
 from support import eventually

@@ -26,7 +26,8 @@ import pytest
 import yaml
 
 from integration.analysis.test_analysisrun import finished, okra_crds  # noqa: F401  (fixture)
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN, AnalysisRunReconciler
+from okra_controllers.analysis.run_controller import AnalysisRunReconciler
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.cli.analysis import judgment_table
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_testkit.emulator import MotoServer

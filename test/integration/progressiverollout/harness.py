@@ -23,8 +23,9 @@ import pytest
 from aiohttp import web
 
 from okra_controllers.analysis.run_controller import setup as setup_analysisruns
+from okra_controllers.api.kinds import APPLICATION
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.progressiverollout.controller import APPLICATION, setup
+from okra_controllers.progressiverollout.controller import setup
 from okra_controllers.settings import Settings
 from okra_runtime import Client, Manager, ManagerOptions
 from okra_runtime.errors import ConflictError, NotFoundError

@@ -12,7 +12,7 @@ from typing import Any
 from integration.progressiverollout.harness import NEW, OLD, argo, manager
 from integration.progressiverollout.test_controller import phase_is, rollout, status_of
 from integration.test_cli import cli_env, command, okra, read_until
-from okra_controllers.progressiverollout.controller import APPLICATION
+from okra_controllers.api.kinds import APPLICATION
 from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
 from support import eventually

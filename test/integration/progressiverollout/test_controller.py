@@ -9,12 +9,8 @@ import asyncio
 from typing import Any
 
 from integration.progressiverollout.harness import CLUSTERS, NEW, OLD, argo, manager
-from okra_controllers.progressiverollout.controller import (
-    APPLICATION,
-    FINALIZER,
-    PROGRESSIVE_ROLLOUT,
-    SYNC_ID_INFO,
-)
+from okra_controllers.api.kinds import APPLICATION, PROGRESSIVE_ROLLOUT
+from okra_controllers.progressiverollout.controller import FINALIZER, SYNC_ID_INFO
 from okra_runtime import Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.gvk import GVK

@@ -10,7 +10,7 @@ from typing import Any
 
 from integration.progressiverollout.harness import NEW, argo, hooks, manager
 from integration.progressiverollout.test_controller import phase_is, rollout, status_of
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_runtime import GVK, Client
 from support import eventually
 

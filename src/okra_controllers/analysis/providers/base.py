@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from okra_controllers.api.kinds import SECRET
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime.errors import ApiError, NotFoundError
-from okra_runtime.gvk import GVK
 
 if TYPE_CHECKING:
     from okra_runtime.client import Client
@@ -46,7 +46,6 @@ __all__ = [
     "secret_reader",
 ]
 
-SECRET = GVK("", "v1", "Secret")
 
 SpecT_contra = TypeVar("SpecT_contra", bound=BaseModel, contravariant=True)
 SecretReader = Callable[[str, str], Awaitable[dict[str, str]]]

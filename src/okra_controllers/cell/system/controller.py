@@ -21,14 +21,20 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from okra_controllers.analysis.check_controller import CHECK
+from okra_controllers.api.kinds import (
+    APPLICATION,
+    CELL,
+    CHECK,
+    LBC_TARGET_GROUP_BINDING,
+    SECRET,
+    TARGET_GROUP,
+)
 from okra_controllers.api.v1alpha1.argocd import CellArgoCD
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import AwsReadError, EksCluster, observe_eks
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, observe_clusters
-from okra_controllers.cell.controller import APPLICATION, CELL, SECRET, TARGET_GROUP
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.system.children import child_cell, hold_annotations
 from okra_controllers.cell.system.model import (
@@ -62,7 +68,6 @@ from okra_runtime.timeutil import parse_time, utcnow
 FIELD_MANAGER = "okra-system-cell-controller"
 REACH_TIMEOUT = 5.0
 REACH_TTL = 10.0
-TARGET_GROUP_BINDING = GVK("elbv2.k8s.aws", "v1beta1", "TargetGroupBinding")
 Bindings = tuple[tuple[dict[str, str], str], ...]
 log = structlog.get_logger("okra.system")
 
@@ -239,7 +244,7 @@ class SystemReconciler:
         if not wants_bindings:
             return True, "", None
         try:
-            items = await asyncio.wait_for(client.list(TARGET_GROUP_BINDING), REACH_TIMEOUT)
+            items = await asyncio.wait_for(client.list(LBC_TARGET_GROUP_BINDING), REACH_TIMEOUT)
         except NoKindMatchError:
             return True, "", ()  # no TargetGroupBinding kind there: none
         except Exception as e:  # reported by the application that needs them

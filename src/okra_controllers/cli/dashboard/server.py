@@ -36,9 +36,16 @@ from typing import Any
 
 from aiohttp import web
 
-from okra_controllers.analysis.run_controller import ANALYSIS_RUN
+from okra_controllers.api.kinds import (
+    ANALYSIS_RUN,
+    BLOCKLIST,
+    CELL,
+    CLUSTERSET,
+    EVENT,
+    PROGRESSIVE_ROLLOUT,
+    TARGET_GROUP,
+)
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION
-from okra_controllers.cell.controller import BLOCKLIST, CELL, TARGET_GROUP
 from okra_controllers.cell.observe import (
     ALB_CONFIG_KIND,
     NLB_CONFIG_KIND,
@@ -48,14 +55,11 @@ from okra_controllers.cell.observe import (
 from okra_controllers.cli import commands, progressive
 from okra_controllers.cli.dashboard import model
 from okra_controllers.cli.kube import CliError, Context, on_interrupt, reading
-from okra_controllers.clusterset.controller import CLUSTERSET
-from okra_controllers.progressiverollout.controller import PROGRESSIVE_ROLLOUT
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError
 from okra_runtime.gvk import GVK
 from okra_runtime.informer import FuncHandler, Informer, InformerOptions
 
-EVENT = GVK("events.k8s.io", "v1", "Event")
 OKRA_EVENTS = f"regarding.apiVersion={GROUP}/{VERSION}"
 CONFIG_KINDS = (ALB_CONFIG_KIND, NLB_CONFIG_KIND, ROUTE53_CONFIG_KIND)
 DEBOUNCE = 0.05
