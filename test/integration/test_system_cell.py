@@ -266,12 +266,11 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
         await s.weights_become(alb.listener_arn, 10, {"web-1-v1": 50, "web-2-v1": 50})
         await s.weights_become(alb.listener_arn, 11, {"api-v1": 100})
 
-        # A new web pair; the second cluster is not in EKS yet (and listed first, so that
-        # its target group is made first: the other test lists the pair in order).
+        # A new web pair; the second cluster is not in EKS yet.
         s.record_rule_writes()
         web_1_v2 = await s.cluster("web-1-v2", "web")
         late = await s.cluster("web-2-v2", "web", eks=False)
-        await s.set_clusters([late, web_1_v2, v1[2]])
+        await s.set_clusters([web_1_v2, late, v1[2]])
 
         async def pending() -> bool:
             st = await s.status()
@@ -354,7 +353,10 @@ async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_ba
         assert await eventually(completed, within=90), await s.debug()
         rates.values["b-1"] = 0.5  # above max 0.1: the new pair's first cluster fails
         s.record_rule_writes()
-        v2 = [await s.cluster("b-1", "web"), await s.cluster("b-2", "web"), v1[2]]
+        # the pair listed the other way round from the first test's: its target groups are
+        # made in the other order
+        b_1, b_2 = await s.cluster("b-1", "web"), await s.cluster("b-2", "web")
+        v2 = [b_2, b_1, v1[2]]
         await s.set_clusters(v2)
 
         async def web_app() -> dict[str, Any]:
