@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from okra_controllers.api.v1alpha1.cell import LoadBalancerConfigStatus
 from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.api.validation import problems
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.errors import hint
 from okra_runtime.client import Client
@@ -46,16 +47,8 @@ def parse_spec(
     try:
         obj = model.model_validate({k: v for k, v in raw.items() if k != "status"})
     except ValidationError as e:
-        return None, [f"{field_path(err['loc'])}: {err['msg']}" for err in e.errors()]
+        return None, problems(e)
     return obj, validate(obj)
-
-
-def field_path(loc: Sequence[int | str]) -> str:
-    """pydantic's error location as a YAML path: `spec.forwardTargetGroups[0].weight`."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 def status_of(model: type[S], raw: Mapping[str, Any]) -> S:

@@ -56,6 +56,24 @@ def _env(name: str, default: str | None = None) -> str | None:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="okra-manager", description=__doc__.split("\n\n")[0])
+    _where_flags(p)
+    _leader_election_flags(p)
+    _serving_flags(p)
+    _period_flags(p)
+    a = p.parse_args(argv)
+    _check_args(p, a)
+    return a
+
+
+def _seconds(p: argparse.ArgumentParser, flag: str, default: float, help_: str) -> None:
+    """A flag of seconds, `--FLAG` or `OKRA_FLAG`."""
+    p.add_argument(
+        f"--{flag}", type=float, default=float(_env(flag, str(default)) or default), help=help_
+    )
+
+
+def _where_flags(p: argparse.ArgumentParser) -> None:
+    """The cluster, the namespaces and AWS okra works with."""
     p.add_argument(
         "--kubeconfig",
         default=_env("kubeconfig"),
@@ -70,20 +88,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="okra's own namespace (leader-election Lease, default Secrets)",
     )
     p.add_argument(
-        "--leader-elect", action="store_true", default=_env("leader-elect", "false") == "true"
-    )
-    p.add_argument("--leader-election-id", default=_env("leader-election-id", "okra-manager"))
-    p.add_argument(
-        "--metrics-bind-address",
-        default=_env("metrics-bind-address", ":8080"),
-        help="host:port for /metrics; 0 disables",
-    )
-    p.add_argument(
-        "--health-probe-bind-address",
-        default=_env("health-probe-bind-address", ":8081"),
-        help="host:port for /healthz and /readyz; 0 disables",
-    )
-    p.add_argument(
         "--aws-region",
         default=_env(
             "aws-region",
@@ -95,6 +99,49 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=_env("aws-endpoint-url"),
         help="send every AWS call here (LocalStack, moto)",
     )
+
+
+def _leader_election_flags(p: argparse.ArgumentParser) -> None:
+    """Leader election: on or off, the Lease, and its timing (controller-runtime's
+    LeaseDuration, RenewDeadline, RetryPeriod)."""
+    p.add_argument(
+        "--leader-elect", action="store_true", default=_env("leader-elect", "false") == "true"
+    )
+    p.add_argument("--leader-election-id", default=_env("leader-election-id", "okra-manager"))
+    _seconds(
+        p,
+        "leader-elect-lease-duration",
+        15,
+        "seconds a standby waits after the leader's last renewal before it takes the "
+        "Lease (how long a crashed leader's work stops)",
+    )
+    _seconds(
+        p,
+        "leader-elect-renew-deadline",
+        10,
+        "seconds the leader keeps trying to renew before it gives leadership up and "
+        "stops; less than the lease duration",
+    )
+    _seconds(
+        p,
+        "leader-elect-retry-period",
+        2,
+        "seconds between renewals and between a standby's attempts; less than the renew deadline",
+    )
+
+
+def _serving_flags(p: argparse.ArgumentParser) -> None:
+    """Metrics, probes, logs, and which controllers run how widely."""
+    p.add_argument(
+        "--metrics-bind-address",
+        default=_env("metrics-bind-address", ":8080"),
+        help="host:port for /metrics; 0 disables",
+    )
+    p.add_argument(
+        "--health-probe-bind-address",
+        default=_env("health-probe-bind-address", ":8081"),
+        help="host:port for /healthz and /readyz; 0 disables",
+    )
     p.add_argument("--log-format", choices=("json", "console"), default=_env("log-format", "json"))
     p.add_argument("--log-level", default=_env("log-level", "info"))
     p.add_argument(
@@ -104,38 +151,46 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="max concurrent reconciles per controller",
     )
     p.add_argument(
-        "--eks-poll-interval",
-        type=float,
-        default=float(_env("eks-poll-interval", "60") or 60),
-        help="seconds between reads of EKS clusters by ClusterSets (EKS has no watch)",
-    )
-    p.add_argument(
-        "--cluster-poll-interval",
-        type=float,
-        default=float(_env("cluster-poll-interval", "30") or 30),
-        help="seconds between reads of workload clusters (TargetGroupBindings, targets)",
-    )
-    p.add_argument(
-        "--drift-check-period",
-        type=float,
-        default=float(_env("drift-check-period", "60") or 60),
-        help="seconds between looks at each listener rule: one changed outside okra is "
-        "restored (and a DriftRepaired Event recorded) within this period",
-    )
-    p.add_argument(
-        "--watch-inactivity-timeout",
-        type=float,
-        default=float(_env("watch-inactivity-timeout", "100") or 100),
-        help="seconds a watch may deliver nothing before it is taken for dead (stalled) and "
-        "reopened; at least 2. Each watch asks the API server to close it after 50-80%% of "
-        "this (at most 300-600 s), so a healthy watch on a quiet kind is never taken for dead",
-    )
-    p.add_argument(
         "--controllers",
         default=_env("controllers", ",".join(CONTROLLERS)),
         help=f"comma-separated controllers to run (known: {', '.join(CONTROLLERS)})",
     )
-    a = p.parse_args(argv)
+
+
+def _period_flags(p: argparse.ArgumentParser) -> None:
+    """How often okra looks at what has no watch (EKS, workload clusters, listener
+    rules), and when a silent watch is taken for dead."""
+    _seconds(
+        p,
+        "eks-poll-interval",
+        60,
+        "seconds between reads of EKS clusters by ClusterSets (EKS has no watch)",
+    )
+    _seconds(
+        p,
+        "cluster-poll-interval",
+        30,
+        "seconds between reads of workload clusters (TargetGroupBindings, targets)",
+    )
+    _seconds(
+        p,
+        "drift-check-period",
+        60,
+        "seconds between looks at each listener rule: one changed outside okra is "
+        "restored (and a DriftRepaired Event recorded) within this period",
+    )
+    _seconds(
+        p,
+        "watch-inactivity-timeout",
+        100,
+        "seconds a watch may deliver nothing before it is taken for dead (stalled) and "
+        "reopened; at least 2. Each watch asks the API server to close it after 50-80%% of "
+        "this (at most 300-600 s), so a healthy watch on a quiet kind is never taken for dead",
+    )
+
+
+def _check_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """Values no flag may take, refused at start naming the flag."""
     unknown = [c for c in a.controllers.split(",") if c and c not in CONTROLLERS]
     if unknown:
         p.error(f"unknown controllers: {', '.join(unknown)} (known: {', '.join(CONTROLLERS)})")
@@ -147,7 +202,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--watch-inactivity-timeout must be at least 2 (seconds)")
     if a.drift_check_period < 1:
         p.error("--drift-check-period must be at least 1 (second)")
-    return a
+    if not (
+        a.leader_elect_lease_duration
+        > a.leader_elect_renew_deadline
+        > a.leader_elect_retry_period
+        > 0
+    ):
+        p.error(
+            "leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline "
+            f"> --leader-elect-retry-period > 0 (got {a.leader_elect_lease_duration:g}, "
+            f"{a.leader_elect_renew_deadline:g}, {a.leader_elect_retry_period:g})"
+        )
 
 
 def _pod_namespace() -> str:
@@ -186,6 +251,9 @@ async def run(a: argparse.Namespace) -> int:
                 leader_election=a.leader_elect,
                 leader_election_id=a.leader_election_id,
                 leader_election_namespace=a.okra_namespace,
+                lease_duration=a.leader_elect_lease_duration,
+                renew_deadline=a.leader_elect_renew_deadline,
+                retry_period=a.leader_elect_retry_period,
                 informer=InformerOptions(inactivity_timeout=a.watch_inactivity_timeout),
                 label_selectors=dict(CACHE_SELECTORS),
             ),

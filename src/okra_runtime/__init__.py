@@ -12,8 +12,10 @@ controller-runtime's vocabulary, one concept per module:
   `Request`s to your reconciler (`reconcile`).
 - `manager`: runs it all, with leader election, probes, metrics, signals.
 - `events`: an aggregating events.k8s.io/v1 recorder.
-- `crdgen`: CustomResourceDefinitions from pydantic models.
-- `envtest`: a real local control plane for tests and demos.
+- `crdgen`: CustomResourceDefinitions from pydantic models (`crddoc`: their reference page).
+
+A real local control plane for tests and demos is not part of the runtime: it is
+`okra_testkit.envtest`, in the test harness (the `okra-testkit` distribution).
 
 See docs/runtime.md for a guide.
 """

@@ -201,6 +201,8 @@ class Controller:
         self.queue.add_after(req, self.fresh_timeout)
         return False
 
+    # Long on purpose: controller-runtime's processNextWorkItem: one reconcile, its metrics,
+    # logs and requeue decision, in order.
     async def _process(self, req: Request) -> None:
         if not await self._fresh(req):
             return

@@ -26,6 +26,18 @@ from okra_runtime.timeutil import micro_time
 
 EVENT = GVK("events.k8s.io", "v1", "Event")
 EventType = Literal["Normal", "Warning"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """An Event a pure plan asks for; the controller records it about its object
+    (`EventRecorder.event(obj, e.type, e.reason, e.message)`)."""
+
+    type: EventType
+    reason: str
+    message: str
+
+
 log = structlog.get_logger("okra_runtime.events")
 _NOTE_MAX = 1024
 """The API server's limit on an Event's note, in bytes (UTF-8), not characters."""

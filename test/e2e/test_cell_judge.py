@@ -5,7 +5,10 @@ version's clusters' request latency, redrawn from distributions the test sets.
 One Cell, one okra-manager: v1 serves; v2, 30 % slower, is rolled back at its judged step
 (weights back to v1 in AWS, v2 in the VersionBlocklist, an Event naming the metric); v3 comes
 with no traffic yet and waits at its judged step (NoData: the step neither passes nor fails)
-until its latency arrives, drawn like v1's (other draws), and is then promoted to 100."""
+until its latency arrives, drawn like v1's (other draws), and is then promoted to 100; v4,
+drawn like v3, comes when the template also judges an error rate nobody serves: half its
+judged metrics without data, its step does not promote (Kayenta's rule: half or more NoData
+fails), and v4 is rolled back."""
 
 from __future__ import annotations
 
@@ -16,12 +19,15 @@ from typing import Any
 import pytest
 
 from integration.analysis.promharness import PrometheusServer, Traffic
-from okra_runtime import Client
+from okra_runtime import GVK, Client
 from support import eventually, wait_events
 
 from .conftest import BLOCKLIST, RUN, Env, OkraManager, cell_obj, wait_status
 
 LATENCY = "okra_e2e_request_latency_ms"
+ERRORS = "okra_e2e_error_ratio"
+"""Never served: a judged metric without data."""
+TEMPLATE = GVK("okra.mumo.co", "v1alpha1", "AnalysisTemplate")
 
 
 @pytest.fixture(scope="module")
@@ -171,4 +177,44 @@ async def test_slower_canary_is_rolled_back_equal_one_waits_for_data_then_is_pro
     assert [i["version"] for i in (await rt_client.get(BLOCKLIST, "web", ns))["spec"]["items"]] == [
         "v2"
     ]
+
+    # (d) the template also judges an error rate that has no data: v4, drawn like v3, has
+    # half its judged metrics without data once `waitForData` passes, and is rolled back.
+    (latency,) = judge_template(ns, prometheus.address)["spec"]["metrics"]
+    errors = {
+        **latency,
+        "name": "errors",
+        "judge": {**latency["judge"], "waitForData": "20s"},
+        "provider": {
+            "prometheus": {
+                "address": prometheus.address,
+                "query": f'{ERRORS}{{version="{{{{judge.version}}}}"}}',
+            }
+        },
+    }
+    await rt_client.patch(
+        TEMPLATE, "latency-judge", {"spec": {"metrics": [latency, errors]}}, namespace=ns
+    )
+    traffic.medians["v4"] = 100.0
+    await prometheus.wait_for(f"count({LATENCY})", lambda v: v == 3)
+    await env.target_group("web-v4", "v4")
+    st = await wait_status(
+        rt_client,
+        ns,
+        lambda s: s.get("health") == "Degraded" and "v4" in (s.get("message") or ""),
+        within=180,
+    )
+    assert "version v4 failed" in st["message"], st
+    assert st.get("stableVersion") == "v3", st
+    assert await env.rule_becomes({"web-v3": 100}), await env.rule_weights()
+    blocklist = await rt_client.get(BLOCKLIST, "web", ns)
+    assert [i["version"] for i in blocklist["spec"]["items"]] == ["v2", "v4"]
+    (run,) = await runs_of(rt_client, ns, "v4")
+    status = run["status"]
+    assert status["phase"] == "Failed", status
+    assert status["judgment"]["score"] == 0, status["judgment"]
+    assert "1 of 2 judged metrics have no data" in status["judgment"]["message"], status
+    by_name = {r["name"]: r for r in status["metricResults"]}
+    assert by_name["errors"]["judgment"]["classification"] == "NoData", by_name["errors"]
+    assert by_name["latency"]["judgment"]["classification"] in ("Pass", "High"), by_name
     assert not okra.error_lines(), okra.last_lines()

@@ -181,6 +181,10 @@ def test_values_reach_the_manifests() -> None:
         assert flag in c["args"]
     assert c["image"] == "okra-manager:v9"
 
+    lease = ("--leader-elect-lease-duration=15", "--leader-elect-renew-deadline=10")
+    assert set(lease) <= set(c["args"]), "controller-runtime's lease timing by default"
+    short = _container(render("--set", "leaderElection.leaseDuration=8"))["args"]
+    assert "--leader-elect-lease-duration=8" in short
     off = render("--set", "leaderElection.enabled=false")
     assert not _by_kind(off, "Role")
     assert "--leader-elect" not in _container(off)["args"]

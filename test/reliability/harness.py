@@ -35,6 +35,15 @@ from tcpproxy import StallingProxy
 
 ALB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSApplicationLoadBalancerConfig")
 WRITES = {"ModifyRule", "CreateRule"}
+LEASE, RENEW_DEADLINE, RETRY_PERIOD = 8.0, 5.0, 1.0
+"""Seconds: the leader tests' lease, shorter than okra-manager's default 15/10/2 so a
+takeover after a kill or a partition takes about half as long."""
+LEADER_ELECT = [
+    "--leader-elect",
+    f"--leader-elect-lease-duration={LEASE:g}",
+    f"--leader-elect-renew-deadline={RENEW_DEADLINE:g}",
+    f"--leader-elect-retry-period={RETRY_PERIOD:g}",
+]
 """The ELBv2 operations that change okra's rule."""
 
 

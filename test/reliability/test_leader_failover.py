@@ -1,7 +1,8 @@
 """Leader failover between okra-managers run with --leader-elect, each behind its own
 AWS proxy (so every AWS write is attributed to the process that made it).
 
-SIGKILL of the leader mid-rollout: the standby takes over once the lease expires (15 s)
+SIGKILL of the leader mid-rollout: the standby takes over once the lease expires (8 s here,
+set with --leader-elect-lease-duration)
 and carries on at the same step with the same rollout id. SIGTERM (a rolling update):
 the leader releases the lease and the standby, which watches the Lease, takes over at
 once. The proxies' write logs show no interleaving: each leader's ModifyRule calls come
@@ -21,7 +22,7 @@ from e2e.conftest import Env, OkraManager, cell_obj, promote, wait_status
 from faultproxy import FaultProxy
 from okra_runtime import Client
 
-from .harness import WRITES, World
+from .harness import LEADER_ELECT, LEASE, RETRY_PERIOD, WRITES, World
 
 
 @pytest.mark.timeout(600)
@@ -30,8 +31,7 @@ async def test_sigkill_waits_for_the_lease_sigterm_hands_over_at_once(world: Wor
     for p in proxies:
         await p.start()
     a, b, c = (
-        world.manager(n, aws=p, args=["--leader-elect"])
-        for n, p in zip("abc", proxies, strict=True)
+        world.manager(n, aws=p, args=LEADER_ELECT) for n, p in zip("abc", proxies, strict=True)
     )
     try:
         await _failover(world.env, world.client, world.ns, a, b, c, proxies)
@@ -100,7 +100,8 @@ async def _failover(
         times = [t for t, op in p.calls if op in WRITES]
         spans.append((name, min(times) if times else None, max(times) if times else None))
     print(
-        f"\nSIGKILL of the leader: standby leads after {sigkill_takeover:.1f}s (lease 15 s), "
+        f"\nSIGKILL of the leader: standby leads after {sigkill_takeover:.1f}s "
+        f"(lease {LEASE:g} s), "
         f"same rollout {after['rolloutId']}; SIGTERM: standby leads after "
         f"{sigterm_takeover:.2f}s ({handover:.2f}s after the lease was released); "
         "AWS writes per manager: "
@@ -113,8 +114,8 @@ async def _failover(
     written = [(first, last) for _, first, last in spans if first is not None and last]
     assert len(written) == 3, spans
     assert all(prev[1] < nxt[0] for prev, nxt in itertools.pairwise(written))
-    assert sigkill_takeover <= 15 + 2 * 2 + 5  # lease + two retry periods, with slack
+    assert sigkill_takeover <= LEASE + 2 * RETRY_PERIOD + 5  # lease + two retries, with slack
     # Released, not expired: the standby watches the Lease and takes it at once
     # (0.02-0.06 s alone; up to 3.7 s seen with another test sharing the two cores).
-    assert sigterm_takeover < 15
+    assert sigterm_takeover < LEASE
     assert handover < 5

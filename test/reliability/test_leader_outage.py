@@ -3,8 +3,9 @@
 Two okra-managers with leader election: the leader (a) reaches kube-apiserver through a
 TCP proxy, the standby (b) directly; each has its own AWS proxy, so every AWS write is
 attributed. The proxy partitions a from the server (connections hang, nothing is refused)
-for longer than the lease (15 s): a cannot renew, so at the renew deadline (10 s) it stops
-(a renewal hanging on a dead connection is abandoned there) and exits non-zero, as
+for longer than the lease (8 s here, with --leader-elect-lease-duration): a cannot renew,
+so at the renew deadline (5 s) it stops (a renewal hanging on a dead connection is
+abandoned there) and exits non-zero, as
 controller-runtime's managers do; b takes the expired lease and carries the rollout on.
 a is restarted (as a kubelet would) once the server is back and stands by; b is then
 stopped with SIGTERM (a rolling update) and the restarted a takes over and finishes.
@@ -27,9 +28,19 @@ import pytest
 from e2e.conftest import PAUSE, RUN, cell_obj, promote, wait_status
 from tcpproxy import StallingProxy
 
-from .harness import WRITES, Sampler, World, rollout_ids, via
+from .harness import (
+    LEADER_ELECT,
+    LEASE,
+    RENEW_DEADLINE,
+    RETRY_PERIOD,
+    WRITES,
+    Sampler,
+    World,
+    rollout_ids,
+    via,
+)
 
-OUTAGE = 25.0  # > lease duration (15 s) > renew deadline (10 s)
+OUTAGE = LEASE + 6  # > lease duration > renew deadline
 
 
 @pytest.mark.timeout(600)
@@ -40,7 +51,7 @@ async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes
     host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
     tcp = StallingProxy(host, int(port))
     await tcp.start()
-    leader_elect = ["--leader-elect"]
+    leader_elect = LEADER_ELECT
     try:
         async with world.aws_proxy() as pa, world.aws_proxy() as pb, Sampler(env) as sampler:
             kubeconfig = via(control_plane, tcp, world.tmp / "a-via.kubeconfig")
@@ -107,8 +118,9 @@ async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes
     pauses = [p["metadata"]["name"] for p in (await c.list(PAUSE, ns)).items]
     shares = sampler.shares("v2")
     print(
-        f"\nAPI server partitioned from the leader for {OUTAGE:.0f} s (lease 15 s, renew deadline "
-        f"10 s): it stopped leading {(a_lost - cut_wall).total_seconds():.1f}s into it and "
+        f"\nAPI server partitioned from the leader for {OUTAGE:.0f} s (lease {LEASE:g} s, renew "
+        f"deadline {RENEW_DEADLINE:g} s): it stopped leading "
+        f"{(a_lost - cut_wall).total_seconds():.1f}s into it and "
         f"exited with code {rc} (seen {a_exited:.1f}s into it); the standby led "
         f"{b_leads:.1f}s into it and moved the rollout from step {before['currentStepIndex']} "
         f"to {after['currentStepIndex']} ({(b_took_over - a_lost).total_seconds():.1f}s after a "
@@ -121,7 +133,7 @@ async def test_a_leader_cut_off_longer_than_its_lease_exits_and_the_rollout_goes
     # The cut-off leader stopped before the standby took over (both clocks are this
     # machine's): never two leaders.
     assert a_lost < b_took_over, (a_lost, b_took_over)
-    assert b_leads <= 15 + 2 * 2 + 10  # the lease + two retry periods, with slack
+    assert b_leads <= LEASE + 2 * RETRY_PERIOD + 10  # the lease + two retry periods, with slack
     # The cut-off leader wrote nothing to AWS once the standby had started writing.
     first_b = min(b_writes)
     assert all(t < first_b for t in a_writes if t < terminated)

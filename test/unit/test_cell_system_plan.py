@@ -626,3 +626,26 @@ def test_every_end_a_system_can_reach_is_still() -> None:
         if end == "Reverted":
             assert web.message.count("rolled back") == 1, web.message
             assert (st.message or "").count("rolled back") == 1, st.message
+
+
+def test_traffic_confirmation_is_per_application() -> None:
+    """An application with `trafficConfirmation` has its Cell confirm each weight step by
+    traffic (it asks for a reading once the window after the change has passed); one
+    without walks on the weights alone."""
+    confirm = {"window": "2s", "tolerance": 5, "minRequests": 10, "deadline": "10s"}
+    w = rolled_out([app("web", "web", 50, trafficConfirmation=confirm), app("api", "api", 100)])
+    cells = {c["metadata"]["name"]: c for c in w.objects["cells"]}
+    assert cells["sys-web"]["spec"]["trafficConfirmation"] == confirm
+    assert "trafficConfirmation" not in cells["sys-api"]["spec"]
+    w.run(15)
+    web = w.children["web"]
+    assert any(p.needs_traffic is not None for p in web.history)  # no reading comes here
+    assert web.status.traffic is not None
+    assert web.status.traffic.verdict == "Waiting"
+    assert w.weights("web") == {
+        "sys-web-web-1-v1": 25,
+        "sys-web-web-1-v2": 25,
+        "sys-web-web-2-v1": 25,
+        "sys-web-web-2-v2": 25,
+    }  # held at the first step: it is never confirmed without traffic
+    assert not any(p.needs_traffic is not None for p in w.children["api"].history)

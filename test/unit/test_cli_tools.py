@@ -318,3 +318,40 @@ def test_help_imports_no_client_and_no_models() -> None:
     heavy = {"kubernetes_asyncio", "pydantic", "aiohttp", "yaml", "okra_controllers.cell"}
     assert modules & heavy == set()
     assert "asyncio" not in modules
+
+
+JUDGED = """\
+apiVersion: okra.mumo.co/v1alpha1
+kind: {kind}
+metadata:
+  name: judged
+spec:
+  judgment:
+    groupWeights: {{latncy: 60}}
+  metrics:
+  - name: p99
+    judge: {{groups: [latency], effectSize: {{measure: cles, allowedIncrease: 1.2}}}}
+    provider:
+      prometheus: {{address: "http://p", query: 'x{{v="{{{{judge.version}}}}"}}'}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "level"), [("AnalysisTemplate", "warning"), ("AnalysisRun", "error")]
+)
+def test_judge_settings_a_run_would_refuse_are_reported(kind: str, level: str) -> None:
+    linter = lint_texts([("judged.yaml", JUDGED.format(kind=kind))])
+    got = [(p.level, p.path, p.message) for p in linter.problems]
+    assert got == [
+        (
+            level,
+            "spec",
+            "spec.metrics[0] (p99).judge.effectSize.allowedIncrease: a CLES is a share between "
+            "0 and 1, not 1.2",
+        ),
+        (
+            level,
+            "spec",
+            "spec.judgment.groupWeights.latncy: no judged metric is in this group (judge.groups)",
+        ),
+    ]

@@ -16,6 +16,7 @@ from okra_controllers.analysis.judge import (
     DEFAULT_TOLERANCE,
     Classification,
     MetricJudgment,
+    Scored,
     Summary,
     classify,
     describe,
@@ -52,19 +53,31 @@ def test_faster_canary_beyond_tolerance_is_low() -> None:
     assert j.classification == "Low"
 
 
-def test_significant_shift_within_tolerance_passes() -> None:
-    # +10 % is certainly significant at 1000 samples with this spread, but tolerated.
-    j = classify(_normal(110, 1000, 1, sd=2), _normal(100, 1000, 2, sd=2))
-    assert j.p_value is not None
-    assert j.p_value < 1e-6
-    assert j.classification == "Pass"
-    # with no tolerance the same shift is High
-    assert (
-        classify(
-            _normal(110, 1000, 1, sd=2), _normal(100, 1000, 2, sd=2), tolerance=0
-        ).classification
-        == "High"
-    )
+def test_tolerance_is_a_share_of_the_estimated_shift_as_in_kayenta() -> None:
+    # Kayenta bounds the shift's confidence interval by tolerance x |its estimate|: a
+    # certain +10 % is High at the default 0.25 (the interval is far above 2.5)...
+    canary, baseline = _normal(110, 1000, 1, sd=2), _normal(100, 1000, 2, sd=2)
+    j = classify(canary, baseline)
+    assert j.classification == "High"
+    assert j.estimate == pytest.approx(10, abs=0.3)
+    # ... and tolerance 1 never flags: the interval's lower end cannot exceed the estimate.
+    assert classify(canary, baseline, tolerance=1).classification == "Pass"
+    # To let a small certain change pass, Kayenta (and okra) set an effect-size threshold.
+    assert classify(canary, baseline, allowed_increase=1.2).classification == "Pass"
+    assert classify(canary, baseline, allowed_increase=1.05).classification == "High"
+
+
+def test_the_judgment_does_not_depend_on_the_metrics_scale() -> None:
+    # Kayenta's root solver has an absolute tolerance of 1e-4; okra's statistic has none.
+    canary, baseline = np.array(_normal(112, 60, 5)), np.array(_normal(100, 60, 6))
+    at_scale = classify(canary, baseline, direction="increase")
+    assert at_scale.classification == "High"
+    assert at_scale.estimate is not None
+    for factor in (1e-4, 1e-6, 1e6):
+        scaled = classify(canary * factor, baseline * factor, direction="increase")
+        assert scaled.classification == "High"
+        assert scaled.p_value == pytest.approx(at_scale.p_value)
+        assert scaled.estimate == pytest.approx(at_scale.estimate * factor)
 
 
 @pytest.mark.parametrize(
@@ -99,6 +112,47 @@ def test_nan_and_infinity_are_dropped_before_judging() -> None:
     assert j.canary.count == 30
     assert j.baseline.count == 30
     assert j.classification == "Pass"
+
+
+def test_nan_strategy_replace_reads_nan_as_zero() -> None:
+    canary = [math.nan] * 25 + [1.0] * 5
+    baseline = [0.0] * 25 + [1.0] * 5
+    j = classify(canary, baseline, nan_strategy="replace")
+    assert (j.classification, j.canary.count) == ("Pass", 30)  # the same values
+    j = classify(canary, baseline)  # removed: 5 canary points, fewer than 10
+    assert (j.classification, j.canary.count) == ("NoData", 5)
+    # all NaN on a side is no data either way (Kayenta passes it with replace)
+    assert classify([], _normal(100, 20, 2), nan_strategy="replace").classification == "NoData"
+
+
+def test_outliers_remove_drops_values_beyond_kayentas_fences() -> None:
+    baseline = _normal(100, 50, 2)
+    canary = [*_normal(100, 48, 1), 10_000.0, 12_000.0]
+    kept = classify(canary, baseline, direction="increase")
+    removed = classify(canary, baseline, direction="increase", outlier_factor=3.0)
+    # Kayenta's fences reach at least p1 and p99: of two far values only the farthest goes
+    assert (kept.canary.count, removed.canary.count) == (50, 49)
+    assert removed.canary.p90 is not None
+    assert max(removed.canary.p90, 10_000.0) == 10_000.0
+    assert classify(canary, baseline, outlier_factor=3.0).canary.total < kept.canary.total - 11e3
+
+
+def test_cles_effect_size_thresholds() -> None:
+    canary, baseline = _normal(115, 100, 1), _normal(100, 100, 2)
+    assert classify(canary, baseline, effect_measure="cles").classification == "High"
+    assert (
+        classify(canary, baseline, effect_measure="cles", allowed_increase=0.95).classification
+        == "Pass"
+    )
+
+
+def test_critical_effect_size_decides_a_critical_failure() -> None:
+    canary, baseline = _normal(140, 100, 1), _normal(100, 100, 2)
+    j = classify(canary, baseline, critical=True)
+    assert (j.classification, j.critical) == ("High", True)
+    j = classify(canary, baseline, critical=True, critical_increase=2.0)
+    assert (j.classification, j.critical) == ("High", False)
+    assert classify(canary, baseline).critical is False  # not a critical metric
 
 
 def test_only_nan_is_no_data() -> None:
@@ -147,8 +201,12 @@ def test_all_equal_on_both_sides_passes_with_p_one() -> None:
 
 
 def test_all_equal_but_different_values_are_judged() -> None:
+    # Kayenta adds noise to two one-valued samples; the tie-corrected test needs none.
     assert classify([200.0] * 30, [100.0] * 30).classification == "High"
-    assert classify([101.0] * 30, [100.0] * 30).classification == "Pass"  # within 25 %
+    # a certain +1 % is High, as in Kayenta (its tolerance is of the shift itself) ...
+    assert classify([101.0] * 30, [100.0] * 30).classification == "High"
+    # ... unless an effect size allows it
+    assert classify([101.0] * 30, [100.0] * 30, allowed_increase=1.05).classification == "Pass"
 
 
 def test_zero_baseline_has_no_tolerance_and_no_effect_size() -> None:
@@ -217,21 +275,76 @@ def test_score_thresholds_pass_marginal_fail() -> None:
     assert score([("a", "Pass", False)], pass_score=100, marginal_score=100).outcome == "Pass"
 
 
-def test_no_data_metrics_are_left_out_of_the_score() -> None:
-    s = score([("a", "Pass", False), ("b", "NoData", False)])
-    assert (s.outcome, s.score, s.judged) == ("Pass", 100.0, 1)
+def test_no_data_metrics_are_left_out_of_the_score_below_half() -> None:
+    s = score([("a", "Pass", False), ("b", "Pass", False), ("c", "NoData", False)])
+    assert (s.outcome, s.score, s.judged) == ("Pass", 100.0, 2)
 
 
-def test_a_critical_metric_without_data_keeps_the_run_from_passing() -> None:
-    s = score([("a", "Pass", False), ("errors", "NoData", True)])
-    assert (s.outcome, s.score) == ("NoData", 100.0)
-    assert score([("a", "High", False), ("errors", "NoData", True)]).outcome == "Fail"
+@pytest.mark.parametrize(("passing", "nodata"), [(1, 1), (9, 10), (0, 1), (0, 3), (2, 2)])
+def test_half_or_more_without_data_fails_the_run(passing: int, nodata: int) -> None:
+    # Kayenta's rule: 50 % or more of the metrics NoData fails the run (score 0).
+    metrics: list[tuple[str, Classification, bool]] = [
+        *((f"p{i}", "Pass", False) for i in range(passing)),
+        *((f"n{i}", "NoData", False) for i in range(nodata)),
+    ]
+    s = score(metrics)
+    assert (s.outcome, s.score) == ("Fail", 0.0)
+    assert f"{nodata} of {passing + nodata} judged metrics have no data" in s.reason
 
 
-def test_only_no_data_is_no_data_never_pass() -> None:
-    s = score([("a", "NoData", False), ("b", "NoData", True)])
-    assert (s.outcome, s.score) == ("NoData", None)
+def test_must_have_data_counts_no_data_as_a_failing_metric() -> None:
+    s = score(
+        [
+            Scored("a", "Pass"),
+            Scored("b", "Pass"),
+            Scored("c", "Pass"),
+            Scored("errors", "NoData", must_have_data=True),
+        ]
+    )
+    assert (s.outcome, s.score, s.judged) == ("Marginal", 75.0, 4)  # Kayenta: NodataFailMetric
+
+
+def test_a_critical_metric_without_data_fails_the_run() -> None:
+    s = score([("a", "Pass", False), ("b", "Pass", False), ("errors", "NoData", True)])
+    assert (s.outcome, s.score, s.failed_critical) == ("Fail", 0.0, ("errors",))
+
+
+def test_critical_and_no_data_failures_fail_whatever_the_thresholds() -> None:
+    for metrics in ([("a", "High", True)], [("a", "Pass", False), ("b", "NoData", False)]):
+        s = score(metrics, pass_score=0, marginal_score=0)  # type: ignore[arg-type]
+        assert (s.outcome, s.score) == ("Fail", 0.0)
+
+
+def test_no_judged_metric_is_no_data_never_pass() -> None:
     assert score([]).outcome == "NoData"
+
+
+def test_groups_are_weighted() -> None:
+    metrics = [
+        Scored("p99", "Pass", groups=("latency",)),
+        Scored("p50", "High", groups=("latency",)),
+        Scored("errors", "Pass", groups=("errors",)),
+    ]
+    assert score(metrics).score == 75.0  # 50 and 100, equal shares
+    assert score(metrics, group_weights={"errors": 80}).score == 90.0  # 0.2 x 50 + 0.8 x 100
+    s = score(metrics, group_weights={"latency": 100, "errors": 0})
+    assert (s.score, s.outcome, dict(s.groups)) == (50.0, "Fail", {"latency": 50, "errors": 100})
+
+
+def test_a_group_without_data_scores_zero_never_passes() -> None:
+    metrics = [
+        Scored("p99", "Pass", groups=("latency",)),
+        Scored("p50", "Pass", groups=("latency",)),
+        Scored("errors", "NoData", groups=("errors",)),
+    ]
+    s = score(metrics)  # Kayenta: 100 (the group weighs as 100)
+    assert (s.score, s.outcome) == (50.0, "Fail")
+
+
+def test_a_critical_high_below_its_critical_effect_size_only_counts_in_the_score() -> None:
+    many = [Scored(f"m{i}", "Pass") for i in range(9)]
+    s = score([*many, Scored("errors", "High", critical=True, critical_failure=False)])
+    assert (s.outcome, s.score, s.failed_critical) == ("Pass", 90.0, ())
 
 
 def test_a_critical_metric_fails_the_run_alone() -> None:

@@ -35,17 +35,17 @@ def judged(name: str = "m", critical: bool = False, **kw: Any) -> Metric:
 
 
 def result(*labels: str, name: str = "m", at: datetime.datetime = T0) -> MetricResult:
+    """A judged metric's result; "High!" is a High past the critical effect size."""
     r = MetricResult(name=name, phase="Running")
-    for label in labels:
+    for mark in labels:
+        label = mark.rstrip("!")
         if label == "Error":
             m = Measurement(phase="Error", started_at=at, finished_at=at)
         else:
-            m = Measurement(
-                phase=PHASE[label],
-                started_at=at,
-                finished_at=at,
-                metadata={verdict.CLASSIFICATION: label},
-            )
+            meta = {verdict.CLASSIFICATION: label}
+            if mark.endswith("!"):
+                meta[verdict.CRITICAL_FAILURE] = "true"
+            m = Measurement(phase=PHASE[label], started_at=at, finished_at=at, metadata=meta)
             r.judgment = MetricJudgmentStatus(
                 classification=label,  # type: ignore[arg-type]
                 canary=SampleSummary(),
@@ -94,7 +94,9 @@ def test_count_counts_judgments_with_data_and_the_last_decides() -> None:
 
 def test_critical_high_fails_at_once_others_wait_for_count() -> None:
     m = judged(critical=True, interval="1m", count=5)
-    assert verdict.assess_metric(m, result("High"), False, T0, at(1)) == "Failed"
+    assert verdict.assess_metric(m, result("High!"), False, T0, at(1)) == "Failed"
+    # below its critical effect size a critical metric's High waits like any other
+    assert verdict.assess_metric(m, result("High"), False, T0, at(1)) == "Running"
     soft = judged(interval="1m", count=5)
     assert verdict.assess_metric(soft, result("High"), False, T0, at(1)) == "Running"
 
@@ -167,7 +169,7 @@ def test_score_thresholds_from_the_judgment() -> None:
 
 def test_critical_failure_terminates_and_fails_the_run() -> None:
     metrics = [judged("errors", critical=True), judged("lat", interval="1m", count=5)]
-    results = {"errors": result("High", name="errors"), "lat": result("Pass", name="lat")}
+    results = {"errors": result("High!", name="errors"), "lat": result("Pass", name="lat")}
     v = verdict.assess_run(metrics, results, False, set(), T0, at(1))
     assert v.phase == "Failed"
     assert results["lat"].phase == "Successful"  # ended by the termination, last judgment
@@ -175,12 +177,78 @@ def test_critical_failure_terminates_and_fails_the_run() -> None:
     assert v.judgment.score == 0
 
 
-def test_all_no_data_run_is_inconclusive() -> None:
+def test_a_critical_high_below_its_critical_effect_size_counts_through_the_score() -> None:
+    metrics = [judged("errors", critical=True), *(judged(f"m{i}") for i in range(9))]
+    results = {"errors": result("High", name="errors")}
+    results.update({f"m{i}": result("Pass", name=f"m{i}") for i in range(9)})
+    v = verdict.assess_run(metrics, results, False, set(), T0, at(1))
+    assert v.phase == "Successful"  # 90
+    assert v.judgment is not None
+    assert v.judgment.score == 90
+
+
+def test_all_no_data_run_fails() -> None:
     metrics = [judged("a"), judged("b")]
     results = {"a": result("NoData", name="a"), "b": result("NoData", name="b")}
     v = verdict.assess_run(metrics, results, False, set(), T0, at(6))
-    assert v.phase == "Inconclusive"
-    assert v.message.startswith("judgment NoData: no data")
+    assert v.phase == "Failed"
+    assert v.message.startswith(
+        "judgment Fail: score 0 (pass 90, marginal 75); 2 of 2 judged metrics have no data"
+    )
+
+
+def test_half_the_metrics_without_data_fails_the_run() -> None:
+    for passing, nodata in ((1, 1), (9, 10)):
+        names = [f"p{i}" for i in range(passing)] + [f"n{i}" for i in range(nodata)]
+        results = {n: result("Pass" if n[0] == "p" else "NoData", name=n) for n in names}
+        v = verdict.assess_run([judged(n) for n in names], results, False, set(), T0, at(6))
+        assert v.phase == "Failed", (passing, nodata)
+        assert v.judgment is not None
+        assert v.judgment.score == 0
+
+
+def test_a_critical_metric_without_data_fails_the_run() -> None:
+    metrics = [judged("errors", critical=True), judged("a"), judged("b")]
+    results = {n: result("Pass", name=n) for n in ("a", "b")}
+    results["errors"] = result("NoData", name="errors")
+    v = verdict.assess_run(metrics, results, False, set(), T0, at(6))
+    assert v.phase == "Failed"
+    assert "critical: errors" in v.message
+
+
+def test_group_weights_are_checked_against_the_metrics_groups() -> None:
+    metrics = [
+        Metric.model_validate({"name": "a", "provider": PROM, "judge": {"groups": ["latency"]}}),
+        judged("b"),
+    ]
+    ok = Judgment.model_validate({"groupWeights": {"latency": 60, "default": 40}})
+    assert verdict.judgment_problems(metrics, ok) == []
+    bad = Judgment.model_validate({"groupWeights": {"latncy": 60}})
+    assert verdict.judgment_problems(metrics, bad) == [
+        "spec.judgment.groupWeights.latncy: no judged metric is in this group (judge.groups)"
+    ]
+    over = Judgment.model_validate({"groupWeights": {"latency": 80, "default": 30}})
+    assert verdict.judgment_problems(metrics, over) == [
+        "spec.judgment.groupWeights: the weights add up to 110, more than 100"
+    ]
+    short = Judgment.model_validate({"groupWeights": {"latency": 50, "default": 30}})
+    assert verdict.judgment_problems(metrics, short) == [
+        "spec.judgment.groupWeights: every group has a weight and they add up to 80, not 100"
+    ]
+
+
+def test_a_cles_threshold_above_one_is_refused() -> None:
+    m = Metric.model_validate(
+        {
+            "name": "a",
+            "provider": PROM,
+            "judge": {"effectSize": {"measure": "cles", "allowedIncrease": 1.2}},
+        }
+    )
+    assert verdict.judgment_problems([m], None) == [
+        "spec.metrics[0] (a).judge.effectSize.allowedIncrease: a CLES is a share between 0 "
+        "and 1, not 1.2"
+    ]
 
 
 def test_judged_and_threshold_metrics_combine_worst_first() -> None:

@@ -2,9 +2,10 @@
 
 A Check's provider query is templated with `{{.Vars.NAME}}` from `spec.vars`,
 which whoever writes the Check fills in (seed 002 names `eksClusterName`,
-`albListenerARN`, `targetGroupARN`). okra does not create Checks itself yet: no
-controller makes one per cluster of a Cell, so a Check runs only when a user or
-another tool writes it. Every `interval` (and at once when the spec changes)
+`albListenerARN`, `targetGroupARN`). A system Cell writes its applications' Checks
+itself, one per cluster where the rendered queries differ (`cell.system.children`,
+docs/system-cells.md); a user or another tool may write one too. Every `interval`
+(and at once when the spec changes)
 it measures, judges the result (conditions, then `min`/`max` for numbers),
 appends to a bounded history, and sets `status.lastPassed`, `status.lastRunTime`
 and `status.analysis.observedHash` (the `analysis-hash` annotation it ran with,
@@ -19,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from pydantic import ValidationError
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
@@ -37,6 +37,7 @@ from okra_controllers.api.v1alpha1.analysis import (
 )
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
+from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
 from okra_controllers.templating import Syntax, TemplateError, render
@@ -116,17 +117,10 @@ class CheckReconciler:
         self.read_secret = secret_reader(client)
 
     async def reconcile(self, req: Request) -> Result | None:
-        raw = self.checks.get(req.name, req.namespace)
-        if raw is None:
+        loaded = load_or_report(self.checks, req, Check, self.events, reason="InvalidCheck")
+        if loaded is None:
             return None
-        try:
-            check = Check.model_validate(raw)
-        except ValidationError as e:
-            err = e.errors()[0]
-            self.events.event(
-                raw, "Warning", "InvalidCheck", f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
-            )
-            return None
+        raw, check = loaded
         spec = check.spec
         status = check.status or CheckStatus()
         interval = parse_duration(spec.interval)

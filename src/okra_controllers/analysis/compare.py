@@ -24,7 +24,7 @@ from okra_controllers.analysis import judge
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.providers import cloudwatch, datadog, prometheus
 from okra_controllers.analysis.providers.base import ProviderContext, ProviderError
-from okra_controllers.api.v1alpha1.analysis import Judgment, Metric, MetricJudge
+from okra_controllers.api.v1alpha1.analysis import EffectSize, Judgment, Metric, MetricJudge
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.templating import Syntax, TemplateError, render
 
@@ -133,6 +133,8 @@ async def take(
     canary, baseline = await asyncio.gather(
         *(_samples(metric.provider, settings, side, ctx, start, now) for side in pair)
     )
+    effect = settings.effect_size or EffectSize()
+    outliers = settings.outliers
     return judge.classify(
         canary,
         baseline,
@@ -141,4 +143,14 @@ async def take(
         tolerance=settings.tolerance,
         min_samples=settings.min_samples,
         min_total=settings.min_total,
+        nan_strategy=settings.nan_strategy,
+        outlier_factor=(
+            outliers.outlier_factor if outliers and outliers.strategy == "remove" else None
+        ),
+        effect_measure=effect.measure,
+        allowed_increase=effect.allowed_increase,
+        allowed_decrease=effect.allowed_decrease,
+        critical=settings.critical,
+        critical_increase=effect.critical_increase,
+        critical_decrease=effect.critical_decrease,
     )

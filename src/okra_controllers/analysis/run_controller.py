@@ -22,7 +22,6 @@ from typing import Any
 
 import structlog
 from prometheus_client import Counter
-from pydantic import ValidationError
 
 from okra_controllers.analysis import compare, judge, verdict
 from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
@@ -47,6 +46,7 @@ from okra_controllers.api.v1alpha1.analysis import (
     Phase,
     SampleSummary,
 )
+from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
 from okra_controllers.templating import ARGS, TemplateError, render
@@ -177,23 +177,23 @@ class AnalysisRunReconciler:
         self.clock = clock
         self.read_secret = secret_reader(client)
 
+    # Long on purpose: one pass of a run (measure, judge, status) in Argo Rollouts' order.
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.runs.get(req.name, req.namespace)
         if raw is None:
             return None
-        try:
-            run = AnalysisRun.model_validate(raw)
-        except ValidationError as e:
-            await self._fail(
-                raw, f"invalid AnalysisRun: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}"
-            )
+        run, problem = validated(AnalysisRun, raw)
+        if run is None:
+            await self._fail(raw, f"invalid AnalysisRun: {problem}")
             return None
         status = run.status or AnalysisRunStatus()
         if status.phase in verdict.COMPLETED:
             return None
         metrics = run.spec.metrics
         if status.metric_results is None:
-            problems = validate_metrics(metrics)
+            problems = validate_metrics(metrics) + verdict.judgment_problems(
+                metrics, run.spec.judgment
+            )
             if problems:
                 await self._fail(raw, "analysis spec invalid: " + "; ".join(problems))
                 return None
@@ -203,7 +203,9 @@ class AnalysisRunReconciler:
         dry = verdict.dry_run_names(metrics, run.spec.dry_run)
         for r in results.values():
             r.dry_run = r.name in dry or None
-        terminating = verdict.is_terminating(run.spec.terminate, results.values(), dry)
+        terminating = verdict.is_terminating(
+            run.spec.terminate, results.values(), dry, verdict.soft_metrics(metrics, results)
+        )
         due = verdict.due_metrics(metrics, results, started_at, now, terminating, self.error_retry)
         secrets: list[str] = []
         judgment = run.spec.judgment
@@ -364,7 +366,9 @@ class AnalysisRunReconciler:
             baseline=_summary(j.baseline),
             p_value=j.p_value,
             effect_size=j.effect_size,
+            ratio=j.ratio,
             critical=metric.judge.critical or None,
+            critical_failure=j.critical or None,
             message=line,
         )
         phase: Phase = {
@@ -379,6 +383,7 @@ class AnalysisRunReconciler:
             value=j.classification,
             metadata={
                 verdict.CLASSIFICATION: j.classification,
+                **({verdict.CRITICAL_FAILURE: "true"} if j.critical else {}),
                 "canary": f"{pair[0].version} ({j.canary.count} points)",
                 "baseline": f"{pair[1].version} ({j.baseline.count} points)",
             },

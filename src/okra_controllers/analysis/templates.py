@@ -26,6 +26,7 @@ from okra_controllers.api.v1alpha1.analysis import (
     Argument,
 )
 from okra_controllers.api.v1alpha1.common import API_VERSION
+from okra_controllers.api.validation import problems
 from okra_runtime.client import Client
 from okra_runtime.errors import NoKindMatchError, NotFoundError
 
@@ -74,9 +75,7 @@ def _spec(template: dict[str, Any]) -> AnalysisTemplateSpec:
 
 
 def _short(e: ValidationError) -> str:
-    return "; ".join(
-        f"spec.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()[:5]
-    )
+    return "; ".join(f"spec.{problem}" for problem in problems(e)[:5])
 
 
 async def build_run(

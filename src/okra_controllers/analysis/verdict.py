@@ -27,12 +27,14 @@ Where okra departs from Argo, on purpose (docs/judge.md):
   have data; a NoData judgment is not counted and the metric measures again (at
   `interval`, else every 10 s) until `judge.waitForData` from the run's start, then
   ends Inconclusive. A judged metric's phase follows its last judgment (Pass:
-  Successful, High/Low: Failed, NoData: Inconclusive) but, unless `critical`, it
-  neither ends the run early nor fails it: the run's judged metrics are scored
-  together (`judge.score`) once all are done, and the score's outcome (Pass:
-  Successful, Marginal or NoData: Inconclusive, Fail: Failed) joins the other
-  metrics' phases. failureLimit and inconclusiveLimit do not apply to judged
-  metrics; consecutiveErrorLimit does.
+  Successful, High/Low: Failed, NoData: Inconclusive) but, unless it is a critical
+  failure (a critical metric's High/Low past its critical effect size, or a critical
+  metric ending without data), it neither ends the run early nor fails it: the run's
+  judged metrics are scored together (`judge.score`, Kayenta's scorer: half or more
+  NoData fails) once all are done, and the score's outcome (Pass: Successful,
+  Marginal or NoData: Inconclusive, Fail: Failed) joins the other metrics' phases.
+  failureLimit and inconclusiveLimit do not apply to judged metrics;
+  consecutiveErrorLimit does.
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ def limits_verdict(metric: Metric, result: MetricResult) -> tuple[Phase | None, 
 
 CLASSIFICATION = "classification"
 """Measurement metadata key of a judged measurement's classification."""
+CRITICAL_FAILURE = "criticalFailure"
+"""Measurement metadata key set ("true") on a critical metric's High/Low past its critical
+effect size: it fails the run."""
 _CLASS_PHASE: dict[str, Phase] = {
     "Pass": "Successful",
     "High": "Failed",
@@ -146,13 +151,24 @@ def is_no_data(m: Measurement) -> bool:
     return classification(m) == "NoData"
 
 
-def last_judged(result: MetricResult) -> str:
-    """The classification of the metric's last judgment with data (NoData if none)."""
+def _last_with_data(result: MetricResult) -> Measurement | None:
     for m in reversed(result.measurements):
         c = classification(m)
         if c is not None and c != "NoData":
-            return c
-    return "NoData"
+            return m
+    return None
+
+
+def last_judged(result: MetricResult) -> str:
+    """The classification of the metric's last judgment with data (NoData if none)."""
+    m = _last_with_data(result)
+    return "NoData" if m is None else classification(m) or "NoData"
+
+
+def critical_failed(result: MetricResult) -> bool:
+    """The metric's last judgment with data is a critical failure."""
+    m = _last_with_data(result)
+    return m is not None and (m.metadata or {}).get(CRITICAL_FAILURE) == "true"
 
 
 def _data_deadline(metric: Metric, started_at: datetime.datetime) -> datetime.datetime:
@@ -181,7 +197,7 @@ def _assess_judged(
     if result.consecutive_error > error_limit:
         return "Error"
     judged = last_judged(result)
-    if metric.judge.critical and judged in ("High", "Low"):
+    if metric.judge.critical and critical_failed(result):
         return "Failed"
     count = effective_count(metric)
     if count is not None and result.count >= count:
@@ -224,9 +240,20 @@ def assess_metric(
     return "Successful" if terminating else "Running"
 
 
-def soft_metrics(metrics: Iterable[Metric]) -> set[str]:
-    """Judged metrics that are not critical: their High/Low/NoData ends nothing early."""
-    return {m.name for m in metrics if m.judge is not None and not m.judge.critical}
+def _is_soft(metric: Metric, result: MetricResult | None) -> bool:
+    if metric.judge is None:
+        return False
+    if not metric.judge.critical or result is None:
+        return True
+    return result.phase != "Inconclusive" and not critical_failed(result)
+
+
+def soft_metrics(
+    metrics: Iterable[Metric], results: dict[str, MetricResult] | None = None
+) -> set[str]:
+    """Judged metrics whose High/Low/NoData ends nothing early and counts through the
+    score: all but a critical one that failed critically or ended without data."""
+    return {m.name for m in metrics if _is_soft(m, (results or {}).get(m.name))}
 
 
 def dry_run_names(metrics: Iterable[Metric], dry_run: Sequence[DryRun] | None) -> set[str]:
@@ -279,13 +306,22 @@ def judge_run(
     judged = [m for m in metrics if m.judge is not None and m.name not in dry]
     if not judged:
         return None
-    labels: list[tuple[str, judge.Classification, bool]] = []
+    labels: list[judge.Scored] = []
     lines: list[str] = []
     for m in judged:
         assert m.judge is not None
         r = results.get(m.name)
         label = last_judged(r) if r is not None else "NoData"
-        labels.append((m.name, label, m.judge.critical))  # type: ignore[arg-type]
+        labels.append(
+            judge.Scored(
+                m.name,
+                label,  # type: ignore[arg-type]
+                critical=m.judge.critical,
+                critical_failure=r is not None and critical_failed(r),
+                must_have_data=m.judge.must_have_data,
+                groups=tuple(m.judge.groups or ()),
+            )
+        )
         if label != "Pass" and r is not None and r.judgment is not None and r.judgment.message:
             lines.append(r.judgment.message)
         elif label == "NoData":
@@ -293,11 +329,12 @@ def judge_run(
     thresholds = judgment.score_thresholds if judgment and judgment.score_thresholds else None
     pass_score = thresholds.pass_ if thresholds else judge.DEFAULT_PASS_SCORE
     marginal = thresholds.marginal if thresholds else judge.DEFAULT_MARGINAL_SCORE
-    s = judge.score(labels, pass_score=pass_score, marginal_score=marginal)
+    weights = judgment.group_weights if judgment else None
+    s = judge.score(labels, pass_score=pass_score, marginal_score=marginal, group_weights=weights)
     shown = "no data" if s.score is None else f"score {s.score:g}"
     message = f"judgment {s.outcome}: {shown} (pass {pass_score:g}, marginal {marginal:g})"
-    if s.failed_critical:
-        message += f"; critical: {', '.join(s.failed_critical)}"
+    if s.reason:
+        message += f"; {s.reason}"
     if lines:
         message += ": " + "; ".join(lines)
     return RunJudgmentStatus.model_validate(
@@ -311,6 +348,45 @@ def judge_run(
     )
 
 
+def judgment_problems(metrics: Sequence[Metric], judgment: Judgment | None) -> list[str]:
+    """Judge settings a run cannot use, each naming the field."""
+    problems: list[str] = []
+    for i, m in enumerate(metrics):
+        effect = m.judge.effect_size if m.judge else None
+        if effect is None or effect.measure != "cles":
+            continue
+        for field, value in (
+            ("allowedIncrease", effect.allowed_increase),
+            ("allowedDecrease", effect.allowed_decrease),
+            ("criticalIncrease", effect.critical_increase),
+            ("criticalDecrease", effect.critical_decrease),
+        ):
+            if value is not None and value > 1:
+                problems.append(
+                    f"spec.metrics[{i}] ({m.name}).judge.effectSize.{field}: a CLES is a "
+                    f"share between 0 and 1, not {value:g}"
+                )
+    weights = judgment.group_weights if judgment else None
+    if not weights:
+        return problems
+    groups: set[str] = set()
+    for m in metrics:
+        if m.judge is not None:
+            groups.update(m.judge.groups or (judge.DEFAULT_GROUP,))
+    where = "spec.judgment.groupWeights"
+    for name, weight in weights.items():
+        if name not in groups:
+            problems.append(f"{where}.{name}: no judged metric is in this group (judge.groups)")
+        if weight < 0:
+            problems.append(f"{where}.{name}: must not be negative, not {weight:g}")
+    total = sum(weights.values())
+    if total > 100:
+        problems.append(f"{where}: the weights add up to {total:g}, more than 100")
+    elif groups <= set(weights) and total != 100:
+        problems.append(f"{where}: every group has a weight and they add up to {total:g}, not 100")
+    return problems
+
+
 def assess_run(
     metrics: Sequence[Metric],
     results: dict[str, MetricResult],
@@ -321,7 +397,7 @@ def assess_run(
     judgment: Judgment | None = None,
 ) -> RunVerdict:
     """Update each result's phase (and message) in place and return the run's verdict."""
-    soft = soft_metrics(metrics)
+    soft = soft_metrics(metrics, results)
     terminating = is_terminating(terminate, results.values(), dry, soft)
     worst: Phase | None = None
     worst_message = "Run Terminated" if terminate else ""
@@ -360,7 +436,7 @@ def assess_run(
             if why:
                 result.message = f"Metric assessed {phase} due to {why}"
             continue
-        if metric.name in soft and phase != "Error":
+        if _is_soft(metric, result) and phase != "Error":
             if worst is None:
                 worst = "Successful"  # judged metrics count through the score, below
             continue
@@ -370,7 +446,9 @@ def assess_run(
                 worst_message = f'Metric "{metric.name}" assessed {phase} due to {why}'
                 if result.message:
                     worst_message += f': "Error Message: {result.message}"'
-    if not terminating and is_terminating(terminate, results.values(), dry, soft):
+    if not terminating and is_terminating(
+        terminate, results.values(), dry, soft_metrics(metrics, results)
+    ):
         # A metric just failed: Argo ends the others on its next pass; do it now.
         again = assess_run(metrics, results, terminate, dry, started_at, now, judgment)
         again.transitions[:0] = transitions

@@ -58,6 +58,7 @@ from okra_controllers.api.v1alpha1.spelling import deprecated_spellings, normali
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import target_health
 from okra_controllers.aws.errors import AwsRefusalError
+from okra_controllers.cell import traffic
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
 from okra_controllers.cell.checkjobs import PodFailures, check_job, owner_ref
 from okra_controllers.cell.observe import observe
@@ -265,6 +266,7 @@ class CellReconciler:
         raw = self.cells.get(req.name, req.namespace)
         if raw is None:
             report_info(req.namespace or "", req.name, None)
+            traffic.report(req.namespace or "", req.name, None)
             return None
         if "clusters" in (raw.get("spec") or {}) or "applications" in (raw.get("spec") or {}):
             return None  # a system Cell: the system Cell controller's (cell/system)
@@ -311,6 +313,16 @@ class CellReconciler:
             # round holds (it writes nothing) and is looked at again soon.
             observed, config = self._observe(raw, cell, blocklist, await self._job_pods(cell))
             p = plan(dataclasses.replace(observed, health=health, health_problems=refused))
+        if p.needs_traffic is not None and isinstance(lb, CellALB | CellRoute53):
+            # The plan asks what the target groups served (`trafficConfirmation`): one
+            # GetMetricData, where the target groups are read (as for health), then
+            # planned with.
+            reading = await traffic.read(health_aws, lb, p.needs_traffic)
+            p = plan(
+                dataclasses.replace(
+                    observed, health=health, health_problems=refused, traffic=reading
+                )
+            )
         written = raw.get("status")
         if not await self._act(raw, cell, p, config):
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
@@ -395,6 +407,11 @@ class CellReconciler:
         before = cell.status or CellStatus()
         if p.block is not None:
             await self._block(raw, *p.block)
+        # Runs are built (their templates read) before the status is written, so that a
+        # template that cannot be used is said in the status message, not only in an Event.
+        runs, run_problem = await self._build_runs(raw, cell, p)
+        if run_problem is not None:
+            p.status.message = run_problem
         # Notifications go out in the same write as the change they report (the outbox).
         fired = triggers(before, p.status, ((e.reason, e.message) for e in p.events))
         outbox.stage(
@@ -407,9 +424,10 @@ class CellReconciler:
         if p.forward is not None and cell.spec.ingress is not None:
             await self._apply_config(raw, cell, p.forward, config)
         await self._label_clusters(raw, cell, p)
-        for run in p.create_runs:
-            if not await self._create_run(raw, cell, run, p):
-                break
+        for obj in runs:
+            await self._create(raw, obj)
+        if run_problem is not None:
+            self.events.event(raw, "Warning", "AnalysisTemplateError", run_problem)
         for job in p.create_jobs:
             await self._create(raw, check_job(raw, job))
         if p.create_pause is not None:
@@ -439,6 +457,7 @@ class CellReconciler:
             self.events.event(raw, e.type, e.reason, message)
             log.info("cell event", reason=e.reason, message=message)
         report_info(ns, name, p.status)
+        traffic.report(ns, name, p.status)
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
         PROGRESS_DEADLINE_EXCEEDED.labels(ns, name).set(past_deadline(p.status))
@@ -532,31 +551,37 @@ class CellReconciler:
             spec["roleARN"] = lb.role_arn
         return kind, spec
 
-    async def _create_run(self, raw: dict[str, Any], cell: Cell, run: RunRequest, p: Plan) -> bool:
-        ns = cell.metadata.namespace or ""
-        try:
-            obj = await build_run(
-                self.client,
-                namespace=ns,
-                name=run.name,
-                templates=[
-                    TemplateRef(t.template_name, t.cluster_scope) for t in run.analysis.templates
-                ],
-                args=run.analysis.args or (),
-                labels={
-                    "okra.mumo.co/cell": cell.metadata.name,
-                    "okra.mumo.co/rollout": p.status.rollout_id or "",
-                    "okra.mumo.co/background": str(run.background).lower(),
-                },
-                owner=raw,
-            )
-        except TemplateError as e:
-            message = f"cannot start analysis {run.name}: {e}"
-            p.status.message = message
-            self.events.event(raw, "Warning", "AnalysisTemplateError", message)
-            return False
-        await self._create(raw, obj)
-        return True
+    async def _build_runs(
+        self, raw: dict[str, Any], cell: Cell, p: Plan
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """The AnalysisRuns the plan starts, built from their templates, in order; at the
+        first template that cannot be used, those before it and what is wrong."""
+        built: list[dict[str, Any]] = []
+        for run in p.create_runs:
+            try:
+                built.append(await self._build_run(raw, cell, run, p))
+            except TemplateError as e:
+                return built, f"cannot start analysis {run.name}: {e}"
+        return built, None
+
+    async def _build_run(
+        self, raw: dict[str, Any], cell: Cell, run: RunRequest, p: Plan
+    ) -> dict[str, Any]:
+        return await build_run(
+            self.client,
+            namespace=cell.metadata.namespace or "",
+            name=run.name,
+            templates=[
+                TemplateRef(t.template_name, t.cluster_scope) for t in run.analysis.templates
+            ],
+            args=run.analysis.args or (),
+            labels={
+                "okra.mumo.co/cell": cell.metadata.name,
+                "okra.mumo.co/rollout": p.status.rollout_id or "",
+                "okra.mumo.co/background": str(run.background).lower(),
+            },
+            owner=raw,
+        )
 
     async def _create(self, raw: dict[str, Any], obj: dict[str, Any]) -> None:
         with contextlib.suppress(AlreadyExistsError):

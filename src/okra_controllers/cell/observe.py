@@ -55,6 +55,7 @@ def selects(cell: Cell, tg: Obj) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
+# Long on purpose: one read per input of `Observed`, in the order its fields are listed.
 def observe(
     cell: Cell,
     target_groups: Iterable[Obj],

@@ -8,10 +8,9 @@ import datetime
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import ValidationError
-
 from okra_controllers.api.kinds import PAUSE
 from okra_controllers.api.v1alpha1.cell import Pause, PauseStatus
+from okra_controllers.api.validation import load_or_report
 from okra_controllers.settings import Settings
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
@@ -37,19 +36,10 @@ class PauseReconciler:
         self.clock = clock
 
     async def reconcile(self, req: Request) -> Result | None:
-        raw = self.pauses.get(req.name, req.namespace)
-        if raw is None:
+        loaded = load_or_report(self.pauses, req, Pause, self.events)
+        if loaded is None:
             return None
-        try:
-            pause = Pause.model_validate(raw)
-        except ValidationError as e:
-            # Bad input, not a failure to retry: say what to fix; an edit of the spec
-            # (a new generation) brings it back.
-            err = e.errors()[0]
-            loc = ".".join(map(str, err["loc"]))
-            if self.events is not None:
-                self.events.event(raw, "Warning", "InvalidSpec", f"{loc}: {err['msg']}")
-            return None
+        raw, pause = loaded
         status = pause.status or PauseStatus()
         if status.phase in ("Expired", "Cancelled"):
             return None

@@ -3,7 +3,8 @@
 `simulate(observed)` plans once from what was observed (that is what the
 controller would do now), then keeps planning as if everything went right:
 AWS shows each written weight, every analysis run succeeds, every pause ends
-(a timed one after its duration, an indefinite one by `okra promote`). Each
+(a timed one after its duration, an indefinite one by `okra promote`), the traffic
+confirms each weight step once its window has passed. Each
 pass that writes weights, starts an analysis or a pause, or emits an event is
 a `Stage`. The walk stops when the Cell is Healthy with no rollout, when a
 pass changes nothing (a blocker: waiting for replicas, a health gate, an ALB
@@ -20,6 +21,7 @@ import datetime
 from dataclasses import dataclass, field
 
 from okra_controllers.cell.plan import Event, Forward, Observed, Plan, plan
+from okra_controllers.cell.plan.traffic import TrafficReading
 
 MAX_PASSES = 500
 
@@ -84,6 +86,13 @@ def _next(o: Observed, p: Plan) -> Observed:
     health = dict(o.health)
     for arn in p.needs_health:
         health.setdefault(arn, True)
+    # Traffic confirmation: the window is waited out, and the traffic follows the weights.
+    traffic, seconds = None, 1.0
+    if p.needs_traffic is not None:
+        q, weights = p.needs_traffic, {f.arn: f.weight for f in forward or ()}
+        traffic = TrafficReading(q.start, q.end, {a: 1e9 * weights.get(a, 0) for a in q.arns})
+    elif p.status.traffic is not None and p.status.traffic.verdict == "Waiting" and p.wake_after:
+        seconds = max(seconds, p.wake_after)
     return dataclasses.replace(
         o,
         status=p.status,
@@ -93,7 +102,8 @@ def _next(o: Observed, p: Plan) -> Observed:
         pauses=pauses,
         blocked=blocked,
         health=health,
-        now=o.now + datetime.timedelta(seconds=1),
+        now=o.now + datetime.timedelta(seconds=seconds),
+        traffic=traffic,
     )
 
 

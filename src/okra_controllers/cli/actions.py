@@ -136,9 +136,20 @@ def plan_promote(cell: Obj, *, full: bool = False) -> Promote:
             None,
             f"accepting the inconclusive analysis at {r.where()}",
         )
+    held = r.status.traffic
+    if (
+        held is not None
+        and held.step == f"{r.rollout_id}/{r.index}"
+        and held.verdict != "Confirmed"
+    ):
+        return Promote(
+            f"{r.rollout_id}/{r.index}",
+            None,
+            f"accepting the traffic at {r.where()} unconfirmed ({held.message})",
+        )
     raise CliError(
         f"nothing to promote on cell {r.name}: the rollout of {r.canary} is at {r.where()}, "
-        "which is neither a pause nor an inconclusive analysis; "
+        "which is neither a pause, an inconclusive analysis nor traffic not yet confirmed; "
         "okra promote --full skips every remaining step"
     )
 

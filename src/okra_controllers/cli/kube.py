@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from okra_controllers.api.validation import first_problem
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, NoKindMatchError, NotFoundError
 from okra_runtime.gvk import GVK
@@ -207,7 +208,7 @@ def explain(e: BaseException) -> str | None:
     if isinstance(e, NoKindMatchError):
         return str(e)
     if isinstance(e, ValidationError):
-        return f"invalid object: {e.errors()[0].get('msg')} at {e.errors()[0].get('loc')}"
+        return f"invalid object: {first_problem(e)}"
     if isinstance(e, (ConnectionError, OSError, TimeoutError)):
         return f"cannot reach the API server: {e.__cause__ or e}"
     if isinstance(e, ConfigException):

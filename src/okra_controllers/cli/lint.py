@@ -238,6 +238,24 @@ def _analysis(linter: Linter, doc: Doc) -> None:
                     ("spec", "metrics", i),
                     f"{{{{args.{used}}}}} is used but spec.args declares no {used!r}",
                 )
+    _judge_settings(linter, doc, spec)
+
+
+def _judge_settings(linter: Linter, doc: Doc, spec: dict[str, Any]) -> None:
+    """groupWeights and effect-size thresholds the run would refuse."""
+    from pydantic import ValidationError
+
+    from okra_controllers.analysis.verdict import judgment_problems
+    from okra_controllers.api.v1alpha1.analysis import Judgment, Metric
+
+    try:
+        metrics = [Metric.model_validate(m) for m in spec.get("metrics") or []]
+        judgment = Judgment.model_validate(spec["judgment"]) if spec.get("judgment") else None
+    except (ValidationError, TypeError):
+        return  # the schema check reports it
+    for problem in judgment_problems(metrics, judgment):
+        level = "error" if doc.kind == "AnalysisRun" else "warning"  # groups may be elsewhere
+        linter.report(doc, ("spec",), problem, level)
 
 
 def _forward_limit(linter: Linter, doc: Doc, path: Path_, forward: Any) -> None:

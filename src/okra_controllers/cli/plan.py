@@ -246,6 +246,7 @@ def _stage(stage: Stage, steps: list[Any]) -> Obj:
     }
 
 
+# Long on purpose: the `okra plan -o yaml` document, field by field, in its printed order.
 def document(
     cell: Cell,
     source: str,

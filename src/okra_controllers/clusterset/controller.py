@@ -25,12 +25,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 import structlog
-from pydantic import ValidationError
 
 from okra_controllers.api.kinds import CLUSTERSET, SECRET
 from okra_controllers.api.v1alpha1.clusterset import ClusterSet, ClusterSetStatus
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
+from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
 from okra_controllers.clusterset.plan import (
@@ -87,20 +87,13 @@ class ClusterSetReconciler:
         self.clock = clock
 
     async def reconcile(self, req: Request) -> Result | None:
-        raw = self.clustersets.get(req.name, req.namespace)
-        if raw is None:
-            return None  # deleted: garbage collection removes its Secrets
-        try:
-            cs = ClusterSet.model_validate(raw)
-        except ValidationError as e:
-            err = e.errors()[0]
-            self.events.event(
-                raw,
-                "Warning",
-                "InvalidClusterSet",
-                f"{'.'.join(map(str, err['loc']))}: {err['msg']}",
-            )
+        # None when deleted (garbage collection removes its Secrets) or invalid (reported)
+        loaded = load_or_report(
+            self.clustersets, req, ClusterSet, self.events, reason="InvalidClusterSet"
+        )
+        if loaded is None:
             return None
+        raw, cs = loaded
         if raw["metadata"].get("generation") != (raw.get("status") or {}).get("observedGeneration"):
             for warning in deprecated_spellings("ClusterSet", raw.get("spec")):
                 self.events.event(raw, "Warning", "DeprecatedSpelling", warning)

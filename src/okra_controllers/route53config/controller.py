@@ -202,6 +202,7 @@ class Route53ConfigReconciler:
             self._load_balancers.update(await route53.load_balancers_of(self.aws, missing))
         return self._load_balancers
 
+    # Long on purpose: Route 53's change lifecycle (pending, INSYNC, effective) in one place.
     async def _sync(
         self,
         raw: dict[str, Any],

@@ -42,6 +42,7 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import (
     TargetGroupSpec,
     node_selector_warnings,
 )
+from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.errors import hint, refused
 from okra_controllers.aws.recent import RecentAnswers
@@ -252,6 +253,7 @@ class TargetGroupBindingReconciler:
 
     # -- reconcile -------------------------------------------------------------
 
+    # Long on purpose: observe, plan, act and report of one binding, each a call or two.
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.bindings.get(req.name, req.namespace)
         if raw is None:
@@ -259,12 +261,9 @@ class TargetGroupBindingReconciler:
             return None
         if raw["metadata"].get("deletionTimestamp"):
             return await self._finalize(raw)
-        try:
-            tgb = AWSTargetGroupBinding.model_validate(raw)
-        except ValidationError as e:
-            err = e.errors()[0]
-            loc = ".".join(map(str, err["loc"]))
-            await self._invalid(raw, f"{loc}: {err['msg']}" if loc else str(err["msg"]))
+        tgb, problem = validated(AWSTargetGroupBinding, raw)
+        if tgb is None:
+            await self._invalid(raw, problem or "")
             return None
         if raw["metadata"].get("generation") != (raw.get("status") or {}).get("observedGeneration"):
             for warning in node_selector_warnings((raw.get("spec") or {}).get("targets") or []):

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import ValidationError
 
 from okra_controllers.api.kinds import (
     AWS_TARGET_GROUP_BINDING,
@@ -56,6 +55,7 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     TargetGroupProblem,
     spelling_warnings,
 )
+from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
 from okra_controllers.aws.elbv2 import TaggedTargetGroup, tagged_target_groups
@@ -311,17 +311,10 @@ class TargetGroupSetReconciler:
     # -- reconcile -------------------------------------------------------------
 
     async def reconcile(self, req: Request) -> Result | None:
-        raw = self.sets.get(req.name, req.namespace)
-        if raw is None:
+        loaded = load_or_report(self.sets, req, AWSTargetGroupSet, self.events)
+        if loaded is None:
             return None
-        try:
-            tgs = AWSTargetGroupSet.model_validate(raw)
-        except ValidationError as e:
-            err = e.errors()[0]
-            self.events.event(
-                raw, "Warning", "InvalidSpec", f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
-            )
-            return None
+        raw, tgs = loaded
         if raw["metadata"].get("generation") != (raw.get("status") or {}).get("observedGeneration"):
             for warning in spelling_warnings(raw.get("spec") or {}):
                 self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
@@ -418,6 +411,7 @@ class TargetGroupSetReconciler:
             )
             self.events.event(raw, "Normal", reason, f"{gvk.kind} {name}: {why}")
 
+    # Long on purpose: every status field and Event of one pass, written in one place.
     async def _report(
         self,
         raw: dict[str, Any],

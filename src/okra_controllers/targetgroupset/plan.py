@@ -57,6 +57,7 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupsGenerator,
     TargetGroupBindingTemplate,
 )
+from okra_controllers.api.validation import field_path
 from okra_controllers.aws.elbv2 import TaggedTargetGroup
 from okra_controllers.templating import TemplateError, render, render_labels, render_strings
 from okra_runtime.labels import valid_label_value
@@ -257,10 +258,9 @@ def desired_binding(
     try:
         AWSTargetGroupBindingSpec.model_validate(body)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(map(str, err["loc"]))
+        where = field_path(e.errors()[0]["loc"])
         raise TemplateError(
-            f"bindingTemplate spec{'.' + where if where else ''}: {err['msg']}"
+            f"bindingTemplate spec{'.' + where if where else ''}: {e.errors()[0]['msg']}"
         ) from None
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,

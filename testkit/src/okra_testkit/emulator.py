@@ -288,8 +288,9 @@ def _route53_operation(method: str, path: str) -> str | None:
 
 
 def action_of(request: Any, body: bytes) -> str:
-    """The AWS operation of a request: the JSON protocol's `X-Amz-Target`, else the
-    query protocol's `Action` (form body or query string), or EKS's REST DescribeCluster and
+    """The AWS operation of a request: the JSON protocol's `X-Amz-Target`, the Smithy RPC
+    v2 path's operation (CloudWatch's CBOR protocol), else the query protocol's `Action`
+    (form body or query string), or EKS's REST DescribeCluster and
     ListClusters, or Route 53's REST operations; `?` when none."""
     route53 = _route53_operation(request.method, request.path)
     if route53 is not None:
@@ -299,6 +300,9 @@ def action_of(request: Any, body: bytes) -> str:
     if request.method == "GET" and request.path.rstrip("/") == "/clusters":
         return "ListClusters"
     action = str(request.headers.get("X-Amz-Target", "")).rpartition(".")[2]
+    rpc = request.path.split("/")  # Smithy RPC v2 (CloudWatch): /service/<S>/operation/<Op>
+    if not action and len(rpc) == 5 and rpc[1] == "service" and rpc[3] == "operation":
+        action = rpc[4]
     if not action:
         form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
         action = (form.get("Action") or request.query.getall("Action", None) or ["?"])[0]

@@ -137,6 +137,8 @@ def _static(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
     return _T.ANY if t == _T.VOID else t
 
 
+# Long on purpose: one case per syntax node, as expr-lang's checker's visit switch; apart,
+# each case would be looked up again by node type.
 def _static_raw(node: _Node, item: _T.Type, env: _Scope) -> _T.Type:
     """_static, telling expr-lang's typeless unknown (VOID: an operation on unknown operands)
     from `interface {}` (ANY: a JSON value), which only a conditional and `??` look at."""

@@ -44,6 +44,31 @@ class Argument(ApiModel):
     value_from: ValueFrom | None = None
 
 
+class EffectSize(ApiModel):
+    """Kayenta's `effectSize`: how large a significant shift must also be to count. High
+    needs the effect size at least `allowedIncrease`, Low at most `allowedDecrease`; a
+    critical metric fails the run only when its High (Low) is at least `criticalIncrease`
+    (at most `criticalDecrease`). An effect size that cannot be computed (a mean of 0) is
+    not checked."""
+
+    measure: Literal["meanRatio", "cles"] = "meanRatio"
+    """`meanRatio`: mean(canary) / mean(baseline), thresholds default 1.0; `cles`: the
+    share of (canary, baseline) pairs where the canary is higher, thresholds default 0.5."""
+    allowed_increase: float | None = Field(default=None, ge=0)
+    allowed_decrease: float | None = Field(default=None, ge=0)
+    critical_increase: float | None = Field(default=None, ge=0)
+    critical_decrease: float | None = Field(default=None, ge=0)
+
+
+class Outliers(ApiModel):
+    """Kayenta's `outliers`: `remove` drops each side's values outside
+    [min(p1, p25 - outlierFactor * IQR), max(p99, p75 + outlierFactor * IQR)] before
+    judging; `keep` (the default) judges them all."""
+
+    strategy: Literal["remove", "keep"] = "keep"
+    outlier_factor: float = Field(default=3.0, gt=0)
+
+
 class MetricJudge(ApiModel):
     """Judge this metric by comparison instead of by a threshold: okra queries `provider`
     once for the canary version and once for the stable version (the baseline) over the
@@ -58,10 +83,22 @@ class MetricJudge(ApiModel):
     confidence: float = Field(default=0.98, gt=0.5, lt=1)
     """Confidence level of the test (Kayenta `confLevel`, Netflix 0.98)."""
     tolerance: float = Field(default=0.25, ge=0)
-    """Shift tolerated, as a fraction of the baseline's median (Kayenta `tolerance`, 0.25):
-    High or Low only when the canary is shifted beyond it at the confidence level."""
+    """Kayenta's `tolerance`: High (Low) only when the shift's confidence interval lies
+    wholly above (below) `tolerance` times the estimated shift (its Hodges-Lehmann
+    estimate)."""
     critical: bool = False
-    """A High or Low here fails the run whatever the score (Kayenta `critical`)."""
+    """A High or Low here fails the run whatever the score, and so does no data
+    (Kayenta `critical`)."""
+    must_have_data: bool = False
+    """No data here counts as a failing metric in the score (Kayenta `mustHaveData`)."""
+    nan_strategy: Literal["remove", "replace"] = "remove"
+    """NaN values are dropped (`remove`) or read as 0 (`replace`) (Kayenta `nanStrategy`);
+    either way a side without values is NoData."""
+    effect_size: EffectSize | None = None
+    outliers: Outliers | None = None
+    groups: list[str] | None = None
+    """Kayenta metric groups: the score is the weighted sum of each group's score
+    (`judgment.groupWeights`); a metric without groups is in the group `default`."""
     min_samples: int = Field(default=10, ge=1)
     """Points each side needs before the metric can be judged; fewer is NoData."""
     min_total: float | None = Field(default=None, ge=0)
@@ -130,6 +167,10 @@ class Judgment(ApiModel):
     canary: JudgmentSide | None = None
     baseline: JudgmentSide | None = None
     score_thresholds: ScoreThresholds | None = None
+    group_weights: dict[str, float] | None = None
+    """Kayenta's `groupWeights`, in percent, by `judge.groups` name; groups without a
+    weight share what is left equally. At most 100 in all, and exactly 100 when every
+    group has a weight."""
 
 
 class AnalysisTemplateSpec(ApiModel):
@@ -211,7 +252,11 @@ class MetricJudgmentStatus(ApiModel):
     """Two-sided Mann-Whitney p-value of "no shift"."""
     effect_size: float | None = None
     """Relative change of the medians: (canary - baseline) / |baseline|."""
+    ratio: float | None = None
+    """mean(canary) / mean(baseline), Kayenta's reported deviation."""
     critical: bool | None = None
+    critical_failure: bool | None = None
+    """A critical High/Low past the critical effect size: it fails the run."""
     message: str | None = None
 
 
@@ -220,7 +265,8 @@ class RunJudgmentStatus(ApiModel):
 
     outcome: Literal["Pass", "Marginal", "Fail", "NoData"]
     score: float | None = None
-    """Share of judged metrics that pass, 0 to 100 (0 when a critical metric failed)."""
+    """Weighted sum of the groups' shares of passing metrics, 0 to 100 (0 when a critical
+    metric failed or half or more of the judged metrics have no data)."""
     pass_: float = Field(alias="pass")
     marginal: float
     message: str | None = None

@@ -63,6 +63,7 @@ from okra_controllers.api.v1alpha1.system import (
     SystemCluster,
     SystemClusterStatus,
 )
+from okra_controllers.api.v1alpha1.traffic import TrafficConfirmation, TrafficStatus
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 DEFAULT_VERSION_LABEL = "okra.mumo.co/version"
@@ -271,6 +272,14 @@ class CellSpec(ApiModel):
                     "message": "spec.applications: each name once",
                 },
                 {
+                    "rule": "!has(self.trafficConfirmation) || (has(self.ingress) && "
+                    "(!has(self.ingress.type) || "
+                    "self.ingress.type != 'AWSNetworkLoadBalancer'))",
+                    "message": "trafficConfirmation needs ingress type "
+                    "AWSApplicationLoadBalancer or AWSRoute53 (an NLB counts flows per load "
+                    "balancer, not requests per target group: docs/traffic.md)",
+                },
+                {
                     "rule": "!has(self.ingress) || !has(self.argocd) || "
                     "!has(self.argocd.updateStrategy) || !has(self.argocd.updateStrategy.type) "
                     "|| self.argocd.updateStrategy.type != 'DeleteBeforeCreate'",
@@ -321,6 +330,9 @@ class CellSpec(ApiModel):
     progress_deadline_abort: bool = False
     """With a deadline exceeded, send all traffic back to the stable version and block the
     new one (as a failed analysis does; `okra retry` unblocks it)."""
+    traffic_confirmation: TrafficConfirmation | None = None
+    """Opt-in: a weight step is done once the traffic each target group served (CloudWatch)
+    matches the weights AWS shows, not when AWS shows them (docs/traffic.md)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -397,6 +409,9 @@ class CellStatus(ApiModel):
     paused_reason: str | None = None
     aborted: bool | None = None
     target_groups: list[TargetGroupWeight] | None = None
+    traffic: TrafficStatus | None = None
+    """The traffic the current weight step was confirmed by, or waits for
+    (`spec.trafficConfirmation`)."""
     checks: list[CheckResult] | None = None
     rollback_at: datetime.datetime | None = None
     """A postcheck failed: when the rollback starts (`rollbackDelaySeconds` after)."""

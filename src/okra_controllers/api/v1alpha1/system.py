@@ -20,6 +20,7 @@ from okra_controllers.api.v1alpha1.argocd import ArgoCDApplicationSet, ArgoCDUpd
 from okra_controllers.api.v1alpha1.common import ARN_MAX_LENGTH, ApiModel
 from okra_controllers.api.v1alpha1.listener import ListenerRule
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck
+from okra_controllers.api.v1alpha1.traffic import TrafficConfirmation
 
 _ELB_ARN = r"^arn:[a-z0-9-]+:elasticloadbalancing:"
 _ROLE_ARN = r"^arn:[a-z0-9-]+:iam::[0-9]{12}:role/.+"
@@ -176,6 +177,11 @@ class SystemApplication(ApiModel):
                     "(Argo CD cluster Secrets), or both",
                 },
                 {
+                    "rule": "!has(self.trafficConfirmation) || has(self.alb)",
+                    "message": "trafficConfirmation needs alb (RequestCount per target group "
+                    "of the application's listener rule)",
+                },
+                {
                     "rule": "!has(self.alb) || !has(self.argocd) || "
                     "!has(self.argocd.updateStrategy) || "
                     "!has(self.argocd.updateStrategy.type) || "
@@ -200,6 +206,9 @@ class SystemApplication(ApiModel):
     postchecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
     failure_policy: FailurePolicy | None = None
     """Default: the Cell's `failurePolicy`."""
+    traffic_confirmation: TrafficConfirmation | None = None
+    """Each weight step of this application is done once the traffic its target groups
+    served matches the weights AWS shows (docs/traffic.md)."""
 
 
 class SystemClusterStatus(ApiModel):

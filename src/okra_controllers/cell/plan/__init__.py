@@ -21,6 +21,10 @@ It never does I/O, so every rule below is tested directly:
   canary at its current weight, before the next step, until promote.
 - Weights are split evenly across a version's target groups (remainder to the
   last by name) and always total exactly 100.
+- With `spec.trafficConfirmation`, a weight step completes only once the traffic
+  each version's target groups served (a reading the caller makes when asked, in
+  `needs_traffic`) matches the weights AWS shows; too little traffic holds it, a
+  split off the plan past the deadline fails it by the failure policy.
 - A newer version with fewer than `replicas` target groups is reported as
   waiting (condition `ReplicasReady`, an Event when that changes, the message).
 - Ending a rollout (completion, rollback, failure, abort, restart) terminates
@@ -42,7 +46,9 @@ phase), `switch` (first rollout, rollback, steady state), `canary` (the steps),
 (stable back, version blocked), `ending` (runs and Pauses stopped), `deadline`
 (`progressDeadlineSeconds`), `health` and `loadbalancer` (gates; the load
 balancer's limits and, for Route 53, weights written but not yet in effect), `cluster_labels`
-and `clusters_only` (Argo CD), `status` (conditions and holds), `compose` (`plan`).
+and `clusters_only` (Argo CD), `traffic` (does the traffic served match the weights, with
+`spec.trafficConfirmation`) and `confirm` (a weight step held or failed on it), `status`
+(conditions and holds), `compose` (`plan`).
 """
 
 from okra_controllers.cell.plan.bluegreen import steps_of

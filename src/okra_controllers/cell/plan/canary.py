@@ -16,7 +16,8 @@ from typing import Literal, TypeAlias
 
 from okra_controllers.api.v1alpha1.strategy import BackgroundAnalysis, CanaryStep, StepAnalysis
 from okra_controllers.cell.plan.bluegreen import background
-from okra_controllers.cell.plan.checks import run_checks
+from okra_controllers.cell.plan.checks import precheck_gate, run_checks
+from okra_controllers.cell.plan.confirm import confirm
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout, pause_over
 from okra_controllers.cell.plan.failure import check_failed, fail
 from okra_controllers.cell.plan.model import (
@@ -58,6 +59,7 @@ class Walk:
     i: int = 0
     paused: str | None = None
     requested: set[str] = field(default_factory=set)
+    traffic: str | None = None  # why the traffic holds the step (`confirm`)
 
     def at(self, weight: int) -> tuple[Forward, ...]:
         """The forward list with the canary at `weight` and the stable at the rest."""
@@ -90,18 +92,17 @@ def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[Canar
         return aborted(w)
     w.i = st.current_step_index or 0
     fhash = forward_hash(w.at(100))
-    if o.spec.prechecks:
-        verdict, said = run_checks(p, o, "precheck", o.spec.prechecks, fhash, rid, to.text)
-        if verdict == "failed":
-            return check_failed(
-                p,
-                o,
-                "precheck",
-                said,
-                lambda: fail(p, o, stable, to, f"{said}; {to.text} is blocked"),
-            )
-        if verdict == "pending":
-            return prechecking(w, said)
+    held = precheck_gate(
+        p,
+        o,
+        fhash,
+        rid,
+        to.text,
+        lambda cause: fail(p, o, stable, to, cause),
+        lambda said: prechecking(w, said),
+    )
+    if held is not None:
+        return held
     st.phase = "Migrating"
     if o.promote == f"{rid}/full":
         w.i = len(steps)
@@ -216,10 +217,11 @@ def held_by_user(w: Walk, weight_step: bool) -> Outcome:
 
 
 def weight(w: Walk) -> Outcome:
-    """`setWeight`/`stepWeight`: complete once AWS shows the weights, else write them."""
+    """`setWeight`/`stepWeight`: complete once AWS shows the weights (and, with
+    `trafficConfirmation`, the traffic confirms them), else write them."""
     target = w.at(weight_before(w.steps, w.i + 1))
     if applied(w.o, target):
-        return "next"
+        return "next" if w.o.spec.traffic_confirmation is None else confirm(w, target)
     w.p.forward = target
     return "stop"
 
@@ -339,5 +341,6 @@ def report(w: Walk) -> Plan:
     else:
         st.paused_reason = None
         where = f"step {w.i + 1}/{len(w.steps)}" if w.i < len(w.steps) else "final step"
-        set_phase(p, w.o, "Progressing", f"canary {to.text} at {st.canary_weight}% ({where})")
+        said = f": {w.traffic}" if w.traffic else ""
+        set_phase(p, w.o, "Progressing", f"canary {to.text} at {st.canary_weight}% ({where}){said}")
     return p

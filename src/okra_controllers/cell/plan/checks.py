@@ -7,10 +7,12 @@ so a check is not run twice for the same weights but is run again when they chan
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from okra_controllers.api.v1alpha1.cell import CheckResult
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck
+from okra_controllers.cell.plan.failure import check_failed
 from okra_controllers.cell.plan.model import JobRequest, Observed, Plan, RunRequest, Stage
 from okra_controllers.cell.plan.names import job_name, run_name
 
@@ -69,3 +71,26 @@ def run_checks(
         kind = "Job" if check.analysis is None else "AnalysisRun"
         return "pending", f"{stage} {check.name} running ({kind} {name})"
     return "passed", ""
+
+
+def precheck_gate(
+    p: Plan,
+    o: Observed,
+    fhash: str,
+    rollout: str,
+    version: str,
+    fail: Callable[[str], Plan],
+    pending: Callable[[str], Plan],
+) -> Plan | None:
+    """The prechecks of the rollout to `version`, before any traffic moves: None once they
+    passed (or when there are none). A failed one is handled as `spec.failurePolicy` says
+    (`check_failed`), failing with `fail(cause)`; while one runs, `pending(what to say)`
+    holds the rollout."""
+    if not o.spec.prechecks:
+        return None
+    verdict, said = run_checks(p, o, "precheck", o.spec.prechecks, fhash, rollout, version)
+    if verdict == "failed":
+        return check_failed(p, o, "precheck", said, lambda: fail(f"{said}; {version} is blocked"))
+    if verdict == "pending":
+        return pending(said)
+    return None

@@ -12,7 +12,7 @@ import hashlib
 import json
 
 from okra_controllers.cell.argocd import ClusterView
-from okra_controllers.cell.plan.checks import run_checks
+from okra_controllers.cell.plan.checks import precheck_gate, run_checks
 from okra_controllers.cell.plan.cluster_labels import argocd_gate, relabel
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout
 from okra_controllers.cell.plan.failure import check_failed
@@ -88,21 +88,24 @@ def clusters_rollout(
     assert rid is not None
     end_leftovers(p, o, keep=rid)
     fhash = clusters_hash(o, to.text)
-    if o.spec.prechecks:
-        verdict, said = run_checks(p, o, "precheck", o.spec.prechecks, fhash, rid, to.text)
-        if verdict == "failed":
-            return check_failed(
-                p,
-                o,
-                "precheck",
-                said,
-                lambda: clusters_fail(p, o, stable, to.text, f"{said}; {to.text} is blocked"),
-            )
-        if verdict == "pending":
-            st.phase = "Init"
-            relabel(p, o, {stable or ""})
-            set_phase(p, o, "Progressing", f"Init: {said}; the app stays where it is")
-            return p
+
+    def prechecking(said: str) -> Plan:
+        st.phase = "Init"
+        relabel(p, o, {stable or ""})
+        set_phase(p, o, "Progressing", f"Init: {said}; the app stays where it is")
+        return p
+
+    held = precheck_gate(
+        p,
+        o,
+        fhash,
+        rid,
+        to.text,
+        lambda cause: clusters_fail(p, o, stable, to.text, cause),
+        prechecking,
+    )
+    if held is not None:
+        return held
     st.phase = "Migrating"
     migrating = clusters_migrate(p, o, view, stable, to.text)
     if migrating is not None:

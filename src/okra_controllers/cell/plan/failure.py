@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
+from typing import Literal
 
 from okra_controllers.cell.plan.ending import end_rollout
 from okra_controllers.cell.plan.model import Event, Observed, Plan, Stage
@@ -31,11 +32,14 @@ def fail(p: Plan, o: Observed, stable: Version, canary: Version, cause: str) -> 
     return p
 
 
-def check_failed(p: Plan, o: Observed, stage: Stage, said: str, fail: Callable[[], Plan]) -> Plan:
+def check_failed(
+    p: Plan, o: Observed, stage: Stage | Literal["traffic"], said: str, fail: Callable[[], Plan]
+) -> Plan:
     """A failed check, handled as `spec.failurePolicy` says.
 
     - No policy (a Cell as seed 000 writes it): a failed precheck fails the version at
-      once (no traffic moved); a failed postcheck rolls back after `rollbackDelaySeconds`
+      once (no traffic moved), and so does traffic that stays off the plan (as a failed
+      analysis does); a failed postcheck rolls back after `rollbackDelaySeconds`
       (seed 002: "run-test failed. Waiting 60 seconds before starting a rollback").
     - `Rollback`: either kind rolls back after the policy's `delaySeconds`.
     - `Stop`: nothing moves, nothing is blocked; the Cell says so and waits for a person.
@@ -54,7 +58,7 @@ def check_failed(p: Plan, o: Observed, stage: Stage, said: str, fail: Callable[[
         st.phase = "Error"
         set_phase(p, o, "Degraded", message)
         return p
-    if policy is None and stage == "precheck":
+    if policy is None and stage in ("precheck", "traffic"):
         return fail()
     delay = policy.delay_seconds if policy is not None else o.spec.rollback_delay_seconds
     if st.rollback_at is None:
@@ -70,4 +74,8 @@ def check_failed(p: Plan, o: Observed, stage: Stage, said: str, fail: Callable[[
     return p
 
 
-_REASON = {"precheck": "PrecheckFailed", "postcheck": "PostcheckFailed"}
+_REASON = {
+    "precheck": "PrecheckFailed",
+    "postcheck": "PostcheckFailed",
+    "traffic": "TrafficNotConfirmed",
+}

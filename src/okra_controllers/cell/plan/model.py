@@ -15,9 +15,11 @@ from typing import Literal
 from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck, StepAnalysis
 from okra_controllers.cell.argocd import ClusterView
+from okra_controllers.cell.plan.traffic import TrafficQuery, TrafficReading
 from okra_controllers.cell.versions import Grouped
+from okra_runtime.events import Event as Event  # one Event type, the runtime's
+from okra_runtime.events import EventType as EventType
 
-EventType = Literal["Normal", "Warning"]
 Stage = Literal["precheck", "postcheck"]
 FAILED_RUN = ("Failed", "Error")
 DONE_PAUSE = ("Expired", "Cancelled")
@@ -76,6 +78,9 @@ class Observed:
     # a timed Pause is given its expireTime and ended by it, so that it lasts its
     # duration, not up to a second less
     exact_now: datetime.datetime | None = None
+    # what CloudWatch said the target groups served, for the query the plan asked for
+    # (`Plan.needs_traffic`); None: not read in this pass
+    traffic: TrafficReading | None = None
 
     @property
     def pause_clock(self) -> datetime.datetime:
@@ -104,13 +109,6 @@ class PauseRequest:
     expire_time: datetime.datetime | None
 
 
-@dataclass(frozen=True)
-class Event:
-    type: EventType
-    reason: str
-    message: str
-
-
 @dataclass
 class Plan:
     forward: tuple[Forward, ...] | None  # None: leave the config alone
@@ -128,3 +126,4 @@ class Plan:
     create_jobs: list[JobRequest] = field(default_factory=list)
     label: list[str] = field(default_factory=list)  # cluster Secrets to give the app labels
     unlabel: list[str] = field(default_factory=list)  # cluster Secrets to take them from
+    needs_traffic: TrafficQuery | None = None  # plan again with `traffic` read for this

@@ -10,7 +10,7 @@ prechecks before anything is written and its postchecks once the version serves.
 
 from __future__ import annotations
 
-from okra_controllers.cell.plan.checks import run_checks
+from okra_controllers.cell.plan.checks import precheck_gate, run_checks
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout
 from okra_controllers.cell.plan.failure import check_failed, fail
 from okra_controllers.cell.plan.model import Event, Observed, Plan
@@ -95,20 +95,16 @@ def first_with_checks(p: Plan, o: Observed, to: Version) -> Plan:
         set_phase(p, o, "Degraded", message)
         return p
 
-    if o.spec.prechecks:
-        verdict, said = run_checks(p, o, "precheck", o.spec.prechecks, fhash, rid, to.text)
-        if verdict == "failed":
-            return check_failed(
-                p,
-                o,
-                "precheck",
-                said,
-                lambda: failed(f"{said}; {to.text} is blocked", "nothing serves yet"),
-            )
-        if verdict == "pending":
-            st.phase = "Init"
-            set_phase(p, o, "Progressing", f"Init: {said}; no traffic moves to {to.text}")
-            return p
+    def prechecking(said: str) -> Plan:
+        st.phase = "Init"
+        set_phase(p, o, "Progressing", f"Init: {said}; no traffic moves to {to.text}")
+        return p
+
+    held = precheck_gate(
+        p, o, fhash, rid, to.text, lambda cause: failed(cause, "nothing serves yet"), prechecking
+    )
+    if held is not None:
+        return held
     p.forward = target
     weights_status(p)
     st.canary_weight = 100

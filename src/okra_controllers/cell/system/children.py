@@ -16,6 +16,7 @@ from okra_controllers.analysis.check_controller import HASH_ANNOTATION
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.api.v1alpha1.system import SystemApplication, SystemCheck, SystemCluster
+from okra_controllers.api.validation import first_problem
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.system.model import Obj, SystemObserved
 from okra_controllers.cell.system.names import (
@@ -80,6 +81,10 @@ def child_cell(
         if app.alb.role_arn:
             alb["roleARN"] = app.alb.role_arn
         spec["ingress"] = {"type": "AWSApplicationLoadBalancer", "awsApplicationLoadBalancer": alb}
+        if app.traffic_confirmation is not None:
+            spec["trafficConfirmation"] = app.traffic_confirmation.model_dump(
+                by_alias=True, mode="json"
+            )
     if app.argocd is not None:
         argocd: dict[str, Any] = {
             "clusterSecret": {
@@ -189,9 +194,7 @@ def _provider(check: SystemCheck, vars_: dict[str, str]) -> tuple[dict[str, Any]
     except TemplateError as e:
         return {}, f"its query: {e}"
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return {}, f"analysis.provider.{where}: {first['msg']}"
+        return {}, f"analysis.provider.{first_problem(e)}"
     return provider, ""
 
 

@@ -32,6 +32,7 @@ from okra_controllers.api.kinds import (
 from okra_controllers.api.v1alpha1.argocd import CellArgoCD
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
+from okra_controllers.api.validation import first_problem
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import AwsReadError, EksCluster, observe_eks
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, observe_clusters
@@ -342,9 +343,7 @@ class SystemReconciler:
                 log.info("deleted", kind=kind.kind, name=n, system=name)
 
     async def _refuse(self, raw: Obj, e: ValidationError) -> None:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        message = f"spec cannot be read: {where}: {first['msg']}"
+        message = f"spec cannot be read: {first_problem(e)}"
         status = {**(raw.get("status") or {}), "phase": "Failed", "health": "Degraded"}
         status["message"] = message
         status["observedGeneration"] = raw["metadata"].get("generation")

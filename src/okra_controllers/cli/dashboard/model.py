@@ -122,6 +122,29 @@ def weight_list(cell: Obj, weights: Mapping[str, int] | None) -> list[Obj]:
     ]
 
 
+def traffic_view(cell: Obj) -> Obj | None:
+    """The Cell's last traffic reading (`spec.trafficConfirmation`), shown beside the
+    weights as AWS shows them: each version's observed share, the verdict and why; None
+    for a Cell with no reading."""
+    t = (cell.get("status") or {}).get("traffic")
+    if not isinstance(t, dict):
+        return None
+    return {
+        "verdict": t.get("verdict") or "",
+        "message": t.get("message") or "",
+        "requests": t.get("requests") or 0,
+        "versions": [
+            {
+                "version": v.get("version"),
+                "planned": v.get("planned"),
+                "observed": v.get("observed"),
+                "requests": v.get("requests") or 0,
+            }
+            for v in t.get("versions") or []
+        ],
+    }
+
+
 # -- the Cells list ------------------------------------------------------------
 
 
@@ -169,6 +192,7 @@ def cell_row(cell: Obj, config: Obj | None, runs: Mapping[str, Obj]) -> Obj:
         "steps": total,
         "weights": weight_list(cell, aws_weights(cell, config)),
         "synced": synced(config),
+        "traffic": traffic_view(cell),
         "analysis": analysis_state(cell, runs),
         "paused": annotations.get(PAUSED) == "true",
         "aborted": bool(st.get("aborted")),

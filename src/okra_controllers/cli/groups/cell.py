@@ -9,6 +9,13 @@ H = "okra_controllers.cli"
 
 
 def register(v: Verbs) -> None:
+    _views(v)
+    _status_and_plan(v)
+    _moves(v)
+
+
+def _views(v: Verbs) -> None:
+    """okra get cell, cells, targetgroups."""
     p = v.command(
         v.get,
         "cell",
@@ -41,6 +48,9 @@ def register(v: Verbs) -> None:
     all_namespaces(p)
     output(p)
 
+
+def _status_and_plan(v: Verbs) -> None:
+    """okra status (wait for the rollout) and okra plan (what okra would do now)."""
     p = v.command(
         v.top,
         "status",
@@ -75,6 +85,9 @@ def register(v: Verbs) -> None:
     p.add_argument("--no-aws", action="store_true", help="do not read AWS (no health, no rule)")
     output(p, choices=("json", "yaml"))
 
+
+def _moves(v: Verbs) -> None:
+    """The commands that move a rollout: promote, pause, abort, retry, set version."""
     p = v.command(
         v.top,
         "promote",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.api.v1alpha1.progressiverollout import (
@@ -16,9 +15,8 @@ from okra_controllers.api.v1alpha1.progressiverollout import (
     StageAnalysis,
     Webhook,
 )
-
-EventType = Literal["Normal", "Warning"]
-
+from okra_runtime.events import Event as Event  # one Event type, the runtime's
+from okra_runtime.events import EventType as EventType
 
 IN_FLIGHT = ("Syncing", "Baking", "Verifying")
 
@@ -135,13 +133,6 @@ class WebhookCall:
     stage: int
     webhook: Webhook
     payload: Mapping[str, object]
-
-
-@dataclass(frozen=True)
-class Event:
-    type: EventType
-    reason: str
-    message: str
 
 
 @dataclass

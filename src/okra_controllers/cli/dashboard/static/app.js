@@ -45,6 +45,15 @@ function connect() {
 
 // -- pieces ------------------------------------------------------------------------
 
+// Beside the weights as AWS shows them: what the target groups served at the last traffic
+// reading (spec.trafficConfirmation), the verdict and why.
+function trafficLine(t) {
+  if (!t) return "";
+  const split = t.versions.map((v) => `${esc(v.version)} ${v.observed == null ? "-" : esc(v.observed)}`).join(" · ");
+  const cls = { Confirmed: "Completed", Diverged: "Failed", Failed: "Failed" }[t.verdict] || "Paused";
+  return `<div id="cell-traffic" class="weights" data-verdict="${esc(t.verdict)}">as traffic shows them: <span data-traffic="${split}">${split}</span> ${badge(t.verdict, cls)} <span class="muted">${esc(t.message)}</span></div>`;
+}
+
 function weightBar(weights, synced) {
   if (!weights || !weights.length) return `<span class="muted">-</span>`;
   const total = weights.reduce((a, w) => a + w.weight, 0) || 1;
@@ -166,6 +175,7 @@ function cellPage(r) {
       ${c.pinned ? `<span class="muted">pinned to ${esc(c.pinned)}</span>` : ""}
       <p class="muted">${esc(c.message)}</p>
       <div id="cell-weights">${weightBar(c.weights, c.synced)}</div>
+      ${trafficLine(c.traffic)}
       ${actions("cells", c)}</div>
     <div class="grid"><div class="card"><h2>Steps</h2><ol class="steps" id="timeline">${timeline || "<li>none: a new version gets all traffic at once</li>"}</ol></div>
     <div class="card"><h2>Weights over time (as AWS showed them)</h2>${weightChart(c.history, c.events)}</div></div>
