@@ -623,6 +623,8 @@ def test_every_end_a_system_can_reach_is_still() -> None:
         web = next(a for a in st.applications or [] if a.name == "web")
         assert web.phase == end.split(",")[0], (end, web)
         assert st.phase == ("Completed" if end == "Synced" else "Failed"), (end, st)
+        # no Check left measuring (each would write its status every interval, forever)
+        assert w.objects["checks"] == [], (end, w.objects["checks"])
         if end == "Reverted":
             assert web.message.count("rolled back") == 1, web.message
             assert (st.message or "").count("rolled back") == 1, st.message

@@ -353,7 +353,8 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
         return
     annotations = hold_annotations(hold, w.promote, w.abort)
     p.cells.append(child_cell(o, app, a.version, len(a.clusters), annotations))
-    p.checks += w.checks
+    if a.phase not in FAILED:  # a check failed: the decision sticks, nothing left to gate
+        p.checks += w.checks
     by_name = {c.name: c for c in o.spec.clusters or []}
     sets = [(a.version, a.clusters)]
     if a.serving_version and a.serving_version != a.version:
