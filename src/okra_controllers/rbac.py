@@ -147,7 +147,8 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(CORE, "secrets", verbs=("get",)),
         EVENTS,
     ),
-    # Walks a Cell's canary steps: watches its target groups, writes the ALB or NLB config
+    # Walks a Cell's canary steps (held while a Freeze of its namespace applies): watches its
+    # target groups, writes the ALB or NLB config
     # (server-side apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates
     # and terminates them, creates Pauses and blocks versions. What it owns goes with the Cell
     # (ownerReferences, garbage collection): it deletes nothing itself. Prechecks and
@@ -158,6 +159,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     "cell": (
         *_primary("cells", owner=True),
         rule(GROUP, "awstargetgroups", verbs=READ),
+        rule(GROUP, "freezes", verbs=READ),
         rule(
             GROUP,
             "awsapplicationloadbalancerconfigs",

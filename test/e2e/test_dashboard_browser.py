@@ -44,7 +44,7 @@ import pytest
 import yaml
 
 from e2e.progressive_world import SLOW, App, start
-from okra_controllers.api.kinds import PROGRESSIVE_ROLLOUT
+from okra_controllers.api.kinds import FREEZE, PROGRESSIVE_ROLLOUT
 from okra_runtime import Client
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import UNPRIVILEGED
@@ -453,3 +453,49 @@ async def test_the_rollouts_page_shows_the_seed_examples_stages_advancing_withou
         assert all(phase == "Pending" for phase in stages[at + 1 :]), states
     assert ours[-1] == ("Completed", ["Completed"] * 3), states
     assert len(states) > len(ours), "the page never showed v1 before v2"
+
+
+async def test_the_freeze_banner_lifts_a_freeze_with_the_users_rights(
+    okra_crds: list[str],
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    """A Freeze that applies is a banner on every page; Lift deletes it as the user of the
+    dashboard: a viewer is refused by the API server (the page says so), an admin lifts it."""
+    ns = namespace
+    freeze = {
+        "apiVersion": "okra.mumo.co/v1alpha1",
+        "kind": "Freeze",
+        "metadata": {"name": "incident", "namespace": ns},
+        "spec": {"reason": "INC-7: checkout errors", "author": "bob"},
+    }
+    await rt_client.create(freeze)
+    banner = f"Frozen: {ns}/incident (INC-7: checkout errors, by bob) until lifted"
+    for obj in viewer_role(ns):
+        await rt_client.create(obj)
+    viewer = Dashboard(
+        control_plane.kubeconfig(UNPRIVILEGED), ns, tmp_path / "dashboard-viewer.log"
+    )
+    try:
+        await asyncio.to_thread(browser.get, f"{viewer.url}#/rollouts")
+        await page_until(browser, text_has(banner), "the freeze banner, read as a viewer")
+        await click_and_confirm(browser, "lift")
+        await page_until(browser, text_has("Forbidden", "RBAC", "freezes"), "the refusal")
+    finally:
+        viewer.stop()
+    assert await rt_client.get(FREEZE, "incident", ns)  # the refused lift changed nothing
+    admin = Dashboard(control_plane.kubeconfig(), ns, tmp_path / "dashboard.log")
+    try:
+        await asyncio.to_thread(browser.get, f"{admin.url}#/cells")
+        await page_until(browser, text_has(banner), "the freeze banner")
+        await click_and_confirm(browser, "lift")
+        await page_until(browser, text_has("freeze incident lifted"), "lift's message")
+        await page_until(
+            browser, "return document.getElementById('freezes').hidden", "the banner gone"
+        )
+    finally:
+        admin.stop()
+    assert not (await rt_client.list(FREEZE, ns)).items

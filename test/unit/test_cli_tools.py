@@ -102,6 +102,7 @@ def test_a_broken_file_names_each_error_with_its_line() -> None:
             10,
             "AnalysisTemplate/success-rate",
             "spec.metrics[0].successCondition",
+            'could not evaluate successCondition "result[0] >= 0.95 &&": '
             "unexpected end of condition at column 21 in 'result[0] >= 0.95 &&'",
         ),
         (
@@ -162,6 +163,61 @@ def test_a_broken_file_names_each_error_with_its_line() -> None:
         ),
     ]
     assert str(linter.problems[0]).startswith("broken.yaml:9: AnalysisTemplate/success-rate: ")
+
+
+ARGS_TEMPLATE = """\
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: x
+spec:
+  args:
+  - name: threshold
+  - name: interval
+    value: 30s
+  - name: limit
+    value: "5"
+  dryRun:
+  - metricName: "*"
+  metrics:
+  - name: a
+    interval: "{{args.interval}}"
+    count: 3
+    failureLimit: "{{args.limit}}"
+    successCondition: result[0] >= {{args.threshold}}
+    provider:
+      prometheus:
+        query: up
+  - name: b
+    interval: 5 minutes
+    provider:
+      prometheus:
+        query: up
+"""
+
+
+def test_metrics_are_checked_with_the_files_argument_values() -> None:
+    """Argo's ValidateMetrics on the metric with the file's values substituted; a condition
+    naming an argument the caller gives is left to the run; `*` is not a regular expression."""
+    found = {(p.path, p.message, p.level) for p in lint_texts([("t.yaml", ARGS_TEMPLATE)]).problems}
+    assert found == {
+        (
+            "spec.metrics[0].count",
+            "count (3) must be >= failureLimit + consecutiveSuccessLimit (5 + 0) if both >= 0",
+            "error",
+        ),
+        (
+            "spec.metrics[1].interval",
+            'invalid interval string: time: unknown unit " minutes" in duration "5 minutes"',
+            "error",
+        ),
+        (
+            "spec.dryRun[0].metricName",
+            "Rule didn't match any metric name(s): '*' (a regular expression: `.*` matches "
+            "every metric)",
+            "warning",
+        ),
+    }
 
 
 def test_yaml_syntax_errors_and_unknown_kinds() -> None:

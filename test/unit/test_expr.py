@@ -157,7 +157,7 @@ def test_argo_documented_conditions(condition: str, result: Any, expected: bool)
     ("condition", "result", "message"),
     [
         ("invalidVariable", True, "unknown name invalidVariable"),
-        ("1", True, "returned int, not a bool"),
+        ("1", True, "expected bool, but got int"),
         ("result.Name() == 'hi'", True, "method calls such as .Name() are not supported"),
         ("asInt(result) == 1.1", "1.1", 'strconv.ParseInt: parsing "1.1": invalid syntax'),
         (
@@ -1005,10 +1005,10 @@ def test_unknown_variable_is_an_evaluation_error_not_a_compile_error() -> None:
 def test_evaluate_condition_needs_a_bool() -> None:
     with pytest.raises(ExprError) as info:
         evaluate_condition("result[0]", [0.5])
-    assert str(info.value) == "condition 'result[0]' returned float64, not a bool"
-    with pytest.raises(ExprError, match="returned <nil>, not a bool"):
+    assert str(info.value) == "expected bool, but got float64 (condition 'result[0]')"
+    with pytest.raises(ExprError, match="expected bool, but got <nil>"):
         evaluate_condition("result", None)
-    with pytest.raises(ExprError, match="returned string, not a bool"):
+    with pytest.raises(ExprError, match="expected bool, but got string"):
         evaluate_condition("result", "true")
 
 

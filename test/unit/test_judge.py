@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from okra_controllers.analysis import shift
 from okra_controllers.analysis.judge import (
     DEFAULT_CONFIDENCE,
     DEFAULT_MARGINAL_SCORE,
@@ -372,3 +373,15 @@ def test_describe_names_the_metric_and_by_how_much() -> None:
 
 def _summary(median: float) -> Summary:
     return Summary(30, median, median * 1.2, median * 30)
+
+
+@pytest.mark.parametrize(("m", "n"), [(30, 41), (40, 40), (1, 7), (25, 1)])
+def test_the_estimate_without_materialising_the_pairs_is_the_median(
+    m: int, n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(m * 100 + n)
+    x, y = rng.lognormal(0, 0.5, m).round(2), rng.lognormal(0.1, 0.5, n).round(2)  # with ties
+    exact = shift.hodges_lehmann(x, y)
+    assert exact == float(np.median(np.subtract.outer(x, y)))
+    monkeypatch.setattr(shift, "_EXACT_PAIRS", 0)
+    assert shift.hodges_lehmann(x, y) == pytest.approx(exact, rel=1e-12, abs=1e-12)

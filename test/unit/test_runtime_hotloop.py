@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from okra_runtime.hotloop import HotLoopGuard, HotLoopOptions
 from okra_runtime.metrics import REGISTRY
+
+pytestmark = pytest.mark.write_loops_expected("the guard's own tests make loops on purpose")
 
 
 class Clock:

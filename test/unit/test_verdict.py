@@ -166,3 +166,21 @@ def test_metric_phase_properties(seq: list[Phase], fl: int, il: int, el: int, co
         assert phase == "Running"
     if r.consecutive_error > el:
         assert phase == "Error"  # the error rule is applied last, so it wins
+
+
+@pytest.mark.parametrize(
+    ("pattern", "name", "matches"),
+    [
+        ("success-rate", "success-rate", True),
+        ("rate", "error-rate", True),  # unanchored, as Go's regexp.MatchString
+        ("^rate$", "error-rate", False),
+        (".*", "anything", True),
+        ("*", "anything", False),  # Go cannot compile it: the rule matches nothing
+        ("(?=e)error", "error-rate", False),  # look-ahead: RE2 refuses it
+        (r"rate\z", "error-rate", True),  # RE2's end of text
+    ],
+)
+def test_metric_name_rules_are_go_regular_expressions(
+    pattern: str, name: str, matches: bool
+) -> None:
+    assert verdict.rule_matches(pattern, name) is matches

@@ -10,6 +10,8 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from okra_controllers.api.v1alpha1.analysis import Argument, Metric
 from okra_controllers.templating import ARGS, TemplateError, placeholders, render
 
@@ -48,10 +50,11 @@ def field_value(obj: dict[str, Any], path: str) -> str:
 async def resolve_args(
     args: Sequence[Argument],
     namespace: str,
-    read_secret: SecretLookup,
+    read_secret: SecretLookup | None,
     owner: dict[str, Any] | None,
 ) -> tuple[dict[str, str], list[str]]:
-    """Values of every argument, and the secret values among them (to redact)."""
+    """Values of every argument, and the secret values among them (to redact). Without
+    `read_secret`, a Secret argument reads as `SECRET_PLACEHOLDER` (to plan and validate)."""
     values: dict[str, str] = {}
     secrets: list[str] = []
     for i, a in enumerate(args):
@@ -62,13 +65,17 @@ async def resolve_args(
             values[a.name] = a.value
         elif a.value_from is not None and a.value_from.secret_key_ref is not None:
             ref = a.value_from.secret_key_ref
+            if read_secret is None:
+                values[a.name] = SECRET_PLACEHOLDER
+                continue
             try:
                 data = await read_secret(namespace, ref.name)
             except Exception as e:
-                raise ArgumentError(f"{where}: {e}") from e
+                raise ArgumentError(f"{e} ({where})") from e
             if ref.key not in data:
                 raise ArgumentError(
-                    f"{where}: Secret {namespace}/{ref.name} has no key {ref.key!r}"
+                    f"key '{ref.key}' does not exist in secret '{ref.name}' "
+                    f"({where}, namespace {namespace})"
                 )
             values[a.name] = data[ref.key]
             secrets.append(data[ref.key])
@@ -80,19 +87,51 @@ async def resolve_args(
             except ArgumentError as e:
                 raise ArgumentError(f"{where}: {e}") from None
         else:
-            raise ArgumentError(f"{where}: no value given (set value or valueFrom)")
+            raise ArgumentError(
+                f"args.{a.name} was not resolved: {where} has no value (set value or valueFrom)"
+            )
     return values, secrets
 
 
+_TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+OKRA_TAGS = ("judge.",)
+"""Placeholders okra fills in itself later (a judged metric's side), left as written."""
+
+SECRET_PLACEHOLDER = "temp-for-secret"
+"""What a Secret argument reads as while a run is planned and validated (Argo's value): the
+Secret itself is read only to measure."""
+
+
 def substitute(metric: Metric, values: dict[str, str]) -> Metric:
-    """The metric with every `{{args.NAME}}` replaced; raises ArgumentError for an
-    argument that is referenced but not declared."""
+    """The metric with every `{{args.NAME}}` replaced in every field, as Argo Rollouts does
+    (on the metric's JSON, so numbers and durations written as strings are substituted too).
+
+    Raises ArgumentError with Argo's words, `failed to resolve {{TAG}}`, for a placeholder
+    that is not a declared argument (any `{{…}}` but okra's own `{{judge.…}}`), and for a
+    substituted metric that is no longer well formed, naming the field."""
     raw = metric.model_dump_json(by_alias=True, exclude_none=True)
+    missing = [p for p in placeholders(raw, ARGS) if p.removeprefix("args.") not in values]
+    if missing:  # Argo names the last one it could not fill
+        try:
+            render("{{" + missing[-1] + "}}", {"args": values}, ARGS)
+        except TemplateError as e:
+            raise ArgumentError(f"failed to resolve {e.placeholder} ({e})") from None
+    rendered = render(raw, {"args": values}, ARGS, escape="json")
+    for m in _TAG.finditer(rendered):
+        tag = m.group(1).strip()
+        if not tag.startswith(OKRA_TAGS):
+            raise ArgumentError(
+                f"failed to resolve {{{{{m.group(1)}}}}} (metric {metric.name!r}: "
+                "only {{args.NAME}} of a declared argument is substituted)"
+            )
     try:
-        rendered = render(raw, {"args": values}, ARGS, escape="json")
-    except TemplateError as e:
-        raise ArgumentError(f"metrics[{metric.name}]: {e}") from None
-    return Metric.model_validate_json(rendered)
+        return Metric.model_validate_json(rendered)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ArgumentError(
+            f"metric {metric.name!r} with its arguments substituted: {where}: {err['msg']}"
+        ) from None
 
 
 def referenced_args(metric: Metric) -> set[str]:

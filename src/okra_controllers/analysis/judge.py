@@ -177,6 +177,22 @@ def _or_none(value: float) -> float | None:
     return None if math.isnan(value) or math.isinf(value) else value
 
 
+def _too_little(cs: Summary, bs: Summary, min_samples: int, min_total: float | None) -> list[str]:
+    """What either side lacks to be judged (empty: enough)."""
+    short = [
+        f"{side} has {s.count} samples (at least {max(min_samples, 1)} needed)"
+        for side, s in (("canary", cs), ("baseline", bs))
+        if s.count < max(min_samples, 1)
+    ]
+    if min_total is not None:
+        short += [
+            f"{side} totals {s.total:g} (at least {min_total:g} needed)"
+            for side, s in (("canary", cs), ("baseline", bs))
+            if s.total < min_total
+        ]
+    return short
+
+
 def classify(
     canary: Iterable[float],
     baseline: Iterable[float],
@@ -208,17 +224,7 @@ def classify(
     if outlier_factor is not None:
         x, y = shift.iqr_keep(x, outlier_factor), shift.iqr_keep(y, outlier_factor)
     cs, bs = summarize(x), summarize(y)
-    short = [
-        f"{side} has {s.count} samples (at least {max(min_samples, 1)} needed)"
-        for side, s in (("canary", cs), ("baseline", bs))
-        if s.count < max(min_samples, 1)
-    ]
-    if min_total is not None:
-        short += [
-            f"{side} totals {s.total:g} (at least {min_total:g} needed)"
-            for side, s in (("canary", cs), ("baseline", bs))
-            if s.total < min_total
-        ]
+    short = _too_little(cs, bs, min_samples, min_total)
     if short:
         return MetricJudgment("NoData", cs, bs, None, None, "; ".join(short))
     assert cs.median is not None

@@ -25,15 +25,13 @@ from prometheus_client import Counter
 
 from okra_controllers.analysis import compare, judge, verdict
 from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
-from okra_controllers.analysis.duration import parse_duration
-from okra_controllers.analysis.expr import ExprError, compile_condition
 from okra_controllers.analysis.measure import MEASUREMENT_TIMEOUT, measure
 from okra_controllers.analysis.providers.base import (
     ProviderContext,
     ProviderError,
     secret_reader,
 )
-from okra_controllers.analysis.providers.registry import provider_for
+from okra_controllers.analysis.validation import validate_metrics
 from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRun,
@@ -93,55 +91,6 @@ def with_run_messages(
     return message if not details else f"{message}: {'; '.join(details)}"
 
 
-def validate_metrics(metrics: list[Metric]) -> list[str]:
-    """Problems a run cannot recover from, each naming the field."""
-    problems: list[str] = []
-    seen: set[str] = set()
-    for i, m in enumerate(metrics):
-        where = f"spec.metrics[{i}] ({m.name})"
-        if m.name in seen:
-            problems.append(f"{where}: duplicate metric name")
-        seen.add(m.name)
-        for field, cond in (
-            ("successCondition", m.success_condition),
-            ("failureCondition", m.failure_condition),
-        ):
-            if cond:
-                try:
-                    compile_condition(cond)
-                except ExprError as e:
-                    problems.append(f"{where}.{field}: {e}")
-        for field, value in (("interval", m.interval), ("initialDelay", m.initial_delay)):
-            if value:
-                try:
-                    parse_duration(value)
-                except ValueError as e:
-                    problems.append(f"{where}.{field}: {e}")
-        for field, raw in (
-            ("count", m.count),
-            ("failureLimit", m.failure_limit),
-            ("inconclusiveLimit", m.inconclusive_limit),
-            ("consecutiveErrorLimit", m.consecutive_error_limit),
-        ):
-            if raw is not None and not str(raw).lstrip("-").isdigit():
-                problems.append(f"{where}.{field}: must be an integer, not {raw!r}")
-        try:
-            provider_for(m.provider)
-        except ProviderError as e:
-            problems.append(f"{where}.provider: {e}")
-        if m.judge is not None:
-            if m.success_condition or m.failure_condition:
-                problems.append(
-                    f"{where}.judge: a judged metric is compared with the baseline; "
-                    "remove successCondition and failureCondition"
-                )
-            if m.provider.web is not None:
-                problems.append(
-                    f"{where}.judge: compares prometheus, cloudWatch or datadog metrics, not web"
-                )
-    return problems
-
-
 def _judgment(judgment: Judgment | None, values: dict[str, str]) -> Judgment | None:
     """The run's judgment settings with `{{args.NAME}}` replaced."""
     if judgment is None:
@@ -189,13 +138,26 @@ class AnalysisRunReconciler:
         status = run.status or AnalysisRunStatus()
         if status.phase in verdict.COMPLETED:
             return None
-        metrics = run.spec.metrics
+        owner: dict[str, Any] | None = None
+        if any(a.value_from and a.value_from.field_ref for a in run.spec.args or ()):
+            owner = await self._owner(raw)
+        try:
+            # As Argo: every metric with its arguments (Secrets not read) to plan and validate.
+            planned, _ = await resolve_args(
+                merge_args(None, run.spec.args), req.namespace, None, owner
+            )
+            metrics = [substitute(m, planned) for m in run.spec.metrics]
+        except ArgumentError as e:
+            await self._fail(raw, f"Unable to resolve metric arguments: {e}")
+            return None
         if status.metric_results is None:
-            problems = validate_metrics(metrics) + verdict.judgment_problems(
-                metrics, run.spec.judgment
+            problems = (
+                validate_metrics(metrics)
+                + verdict.rule_problems(metrics, run.spec.dry_run, run.spec.measurement_retention)
+                + verdict.judgment_problems(metrics, run.spec.judgment)
             )
             if problems:
-                await self._fail(raw, "analysis spec invalid: " + "; ".join(problems))
+                await self._fail(raw, "Analysis spec invalid: " + "; ".join(problems))
                 return None
         now = self.clock()
         started_at = status.started_at or now
@@ -210,15 +172,16 @@ class AnalysisRunReconciler:
         secrets: list[str] = []
         judgment = run.spec.judgment
         if due:
-            owner = await self._owner(raw)
+            owner = owner or await self._owner(raw)
             try:
                 values, secrets = await resolve_args(
                     merge_args(None, run.spec.args), req.namespace, self.read_secret, owner
                 )
-                due = [substitute(m, values) for m in due]
+                index = {m.name: i for i, m in enumerate(metrics)}
+                due = [substitute(run.spec.metrics[index[m.name]], values) for m in due]
                 judgment = _judgment(judgment, values)
             except ArgumentError as e:
-                await self._fail(raw, f"unable to resolve metric arguments: {e}")
+                await self._fail(raw, f"Unable to resolve metric arguments: {e}")
                 return None
             measured = await asyncio.gather(
                 *(

@@ -24,6 +24,8 @@ from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRunSpec,
     AnalysisTemplateSpec,
     Argument,
+    DryRun,
+    MeasurementRetention,
 )
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.validation import problems
@@ -78,6 +80,84 @@ def _short(e: ValidationError) -> str:
     return "; ".join(f"spec.{problem}" for problem in problems(e)[:5])
 
 
+def flatten(
+    specs: Sequence[tuple[str, AnalysisTemplateSpec]], args: Sequence[Argument] = ()
+) -> AnalysisRunSpec:
+    """The run spec combining templates (name, spec) in order, with the caller's `args`, by
+    Argo Rollouts' rules (`FlattenTemplates`, `MergeArgs`), with its words:
+
+    - a metric name in two templates: `two metrics have the same name 'NAME'`;
+    - the same `dryRun` / `measurementRetention` rule twice: `two Dry-Run metric rules have
+      the same name 'RULE'` / `two Measurement Retention metric rules have the same name ...`;
+    - an argument in two templates with different values: ``Argument `NAME` specified
+      multiple times with different values: 'A', 'B'``; one without a value takes the other's;
+    - the caller's value (or valueFrom) replaces a template's; an argument no template
+      declares is dropped; one left without a value: `args.NAME was not resolved`."""
+    metrics: list[Any] = []
+    merged: list[Argument] = []
+    dry_run: list[DryRun] = []
+    retention: list[MeasurementRetention] = []
+    seen: dict[str, str] = {}
+    judgment = None
+    for template_name, spec in specs:
+        judgment = judgment or spec.judgment
+        for m in spec.metrics:
+            if m.name in seen:
+                raise TemplateError(
+                    f"two metrics have the same name '{m.name}' "
+                    f"(templates {seen[m.name]!r} and {template_name!r})"
+                )
+            seen[m.name] = template_name
+            metrics.append(m)
+        for a in spec.args or ():
+            _add_arg(merged, a)
+        dry_run.extend(spec.dry_run or ())
+        retention.extend(spec.measurement_retention or ())
+    for label, rules in (("Dry-Run", dry_run), ("Measurement Retention", retention)):
+        names: set[str] = set()
+        for rule in rules:
+            if rule.metric_name in names:
+                raise TemplateError(
+                    f"two {label} metric rules have the same name '{rule.metric_name}'"
+                )
+            names.add(rule.metric_name)
+    given = {a.name: a for a in args}
+    for i, a in enumerate(merged):
+        g = given.get(a.name)
+        if g is not None and g.value is not None:
+            merged[i] = Argument(name=a.name, value=g.value)
+        elif g is not None and g.value_from is not None:
+            merged[i] = Argument(name=a.name, value_from=g.value_from)
+    for a in merged:
+        if a.value is None and a.value_from is None:
+            raise TemplateError(f"args.{a.name} was not resolved: no value given by the caller")
+    try:
+        return AnalysisRunSpec(
+            metrics=metrics,
+            args=merged or None,
+            dry_run=dry_run or None,
+            measurement_retention=retention or None,
+            judgment=judgment,
+        )
+    except ValidationError as e:
+        raise TemplateError(_short(e)) from None
+
+
+def _add_arg(merged: list[Argument], new: Argument) -> None:
+    for i, prev in enumerate(merged):
+        if prev.name != new.name:
+            continue
+        if prev.value is not None and new.value is not None and prev.value != new.value:
+            raise TemplateError(
+                f"Argument `{prev.name}` specified multiple times with different values: "
+                f"'{prev.value}', '{new.value}'"
+            )
+        if prev.value is None:
+            merged[i] = new
+        return
+    merged.append(new)
+
+
 async def build_run(
     client: Client,
     *,
@@ -90,41 +170,11 @@ async def build_run(
     generate_name: bool = False,
 ) -> dict[str, Any]:
     """An AnalysisRun object (not yet created) combining `templates`, with `args`
-    overriding the templates' defaults."""
-    metrics: list[Any] = []
-    template_args: dict[str, Argument] = {}
-    dry_run: list[Any] = []
-    retention: list[Any] = []
-    seen: dict[str, str] = {}
-    judgment = None
-    for ref in templates:
-        spec = _spec(await find_template(client, namespace, ref))
-        judgment = judgment or spec.judgment
-        for m in spec.metrics:
-            if m.name in seen:
-                raise TemplateError(
-                    f"metric {m.name!r} is defined by both template "
-                    f"{seen[m.name]!r} and {ref.template_name!r}"
-                )
-            seen[m.name] = ref.template_name
-            metrics.append(m)
-        for a in spec.args or ():
-            template_args.setdefault(a.name, a)
-        dry_run.extend(spec.dry_run or ())
-        retention.extend(spec.measurement_retention or ())
-    merged: dict[str, Argument] = dict(template_args)
-    for a in args:
-        merged[a.name] = a
-    try:
-        run_spec = AnalysisRunSpec(
-            metrics=metrics,
-            args=list(merged.values()) or None,
-            dry_run=dry_run or None,
-            measurement_retention=retention or None,
-            judgment=judgment,
-        )
-    except ValidationError as e:
-        raise TemplateError(_short(e)) from None
+    overriding the templates' defaults (`flatten`)."""
+    specs = [
+        (ref.template_name, _spec(await find_template(client, namespace, ref))) for ref in templates
+    ]
+    run_spec = flatten(specs, args)
     meta: dict[str, Any] = {"namespace": namespace, "labels": dict(labels or {})}
     meta["generateName" if generate_name else "name"] = name
     if owner is not None:

@@ -6,11 +6,15 @@
   failure condition wins, and neither holding is Inconclusive. A condition that
   cannot be evaluated makes the measurement an Error.
 - A metric's phase (`assess_metric`): Failed when failed > failureLimit (default
-  0), Inconclusive when inconclusive > inconclusiveLimit (default 0), Error when
-  consecutive errors > consecutiveErrorLimit (default 4) (later rules win);
-  otherwise Successful once `count` measurements are taken (count defaults to 1
-  when there is no interval, and is unbounded with an interval); a terminating
-  run ends a still-running metric as Successful.
+  0; -1: no limit), Inconclusive when inconclusive > inconclusiveLimit (default 0),
+  Error when consecutive errors > consecutiveErrorLimit (default 4) (later rules
+  win); otherwise Successful at `consecutiveSuccessLimit` successes in a row, or
+  once `count` measurements are taken (count defaults to 1 when there is no
+  interval, and is unbounded with an interval) -- then, with a
+  consecutiveSuccessLimit not reached, Inconclusive (Failed when failureLimit is
+  -1); a terminating run ends a still-running metric as Successful.
+- `dryRun` and `measurementRetention` rules match metric names as Go regular
+  expressions (`rule_matches`); one that matches none is an error (`rule_problems`).
 - A run's phase (`assess_run`): Running until every metric completes, then the
   worst metric phase (Successful < Inconclusive < Error < Failed); dry-run metrics
   never affect it. A run terminates early when asked (`spec.terminate`) or when
@@ -46,6 +50,8 @@ from dataclasses import dataclass
 from okra_controllers.analysis import judge
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
+from okra_controllers.analysis.expr.errors import _Fault
+from okra_controllers.analysis.expr.regex import _regex
 from okra_controllers.api.v1alpha1.analysis import (
     DryRun,
     Judgment,
@@ -88,13 +94,20 @@ def effective_count(metric: Metric) -> int | None:
 def measurement_phase(metric: Metric, result: object) -> tuple[Phase, str | None]:
     """The phase of one measurement whose provider returned `result`."""
     success = failure = False
-    try:
-        if metric.success_condition:
-            success = evaluate_condition(metric.success_condition, result)
-        if metric.failure_condition:
-            failure = evaluate_condition(metric.failure_condition, result)
-    except ExprError as e:
-        return "Error", str(e)
+    for field, cond in (
+        ("successCondition", metric.success_condition),
+        ("failureCondition", metric.failure_condition),
+    ):
+        if not cond:
+            continue
+        try:
+            holds = evaluate_condition(cond, result)
+        except ExprError as e:
+            return "Error", evaluation_error(field, cond, result, e)
+        if field == "successCondition":
+            success = holds
+        else:
+            failure = holds
     if not metric.success_condition and not metric.failure_condition:
         return "Successful", None
     if metric.success_condition and not metric.failure_condition:
@@ -108,11 +121,21 @@ def measurement_phase(metric: Metric, result: object) -> tuple[Phase, str | None
     return "Successful", None
 
 
+def evaluation_error(field: str, condition: str, result: object, error: Exception) -> str:
+    """Argo's message for a condition that could not be evaluated (`formatEvalError`)."""
+    if result is None or (isinstance(result, (list, tuple)) and not result):
+        return (
+            f'could not evaluate {field} "{condition}": metric result is nil or empty: '
+            f"no data returned from the metric provider ({error})"
+        )
+    return f'could not evaluate {field} "{condition}": {error}'
+
+
 def limits_verdict(metric: Metric, result: MetricResult) -> tuple[Phase | None, str]:
     phase: Phase | None = None
     message = ""
     failure_limit = _int(metric.failure_limit, 0, "failureLimit")
-    if result.failed > failure_limit:
+    if failure_limit >= 0 and result.failed > failure_limit:  # -1: no limit
         phase, message = "Failed", f"failed ({result.failed}) > failureLimit ({failure_limit})"
     inconclusive_limit = _int(metric.inconclusive_limit, 0, "inconclusiveLimit")
     if result.inconclusive > inconclusive_limit:
@@ -128,6 +151,23 @@ def limits_verdict(metric: Metric, result: MetricResult) -> tuple[Phase | None, 
             f"consecutiveErrorLimit ({error_limit})"
         )
     return phase, message
+
+
+def count_verdict(metric: Metric, result: MetricResult) -> Phase | None:
+    """The phase of a metric no limit has ended: Successful once `consecutiveSuccessLimit`
+    successes in a row are seen; at `count` measurements, Successful, or, when a
+    consecutiveSuccessLimit was not reached, Inconclusive (Failed when failureLimit is -1);
+    None while it keeps measuring."""
+    success_limit = _int(metric.consecutive_success_limit, 0, "consecutiveSuccessLimit")
+    if success_limit > 0 and result.consecutive_success >= success_limit:
+        return "Successful"
+    count = effective_count(metric)
+    if count is None or result.count < count:
+        return None
+    if success_limit > 0:
+        failure_limit = _int(metric.failure_limit, 0, "failureLimit")
+        return "Inconclusive" if failure_limit >= 0 else "Failed"
+    return "Successful"
 
 
 CLASSIFICATION = "classification"
@@ -232,12 +272,23 @@ def assess_metric(
     phase, _ = limits_verdict(metric, result)
     if phase is not None:
         return phase
-    count = effective_count(metric)
-    if count is not None and result.count >= count:
-        return "Successful"
+    counted = count_verdict(metric, result)
+    if counted is not None:
+        return counted
     if terminating and result.count == 0 and result.error > 0:
         return "Inconclusive"  # nothing but errors: no evidence either way
     return "Successful" if terminating else "Running"
+
+
+def _unlimited_why(metric: Metric, result: MetricResult) -> str:
+    """Why a metric no limit ended is Inconclusive or Failed."""
+    success_limit = _int(metric.consecutive_success_limit, 0, "consecutiveSuccessLimit")
+    if success_limit > 0:
+        return (
+            f"consecutiveSuccess ({result.consecutive_success}) < "
+            f"consecutiveSuccessLimit ({success_limit}) after count ({result.count})"
+        )
+    return "no measurement succeeded" if result.phase == "Inconclusive" else ""
 
 
 def _is_soft(metric: Metric, result: MetricResult | None) -> bool:
@@ -256,11 +307,45 @@ def soft_metrics(
     return {m.name for m in metrics if _is_soft(m, (results or {}).get(m.name))}
 
 
+def rule_matches(pattern: str, name: str) -> bool:
+    """Go's `regexp.MatchString(pattern, name)` as Argo calls it: unanchored; a pattern Go
+    cannot compile (such as `*`) matches nothing. RE2's meaning, as the condition language's
+    `matches` gives it."""
+    try:
+        return _regex(pattern).search(name) is not None
+    except _Fault:
+        return False
+
+
+def rule_problems(
+    metrics: Sequence[Metric],
+    dry_run: Sequence[DryRun] | None,
+    retention: Sequence[MeasurementRetention] | None,
+) -> list[str]:
+    """Argo's errors for `dryRun` and `measurementRetention` rules that match no metric."""
+    problems = []
+    named: tuple[tuple[str, Sequence[DryRun | MeasurementRetention]], ...] = (
+        ("dryRun", dry_run or ()),
+        ("measurementRetention", retention or ()),
+    )
+    for field, rules in named:
+        for i, rule in enumerate(rules):
+            if not any(rule_matches(rule.metric_name, m.name) for m in metrics):
+                hint = ""
+                if rule.metric_name == "*":
+                    hint = " (a regular expression: `.*` matches every metric)"
+                problems.append(
+                    f"{field}[{i}]: Rule didn't match any metric name(s): "
+                    f"metricName {rule.metric_name!r}{hint}"
+                )
+    return problems
+
+
 def dry_run_names(metrics: Iterable[Metric], dry_run: Sequence[DryRun] | None) -> set[str]:
-    names = {d.metric_name for d in dry_run or ()}
-    if "*" in names:
-        return {m.name for m in metrics}
-    return names
+    """Names of the metrics some `dryRun` rule's regular expression matches."""
+    return {
+        m.name for m in metrics if any(rule_matches(d.metric_name, m.name) for d in dry_run or ())
+    }
 
 
 def is_terminating(
@@ -425,8 +510,8 @@ def assess_run(
             why = ""
         else:
             limit_phase, why = limits_verdict(metric, result)
-            if limit_phase is None and phase == "Inconclusive":
-                limit_phase, why = "Inconclusive", "no measurement succeeded"
+            if limit_phase is None and phase in ("Inconclusive", "Failed"):
+                limit_phase, why = phase, _unlimited_why(metric, result)
         bucket = dry_summary if is_dry else summary
         counted = limit_phase or "Successful"
         setattr(bucket, counted.lower(), getattr(bucket, counted.lower()) + 1)
@@ -495,6 +580,8 @@ def due_metrics(
         if result is not None and count is not None and result.count >= count:
             continue
         if last.finished_at is None:
+            if last.resume_at is not None and last.resume_at > now:
+                continue  # as Argo: not before its resumeAt
             due.append(metric)  # an unfinished measurement (crash mid-way): take it again
             continue
         wait = error_retry if last.phase == "Error" else _interval(metric)
@@ -546,12 +633,14 @@ def record(result: MetricResult, phase: Phase, counted: bool = True) -> None:
     if phase == "Error":
         result.error += 1
         result.consecutive_error += 1
+        result.consecutive_success = 0
         return
     if not counted:
         result.consecutive_error = 0
         return
     result.count += 1
     result.consecutive_error = 0
+    result.consecutive_success = result.consecutive_success + 1 if phase == "Successful" else 0
     if phase == "Successful":
         result.successful += 1
     elif phase == "Failed":
@@ -561,7 +650,8 @@ def record(result: MetricResult, phase: Phase, counted: bool = True) -> None:
 
 
 def retention_limit(name: str, retention: Sequence[MeasurementRetention] | None) -> int:
-    for r in retention or ():
-        if r.metric_name in (name, "*"):
+    """Measurements kept for metric `name`: the limit of the last rule that matches it."""
+    for r in reversed(retention or ()):
+        if rule_matches(r.metric_name, name) and r.limit > 0:
             return r.limit
     return DEFAULT_MEASUREMENT_HISTORY_LIMIT

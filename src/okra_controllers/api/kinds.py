@@ -29,6 +29,7 @@ from okra_controllers.api.v1alpha1.cell import (
     VersionBlocklist,
 )
 from okra_controllers.api.v1alpha1.clusterset import ClusterSet
+from okra_controllers.api.v1alpha1.freeze import Freeze
 from okra_controllers.api.v1alpha1.progressiverollout import ProgressiveRollout
 from okra_controllers.api.v1alpha1.route53 import AWSRoute53RecordSetConfig
 from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBinding
@@ -60,6 +61,7 @@ ANALYSIS_TEMPLATE = gvk_of(AnalysisTemplate)
 CLUSTER_ANALYSIS_TEMPLATE = gvk_of(ClusterAnalysisTemplate)
 CLUSTERSET = gvk_of(ClusterSet)
 PROGRESSIVE_ROLLOUT = gvk_of(ProgressiveRollout)
+FREEZE = gvk_of(Freeze)
 
 # Kubernetes' kinds
 SECRET = GVK("", "v1", "Secret")
@@ -97,6 +99,7 @@ __all__ = [
     "CONFIGMAP",
     "DEPLOYMENT",
     "EVENT",
+    "FREEZE",
     "JOB",
     "LBC_TARGET_GROUP_BINDING",
     "NLB_CONFIG",

@@ -36,6 +36,7 @@ from okra_controllers.api.kinds import (
     APPLICATION,
     BLOCKLIST,
     CELL,
+    FREEZE,
     JOB,
     NLB_CONFIG,
     PAUSE,
@@ -63,6 +64,7 @@ from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
 from okra_controllers.cell.checkjobs import PodFailures, check_job, owner_ref
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
+from okra_controllers.freeze import watch as freezes
 from okra_controllers.lbconfig import aws_message
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import fields_for, notifier_for
@@ -189,6 +191,7 @@ class CellReconciler:
         self.jobs: Store = mgr.informer_for(JOB).store
         self.secrets: Store = mgr.informer_for(SECRET).store
         self.blocklists: Store = mgr.informer_for(BLOCKLIST).store
+        self.freezes: Store = mgr.informer_for(FREEZE).store
         self.blocked_here: dict[tuple[str, str], set[str]] = {}
         """Versions this process appended to a Cell's VersionBlocklist that its cache
         may not show yet (`_blocklist`)."""
@@ -252,7 +255,8 @@ class CellReconciler:
             exact_now=self.exact_clock(),
             job_pods=job_pods,
         )
-        return observed, config
+        held = freezes.hold_of(self.freezes, raw, observed.now)
+        return dataclasses.replace(observed, freeze=held), config
 
     async def _job_pods(self, cell: Cell) -> dict[str, str]:
         """What the Pods of the Cell's failed check Jobs said: each read once, remembered
@@ -266,6 +270,7 @@ class CellReconciler:
         raw = self.cells.get(req.name, req.namespace)
         if raw is None:
             report_info(req.namespace or "", req.name, None)
+            freezes.report_held("Cell", req.namespace or "", req.name, None)
             traffic.report(req.namespace or "", req.name, None)
             return None
         if "clusters" in (raw.get("spec") or {}) or "applications" in (raw.get("spec") or {}):
@@ -336,7 +341,10 @@ class CellReconciler:
         if p.requeue_after is not None:
             after = min(after, p.requeue_after + 0.5)  # just past the progress deadline
         if p.wake_after is not None:
-            after = min(after, p.wake_after + 0.01)  # the moment the Pause expires
+            after = min(after, p.wake_after + 0.01)  # the moment the Pause or freeze ends
+        frozen = freezes.seconds_to_next(self.freezes, raw, self.exact_clock())
+        if frozen is not None:
+            after = min(after, frozen + 0.01)  # the moment a freeze starts
         # A rollout that just moved (its status changed: `_write_status` replaced it) is
         # between two hops; its next ones go before first reports on new objects. A Cell's
         # first status is a first report; one that waits on something that does not come
@@ -461,6 +469,7 @@ class CellReconciler:
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
         PROGRESS_DEADLINE_EXCEEDED.labels(ns, name).set(past_deadline(p.status))
+        freezes.report_held("Cell", ns, name, p.status.paused_reason == "Frozen")
         return True
 
     async def _label_clusters(self, raw: dict[str, Any], cell: Cell, p: Plan) -> None:
@@ -794,6 +803,7 @@ def setup(mgr: Manager, s: Settings) -> None:
             lambda b: [Request(b["metadata"]["name"], b["metadata"].get("namespace") or "")],
         )
         .watches(SECRET, cells_with_argocd(cells))
+        .watches(FREEZE, freezes.objects_for_freeze(cells))
         .with_options(max_concurrent_reconciles=s.concurrency)
     )
     if s.argocd:

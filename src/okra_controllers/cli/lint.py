@@ -10,8 +10,13 @@ AnalysisTemplates, which okra reads unchanged) is checked for:
   `analysis/expr/` (`has()`, `size()`, `!`, `&&`, `||`, `?:`, comparisons,
   list `filter(x, x).size()`); a rule outside that subset is reported as not
   checked, never silently passed;
-- conditions: every `successCondition` / `failureCondition` parsed by the
-  same parser the AnalysisRun controller evaluates them with;
+- metrics: with the arguments the file gives values substituted, the checks an
+  AnalysisRun makes when it starts (Argo Rollouts' `ValidateMetrics`: count
+  against the limits, durations, providers; conditions compiled by the parser
+  the controller evaluates them with); a field naming an argument the caller
+  gives is left to the run; `dryRun` / `measurementRetention` rules (regular
+  expressions) that match no metric: an error in an AnalysisRun, a warning in
+  a template (another template of the run may have the metric);
 - ALB limits: at most 5 target groups in one forward action, weights 0..999
   (schema), a listener rule needs at least one condition, a Cell's versions
   are semver;
@@ -27,6 +32,7 @@ field, or of the nearest enclosing one). Exit 0 when no error, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from collections.abc import Iterator
@@ -204,28 +210,26 @@ def _schema_message(err: Any, path: Path_) -> str:
 
 
 def _analysis(linter: Linter, doc: Doc) -> None:
-    from okra_controllers.analysis.expr import ExprError, compile_condition
     from okra_controllers.templating import ARGS, placeholders
 
     spec = doc.data.get("spec") or {}
-    declared = {a.get("name") for a in spec.get("args") or [] if isinstance(a, dict)}
+    args = [a for a in spec.get("args") or [] if isinstance(a, dict)]
+    declared = {a.get("name") for a in args}
+    # Arguments the file gives a value; the others (the caller's, a Secret's, a field's) are
+    # known only when the run starts.
+    known = {str(a["name"]): str(a["value"]) for a in args if a.get("value") is not None}
     seen: set[str] = set()
+    names: list[str] = []
     for i, metric in enumerate(spec.get("metrics") or []):
         if not isinstance(metric, dict):
             continue
         name = metric.get("name")
+        names.append(str(name))
         if name in seen:
             linter.report(
                 doc, ("spec", "metrics", i, "name"), f"metric name {name!r} is used twice"
             )
         seen.add(str(name))
-        for key in ("successCondition", "failureCondition"):
-            source = metric.get(key)
-            if isinstance(source, str):
-                try:
-                    compile_condition(source)
-                except ExprError as e:
-                    linter.report(doc, ("spec", "metrics", i, key), str(e))
         used_args = {
             p.removeprefix("args.")
             for p in placeholders(yaml.safe_dump(metric), ARGS)
@@ -238,7 +242,72 @@ def _analysis(linter: Linter, doc: Doc) -> None:
                     ("spec", "metrics", i),
                     f"{{{{args.{used}}}}} is used but spec.args declares no {used!r}",
                 )
+        _metric_rules(linter, doc, i, metric, known)
+    for rules in ("dryRun", "measurementRetention"):
+        _name_rules(linter, doc, rules, spec.get(rules), names)
     _judge_settings(linter, doc, spec)
+
+
+def _metric_rules(
+    linter: Linter, doc: Doc, i: int, metric: dict[str, Any], known: dict[str, str]
+) -> None:
+    """Argo's ValidateMetric and okra's checks of one metric, on the metric with the file's
+    argument values substituted; a field still naming an argument the caller gives is left
+    for the run to check."""
+    from okra_controllers.analysis.args import ArgumentError, substitute
+    from okra_controllers.analysis.validation import okra_problems, validate_metric
+    from okra_controllers.api.v1alpha1.analysis import Metric
+    from okra_controllers.templating import ARGS, placeholders
+
+    given = {
+        k: v
+        for k, v in metric.items()
+        if not any(
+            p.removeprefix("args.") not in known for p in placeholders(yaml.safe_dump({k: v}), ARGS)
+        )
+    }
+    try:
+        parsed = Metric.model_validate({"name": "m", "provider": {}, **given})
+        resolved = substitute(parsed, known)
+    except (ValidationError, ArgumentError):
+        return  # the schema check above names the field
+    path: Path_ = ("spec", "metrics", i)
+    left = set(metric) - set(given)  # fields the run checks once the caller's args are in
+    problem = validate_metric(resolved)
+    if problem in ("no provider specified", "multiple providers specified") and (
+        "provider" in left
+    ):
+        problem = None
+    if problem is not None:
+        field = problem.split(" ", 1)[0]
+        field = {"invalid": "interval" if "interval" in problem else "initialDelay"}.get(
+            field, field
+        )
+        linter.report(doc, (*path, field) if field in metric else path, problem)
+    for p in okra_problems(resolved):
+        if p.startswith("provider:") and "provider" in left:
+            continue
+        field = p.split(":", 1)[0].replace("could not evaluate ", "").split(" ", 1)[0]
+        linter.report(doc, (*path, field) if field in metric else path, p)
+
+
+def _name_rules(linter: Linter, doc: Doc, field: str, rules: Any, names: list[str]) -> None:
+    """A `dryRun` / `measurementRetention` rule is a regular expression; one that matches no
+    metric ends a run in Error (in a template it may match a metric of another template the
+    run combines it with: a warning)."""
+    from okra_controllers.analysis.verdict import rule_matches
+
+    for j, rule in enumerate(rules or []):
+        pattern = rule.get("metricName") if isinstance(rule, dict) else None
+        if not isinstance(pattern, str) or any(rule_matches(pattern, n) for n in names):
+            continue
+        hint = " (a regular expression: `.*` matches every metric)" if pattern == "*" else ""
+        linter.report(
+            doc,
+            ("spec", field, j, "metricName"),
+            f"Rule didn't match any metric name(s): {pattern!r}{hint}",
+            "error" if doc.kind == "AnalysisRun" else "warning",
+        )
 
 
 def _judge_settings(linter: Linter, doc: Doc, spec: dict[str, Any]) -> None:
@@ -431,11 +500,18 @@ def _rules(
             yield from _rules(schema["items"], value, (*path, i))
 
 
-def _cel(linter: Linter, doc: Doc, model: type[BaseModel]) -> None:
-    from okra_controllers.analysis.expr import ExprError, evaluate_condition
+@functools.cache
+def _openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The CRD's schema of `model`, made once (about 0.7 s a kind)."""
     from okra_runtime.crdgen import openapi_schema
 
-    schema = openapi_schema(model)
+    return openapi_schema(model)
+
+
+def _cel(linter: Linter, doc: Doc, model: type[BaseModel]) -> None:
+    from okra_controllers.analysis.expr import ExprError, evaluate_condition
+
+    schema = _openapi_schema(model)
     for path, rule, value in _rules(schema, doc.data, ()):
         source = str(rule.get("rule", ""))
         try:

@@ -29,6 +29,7 @@ GROUPS = (
     "okra_controllers.cli.groups.analysis",
     "okra_controllers.cli.groups.cluster",
     "okra_controllers.cli.groups.progressive",
+    "okra_controllers.cli.groups.freeze",
     "okra_controllers.cli.groups.tools",
     "okra_controllers.cli.dashboard.group",
 )
@@ -54,6 +55,8 @@ examples:
   okra get analysisrun web-v2-5e7a1b2c-step-1
   okra get progressiverollout web --watch
   okra pause web / okra resume web  # a ProgressiveRollout: hold new syncs / go on (retry)
+  okra freeze --reason 'INC-1234'   # stop the line here (okra unfreeze starts it again)
+  okra get freezes -A
   okra dashboard -A                 # the live web view, on http://127.0.0.1:8765/
 """
 

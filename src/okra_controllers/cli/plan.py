@@ -41,6 +41,7 @@ from okra_controllers.aws.route53 import list_records
 from okra_controllers.cell.observe import config_gvk, observe, selects
 from okra_controllers.cell.plan import Forward, Observed
 from okra_controllers.cell.simulate import Simulation, Stage, simulate
+from okra_controllers.cli.freeze import hold_for
 from okra_controllers.cli.kube import CliError, Context, get_or_none
 from okra_controllers.cli.render import describe_step, duration, step_label
 from okra_runtime.errors import NotFoundError
@@ -136,6 +137,7 @@ async def cmd_plan(ctx: Context, args: argparse.Namespace) -> int:
     runs = owned((await c.list(ANALYSIS_RUN, ns)).items, cell.metadata.uid)
     pauses = owned((await c.list(PAUSE, ns)).items, cell.metadata.uid)
     observed = observe(cell, tgs, config, blocklist, runs, pauses, utcnow())
+    observed = dataclasses.replace(observed, freeze=await hold_for(c, raw, ns))
     aws = None if args.no_aws else aws_config(args)
     sim = simulate(observed)
     health: dict[str, bool] = {}

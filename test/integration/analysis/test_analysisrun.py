@@ -359,13 +359,21 @@ async def test_argo_rollouts_template_runs_unchanged(
             "condition",
             {"successCondition": "result[0] >= )"},
             None,
-            "spec.metrics[0] (m).successCondition",
+            "Analysis spec invalid: metrics[0]: "
+            'could not evaluate successCondition "result[0] >= )"',
+        ),
+        (
+            "count-below-limit",  # Argo's ValidateMetrics: an Error, never a Successful run
+            {"successCondition": "true", "count": 1, "failureLimit": 2},
+            None,
+            "Analysis spec invalid: metrics[0]: count (1) must be >= failureLimit + "
+            "consecutiveSuccessLimit (2 + 0) if both >= 0",
         ),
         (
             "missing-arg",
             {"successCondition": "true"},
             [{"name": "service"}],
-            "args[0] (service): no value given",
+            "Unable to resolve metric arguments: args.service was not resolved",
         ),
         (
             "missing-secret",
@@ -382,7 +390,7 @@ async def test_argo_rollouts_template_runs_unchanged(
                 },
             },
             None,
-            "template variable {{args.who}} is not defined (args has: none)",
+            "Unable to resolve metric arguments: failed to resolve {{args.who}}",
         ),
     ],
 )

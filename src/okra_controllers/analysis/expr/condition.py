@@ -204,7 +204,7 @@ def evaluate_condition(source: str, result: Any) -> bool:
     if value is True or value is False:
         return value
     raise ExprError(
-        f"condition {_quote(source)} returned {_tn(value)}, not a bool",
+        f"expected bool, but got {_tn(value)} (condition {_quote(source)})",
         source=source,
         quote_source=False,
     )

@@ -3,6 +3,7 @@
 from okra_controllers.api.v1alpha1.analysis import ANALYSIS_MODELS
 from okra_controllers.api.v1alpha1.cell import CELL_MODELS
 from okra_controllers.api.v1alpha1.clusterset import CLUSTERSET_MODELS
+from okra_controllers.api.v1alpha1.freeze import FREEZE_MODELS
 from okra_controllers.api.v1alpha1.progressiverollout import PROGRESSIVEROLLOUT_MODELS
 from okra_controllers.api.v1alpha1.route53 import ROUTE53_MODELS
 from okra_controllers.api.v1alpha1.targetgroupbinding import TARGETGROUPBINDING_MODELS
@@ -16,6 +17,7 @@ CRD_MODELS = (
     *TARGETGROUPSET_MODELS,
     *TARGETGROUPBINDING_MODELS,
     *PROGRESSIVEROLLOUT_MODELS,
+    *FREEZE_MODELS,
 )
 """Every kind okra serves; `make manifests` writes their CRDs to config/crd/bases."""
 

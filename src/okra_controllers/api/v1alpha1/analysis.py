@@ -19,6 +19,22 @@ from okra_runtime.crdgen import CRDInfo, PrinterColumn
 Phase = Literal["", "Pending", "Running", "Successful", "Failed", "Error", "Inconclusive"]
 IntOrString = int | str
 DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
+ARG_PATTERN = r"\{\{\s*args\.[^{}]+\}\}"
+DURATION_OR_ARG_PATTERN = (
+    rf"^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+|.*{ARG_PATTERN}.*)$"
+)
+"""A Go duration (unsigned), or text with an `{{args.NAME}}` placeholder (checked once
+substituted, by `ValidateMetrics`' rules)."""
+
+
+def _duration_or_arg(description: str) -> Any:
+    """A duration field Argo Rollouts substitutes arguments into: the CRD takes a Go duration
+    or a placeholder; the substituted value is checked when the run starts (`ValidateMetrics`)."""
+    return Field(
+        default=None,
+        description=description,
+        json_schema_extra={"pattern": DURATION_OR_ARG_PATTERN},
+    )
 
 
 class SecretKeyRef(ApiModel):
@@ -122,25 +138,39 @@ class Metric(ApiModel):
     with the baseline."""
 
     name: str = Field(min_length=1)
-    interval: str | None = Field(default=None, pattern=DURATION_PATTERN)
-    initial_delay: str | None = Field(default=None, pattern=DURATION_PATTERN)
+    interval: str | None = _duration_or_arg(
+        "Time between measurements (a Go duration such as 30s or 5m, or {{args.NAME}})."
+    )
+    initial_delay: str | None = _duration_or_arg(
+        "Wait this long after the run starts before the first measurement."
+    )
     count: IntOrString | None = None
     success_condition: str | None = None
     failure_condition: str | None = None
     failure_limit: IntOrString | None = None
+    """Failed measurements allowed before the metric fails (default 0; -1: no limit, which
+    needs consecutiveSuccessLimit)."""
     inconclusive_limit: IntOrString | None = None
     consecutive_error_limit: IntOrString | None = None
+    consecutive_success_limit: IntOrString | None = None
+    """Successful measurements in a row that end the metric Successful (Argo Rollouts 1.8;
+    default 0: not used). With `count`, reaching `count` without them ends the metric
+    Inconclusive (Failed when failureLimit is -1)."""
     provider: MetricProvider
     judge: MetricJudge | None = None
 
 
 class DryRun(ApiModel):
     metric_name: str
-    """A metric name, or `*` for all: its failures are recorded but never fail the run."""
+    """A regular expression (Go syntax, unanchored) matching the names of the metrics whose
+    failures are recorded but never fail the run, e.g. `.*` for all; a rule matching no
+    metric ends the run in Error."""
 
 
 class MeasurementRetention(ApiModel):
     metric_name: str
+    """A regular expression (Go syntax, unanchored) matching metric names; a rule matching no
+    metric ends the run in Error."""
     limit: int = Field(ge=1)
 
 
@@ -283,6 +313,7 @@ class MetricResult(ApiModel):
     inconclusive: int = 0
     error: int = 0
     consecutive_error: int = 0
+    consecutive_success: int = 0
     dry_run: bool | None = None
     metadata: dict[str, str] | None = None
     judgment: MetricJudgmentStatus | None = None

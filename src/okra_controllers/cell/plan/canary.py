@@ -20,6 +20,7 @@ from okra_controllers.cell.plan.checks import precheck_gate, run_checks
 from okra_controllers.cell.plan.confirm import confirm
 from okra_controllers.cell.plan.ending import end_leftovers, end_rollout, pause_over
 from okra_controllers.cell.plan.failure import check_failed, fail
+from okra_controllers.cell.plan.freeze import FROZEN, frozen_note, hold_start, started
 from okra_controllers.cell.plan.model import (
     FAILED_RUN,
     Event,
@@ -58,6 +59,7 @@ class Walk:
     runs: dict[str, str]  # the rollout's AnalysisRuns: "step-<i>" | "background" -> name
     i: int = 0
     paused: str | None = None
+    frozen: bool = False  # `paused` is a freeze's
     requested: set[str] = field(default_factory=set)
     traffic: str | None = None  # why the traffic holds the step (`confirm`)
 
@@ -83,6 +85,8 @@ class Walk:
 def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[CanaryStep]) -> Plan:
     """The canary from `stable` to `to`: prechecks, the steps, then the end."""
     st = p.status
+    if o.freeze is not None and not under_way(p, o, to):
+        return hold_start(p, o, to, stable)
     start_if_new(p, o, stable, to)
     rid = st.rollout_id
     assert rid is not None
@@ -112,19 +116,26 @@ def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[Canar
     return after_walk(w, fhash)
 
 
+def under_way(p: Plan, o: Observed, to: Version) -> bool:
+    """Whether the rollout to `to` is the one in the status: not a new canary version, not
+    changed steps, not `okra retry` after an abort."""
+    st = p.status
+    resumed = bool(st.aborted) and o.abort != st.rollout_id  # retry after abort: start over
+    return (
+        st.canary_version == to.text
+        and st.current_step_hash == step_hash(to.text, o.spec)
+        and not resumed
+        and st.rollout_id is not None
+    )
+
+
 def start_if_new(p: Plan, o: Observed, stable: Version, to: Version) -> None:
     """Start a rollout unless this one is under way: a new canary version, changed
     steps, `okra retry` after an abort, or no rollout yet each start over at step 0."""
     st = p.status
-    h = step_hash(to.text, o.spec)
-    resumed = bool(st.aborted) and o.abort != st.rollout_id  # retry after abort: start over
-    if (
-        st.canary_version == to.text
-        and st.current_step_hash == h
-        and not resumed
-        and st.rollout_id is not None
-    ):
+    if under_way(p, o, to):
         return
+    h = step_hash(to.text, o.spec)
     end_rollout(p, o)
     st.canary_version, st.current_step_hash = to.text, h
     st.current_step_index, st.step_started_at = 0, o.now
@@ -197,6 +208,8 @@ def step(w: Walk, s: CanaryStep) -> Outcome:
     weight_step = s.set_weight is not None or s.step_weight is not None
     if w.o.paused and not (weight_step and applied(w.o, w.at(weight_before(w.steps, w.i + 1)))):
         return held_by_user(w, weight_step)
+    if w.o.freeze is not None and not step_started(w, s):
+        return held_by_freeze(w, f"step {w.i + 1}")
     if weight_step:
         return weight(w)
     if s.pause is not None:
@@ -213,6 +226,22 @@ def held_by_user(w: Walk, weight_step: bool) -> Outcome:
     target = w.at(weight_before(w.steps, w.i + 1))
     if weight_step and w.o.forward is not None and same_weights(w.o.forward, target):
         w.p.forward = target
+    return "stop"
+
+
+def step_started(w: Walk, s: CanaryStep) -> bool:
+    """Whether step `w.i` has begun (its weights written, its Pause or run created)."""
+    o, i = w.o, w.i
+    run = w.runs.get(f"step-{i}") or run_name(o.cell_name, w.canary.text, w.rid, f"step-{i}")
+    pause = run_name(o.cell_name, w.canary.text, w.rid, f"pause-{i}")
+    return started(o, s, w.at(weight_before(w.steps, i + 1)), run, pause)
+
+
+def held_by_freeze(w: Walk, what: str) -> Outcome:
+    """A freeze: held before this step (nothing of it is started)."""
+    if w.paused is None:
+        w.paused = frozen_note(w.o, f"{what} of canary {w.canary.text}")
+        w.frozen = True
     return "stop"
 
 
@@ -284,7 +313,10 @@ def after_walk(w: Walk, fhash: str) -> Plan:
         st.last_progress_time = o.now
     st.current_step_index = w.i
     st.analysis_runs = w.runs
-    if w.i >= len(w.steps):
+    if w.i >= len(w.steps) and o.freeze is not None and not applied_or_written(o, w.at(100)):
+        held_by_freeze(w, "the final 100%")
+        p.forward = o.forward or w.at(weight_before(w.steps, w.i))  # as it is
+    elif w.i >= len(w.steps):
         p.forward = w.at(100)
         done = finish(w, p.forward, fhash)
         if done is not None:
@@ -292,6 +324,11 @@ def after_walk(w: Walk, fhash: str) -> Plan:
     elif p.forward is None:
         p.forward = w.at(weight_before(w.steps, w.i))
     return report(w)
+
+
+def applied_or_written(o: Observed, target: tuple[Forward, ...]) -> bool:
+    """Whether the config holds `target`'s weights (written, whether or not AWS shows them)."""
+    return o.forward is not None and same_weights(o.forward, target)
 
 
 def finish(w: Walk, full: tuple[Forward, ...], fhash: str) -> Plan | None:
@@ -331,7 +368,9 @@ def report(w: Walk) -> Plan:
     st.stable_version = w.stable.text
     if w.paused:
         st.paused_reason = (
-            "Inconclusive"
+            FROZEN
+            if w.frozen
+            else "Inconclusive"
             if "inconclusive" in w.paused
             else "PausedByUser"
             if w.paused.startswith("paused by okra pause")

@@ -12,6 +12,7 @@ from okra_controllers.cell.plan.bluegreen import analysis_health_gate
 from okra_controllers.cell.plan.cluster_labels import argocd_gate, relabel_serving
 from okra_controllers.cell.plan.clusters_only import clusters_only
 from okra_controllers.cell.plan.deadline import deadline
+from okra_controllers.cell.plan.freeze import report_freeze
 from okra_controllers.cell.plan.health import health_gate
 from okra_controllers.cell.plan.loadbalancer import limit_problem, report_load_balancer
 from okra_controllers.cell.plan.model import Event, Observed, Plan
@@ -28,6 +29,7 @@ def plan(o: Observed) -> Plan:
         p = deadline(gated(o), o)
         relabel_serving(p, o)
     report_load_balancer(p, o)
+    report_freeze(p, o)
     if (
         o.spec.ingress is not None
         and o.spec.ingress.misspelled()

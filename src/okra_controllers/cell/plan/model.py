@@ -17,6 +17,7 @@ from okra_controllers.api.v1alpha1.strategy import RolloutCheck, StepAnalysis
 from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.plan.traffic import TrafficQuery, TrafficReading
 from okra_controllers.cell.versions import Grouped
+from okra_controllers.freeze import Hold
 from okra_runtime.events import Event as Event  # one Event type, the runtime's
 from okra_runtime.events import EventType as EventType
 
@@ -81,6 +82,9 @@ class Observed:
     # what CloudWatch said the target groups served, for the query the plan asked for
     # (`Plan.needs_traffic`); None: not read in this pass
     traffic: TrafficReading | None = None
+    # the Freezes that hold the Cell now and until when (None: none does): no new step
+    # starts and no rollout begins (plan/freeze.py)
+    freeze: Hold | None = None
 
     @property
     def pause_clock(self) -> datetime.datetime:
@@ -122,7 +126,7 @@ class Plan:
     needs_health: tuple[str, ...] = ()  # plan again with `health` for these ARNs
     held: bool = False  # a gate holds the plan back; look again soon
     requeue_after: float | None = None  # seconds until the progress deadline passes
-    wake_after: float | None = None  # seconds until the Pause the plan waits on expires
+    wake_after: float | None = None  # seconds until the Pause or freeze it waits on ends
     create_jobs: list[JobRequest] = field(default_factory=list)
     label: list[str] = field(default_factory=list)  # cluster Secrets to give the app labels
     unlabel: list[str] = field(default_factory=list)  # cluster Secrets to take them from

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from okra_controllers.cell.plan.bluegreen import background, steps_of
 from okra_controllers.cell.plan.canary import canary
+from okra_controllers.cell.plan.freeze import hold_start
 from okra_controllers.cell.plan.model import Event, Observed, Plan
 from okra_controllers.cell.plan.status import FAILED_AND_BLOCKED, kept_message, set_phase
 from okra_controllers.cell.plan.strategy import has_checks
@@ -48,15 +49,21 @@ def route(o: Observed) -> Plan:
         and (stable is None or o.status.canary_version == to.text)
     ):
         # The first rollout (its own config, once written, shows `to` serving).
+        if o.freeze is not None and (o.status.canary_version != to.text or not o.status.rollout_id):
+            return hold_start(p, o, to, None)
         return first_with_checks(p, o, to)
-    if stable is None or o.forward is None:
+    stable_v = next((v for v in g.versions if v.text == stable), None)
+    if stable_v is None or o.forward is None:
+        if o.freeze is not None and to.text != stable:
+            return hold_start(p, o, to, stable_v)
         return switch(p, o, to, "first rollout", first=True)
-    stable_v = next(v for v in g.versions if v.text == stable)
     if to.parsed == stable_v.parsed:
         return steady(p, o, stable_v, why)
     if to.parsed < stable_v.parsed:
         return switch(p, o, to, f"rollback from {stable}", first=False)
     steps = steps_of(o.spec)
     if not steps and background(o.spec) is None and not has_checks(o.spec):
+        if o.freeze is not None:
+            return hold_start(p, o, to, stable_v)
         return switch(p, o, to, f"update from {stable} (no steps)", first=False)
     return canary(p, o, stable_v, to, steps)

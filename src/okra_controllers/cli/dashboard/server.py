@@ -11,14 +11,15 @@ page holds one server-sent-events stream (`GET /api/events[?cell=ns/name]`) and 
 only what changed since its last frame: keyed rows to set or delete per section, and
 the Cell page's whole detail when it changed. The page never polls.
 
-Acting: `POST /api/{cells|rollouts}/{ns}/{name}/{action}` runs the CLI's own command
-functions (`okra promote`, `promote --full`, `abort`, `retry`, `pause`, `resume`) with the
-user's credentials; their messages, or the API server's refusal (a 403 is the user's
-RBAC), come back as JSON for the page to show. `--read-only` refuses them (and the page
-hides them). A POST must carry the `X-Okra-Dashboard` header, which a page of another
-origin cannot send without a CORS preflight that this server never grants. On a loopback
-address, a request naming any other host (`Host:`) is refused, so that a page of another
-site whose name was made to resolve to 127.0.0.1 (DNS rebinding) cannot read the stream.
+Acting: `POST /api/{cells|rollouts|freezes}/{ns}/{name}/{action}` runs the CLI's own
+command functions (`okra promote`, `promote --full`, `abort`, `retry`, `pause`, `resume`,
+`unfreeze` as `lift`) with the user's credentials; their messages, or the API server's
+refusal (a 403 is the user's RBAC), come back as JSON for the page to show. `--read-only`
+refuses them (and the page hides them). A POST must carry the `X-Okra-Dashboard` header,
+which a page of another origin cannot send without a CORS preflight that this server never
+grants. On a loopback address, a request naming any other host (`Host:`) is refused, so that
+a page of another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) cannot
+read the stream.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from okra_controllers.api.kinds import (
     CELL,
     CLUSTERSET,
     EVENT,
+    FREEZE,
     PROGRESSIVE_ROLLOUT,
     TARGET_GROUP,
 )
@@ -53,6 +55,7 @@ from okra_controllers.cell.observe import (
     config_kind,
 )
 from okra_controllers.cli import commands, progressive
+from okra_controllers.cli import freeze as freeze_cli
 from okra_controllers.cli.dashboard import model
 from okra_controllers.cli.kube import CliError, Context, on_interrupt, reading
 from okra_runtime.client import Client
@@ -65,7 +68,8 @@ CONFIG_KINDS = (ALB_CONFIG_KIND, NLB_CONFIG_KIND, ROUTE53_CONFIG_KIND)
 DEBOUNCE = 0.05
 HEARTBEAT = 15.0
 HEADER = "X-Okra-Dashboard"
-SECTIONS = ("cells", "rollouts", "clustersets", "targetgroups")
+SECTIONS = ("cells", "rollouts", "clustersets", "targetgroups", "freezes")
+FREEZE_TICK = 5.0  # seconds: a freeze's window opens and closes with no object changing
 STATIC = resources.files("okra_controllers.cli.dashboard") / "static"
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -85,6 +89,9 @@ CELL_ACTIONS: dict[str, Action] = {
     "retry": lambda ctx, n: commands.cmd_retry(ctx, _ns(cell=n, version=None)),
     "pause": lambda ctx, n: commands.cmd_pause(ctx, _ns(cell=n)),
     "resume": lambda ctx, n: commands.cmd_promote(ctx, _ns(cell=n, full=False)),
+}
+FREEZE_ACTIONS: dict[str, Action] = {
+    "lift": lambda ctx, n: freeze_cli.cmd_unfreeze(ctx, _ns(name=n)),
 }
 ROLLOUT_ACTIONS: dict[str, Action] = {
     "promote": progressive.promote_rollout,
@@ -121,6 +128,7 @@ class Dashboard:
         self.cluster_sets = inf(CLUSTERSET)
         self.rollouts = inf(PROGRESSIVE_ROLLOUT)
         self.events = inf(EVENT, OKRA_EVENTS)
+        self.freezes = inf(FREEZE)
         self.informers = [
             self.cells,
             *self.configs.values(),
@@ -130,6 +138,7 @@ class Dashboard:
             self.cluster_sets,
             self.rollouts,
             self.events,
+            self.freezes,
         ]
         for i in self.informers:
             i.add_handler(
@@ -183,6 +192,12 @@ class Dashboard:
                 r["key"]: r
                 for r in map(model.target_group_row, self.target_groups.store.raw_items().values())
             },
+            "freezes": {
+                f"{r['namespace']}/{r['name']}": {"key": f"{r['namespace']}/{r['name']}", **r}
+                for r in (
+                    freeze_cli.freeze_row(f, at) for f in self.freezes.store.raw_items().values()
+                )
+            },
         }
 
     def meta(self) -> Obj:
@@ -232,6 +247,14 @@ class Dashboard:
             async with self.frame:
                 self.version += 1
                 self.frame.notify_all()
+
+    async def tick_freezes(self) -> None:
+        """While there are Freezes, recompute now and then: whether one applies changes
+        with the time alone (a window opens or closes)."""
+        while True:
+            await asyncio.sleep(FREEZE_TICK)
+            if len(self.freezes.store):
+                self.changed.set()
 
     # -- serving -----------------------------------------------------------------
 
@@ -284,7 +307,7 @@ class Dashboard:
             return web.json_response({"error": f"missing {HEADER} header"}, status=400)
         if self.read_only:
             return web.json_response({"error": "the dashboard is read-only"}, status=405)
-        table = CELL_ACTIONS if kind == "cells" else ROLLOUT_ACTIONS
+        table = {"cells": CELL_ACTIONS, "freezes": FREEZE_ACTIONS}.get(kind, ROLLOUT_ACTIONS)
         run = table.get(action)
         if run is None:
             return web.json_response({"error": f"unknown action {action}"}, status=404)
@@ -326,7 +349,7 @@ class Dashboard:
         app.router.add_get("/static/{file}", self.static)
         app.router.add_get("/api/events", self.stream)
         app.router.add_post(
-            "/api/{kind:cells|rollouts}/{namespace}/{name}/{action}",
+            "/api/{kind:cells|rollouts|freezes}/{namespace}/{name}/{action}",
             self.act,
         )
         return app
@@ -336,6 +359,7 @@ class Dashboard:
         """The informers and the pump, running while inside."""
         tasks = [asyncio.create_task(i.run(), name=f"informer {i.name}") for i in self.informers]
         tasks.append(asyncio.create_task(self.pump(), name="dashboard pump"))
+        tasks.append(asyncio.create_task(self.tick_freezes(), name="dashboard freezes"))
         self.changed.set()
         try:
             yield self

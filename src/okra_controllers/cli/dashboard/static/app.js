@@ -1,7 +1,8 @@
 // okra dashboard: one server-sent-events stream brings every change; the page never polls.
 "use strict";
 
-const state = { meta: {}, cells: {}, rollouts: {}, clustersets: {}, targetgroups: {}, cell: null };
+const state = { meta: {}, cells: {}, rollouts: {}, clustersets: {}, targetgroups: {}, freezes: {}, cell: null };
+const SECTIONS = ["cells", "rollouts", "clustersets", "targetgroups", "freezes"];
 let source = null;
 let streamCell = null;
 let filterText = "";
@@ -23,14 +24,14 @@ function connect() {
   if (source && want === streamCell) return;
   if (source) source.close();
   streamCell = want;
-  for (const k of ["cells", "rollouts", "clustersets", "targetgroups"]) state[k] = {};
+  for (const k of SECTIONS) state[k] = {};
   state.cell = null;
   source = new EventSource("/api/events" + (want ? "?cell=" + encodeURIComponent(want) : ""));
   source.onopen = () => { $("live").textContent = "live"; $("live").className = "live"; };
   source.onerror = () => { $("live").textContent = "reconnecting"; $("live").className = "live off"; };
   source.onmessage = (msg) => {
     const patch = JSON.parse(msg.data);
-    for (const k of ["cells", "rollouts", "clustersets", "targetgroups"]) {
+    for (const k of SECTIONS) {
       if (!patch[k]) continue;
       Object.assign(state[k], patch[k].set);
       for (const key of patch[k].del) delete state[k][key];
@@ -264,6 +265,21 @@ function render() {
   const unreadable = Object.entries(state.meta.unreadable || {});
   $("unreadable").hidden = !unreadable.length;
   $("unreadable").textContent = unreadable.map(([k, why]) => `Cannot read ${k}: ${why}`).join(" · ");
+  freezeBanner();
+}
+
+// The Freezes that apply now, each with its reason, author and end, and a Lift button.
+function freezeBanner() {
+  const active = Object.values(state.freezes).filter((f) => f.active !== "no")
+    .sort((a, b) => a.key.localeCompare(b.key));
+  $("freezes").hidden = !active.length;
+  $("freezes").innerHTML = active.map((f) => {
+    const by = f.author ? `, by ${esc(f.author)}` : "";
+    const until = f.active === "invalid" ? `invalid (${esc(f.problem)}): holds until fixed` : `until ${esc(f.until)}`;
+    const lift = state.meta.readOnly ? "" :
+      `<button data-kind="freezes" data-ns="${esc(f.namespace)}" data-name="${esc(f.name)}" data-action="lift">Lift</button>`;
+    return `<div class="freeze" data-key="${esc(f.key)}">Frozen: <b>${esc(f.namespace)}/${esc(f.name)}</b> (${esc(f.reason)}${by}) ${until}; selects ${esc(f.selector)}${lift}</div>`;
+  }).join("");
 }
 
 // -- actions -----------------------------------------------------------------------
@@ -295,7 +311,7 @@ document.addEventListener("click", (e) => {
   const b = e.target.closest("button[data-action]");
   if (!b) return;
   const { kind, ns, name, action } = b.dataset;
-  const what = kind === "cells" ? "Cell" : "ProgressiveRollout";
+  const what = kind === "cells" ? "Cell" : kind === "freezes" ? "Freeze" : "ProgressiveRollout";
   confirmThen(`${b.textContent} ${what} ${ns}/${name}?`, () => act(kind, ns, name, action));
 });
 

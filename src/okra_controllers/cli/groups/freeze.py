@@ -1,0 +1,47 @@
+"""Freeze commands: freeze, unfreeze, get freezes."""
+
+from __future__ import annotations
+
+from okra_controllers.cli.parser import Verbs, all_namespaces, output
+
+H = "okra_controllers.cli.freeze"
+
+
+def register(v: Verbs) -> None:
+    p = v.command(
+        v.top,
+        "freeze",
+        "stop the line: the namespace's Cells (or those -l selects) "
+        "hold at their next step; rollbacks and aborts proceed",
+        f"{H}:cmd_freeze",
+        epilog="examples:\n"
+        "  okra freeze --reason 'INC-1234: checkout errors' \n"
+        "  okra freeze --reason 'year-end' -l team=web --until 2026-12-28T08:00:00Z\n"
+        "  okra freeze --reason 'game day' --until 2h",
+    )
+    p.add_argument("--reason", required=True, help="why (shown by every rollout it holds)")
+    p.add_argument("-l", "--selector", help="only Cells with these labels")
+    p.add_argument(
+        "--until",
+        help="a time (RFC 3339) or a duration from now (2h); default: until okra unfreeze",
+    )
+    p.add_argument("--name", help="the Freeze's name (default: freeze-<random>)")
+    p.add_argument("--author", help="who froze (default: the user the API server says you are)")
+
+    p = v.command(
+        v.top,
+        "unfreeze",
+        "lift a freeze: delete the Freeze NAME (or the namespace's only one)",
+        f"{H}:cmd_unfreeze",
+    )
+    p.add_argument("name", metavar="NAME", nargs="?")
+
+    p = v.command(
+        v.get,
+        "freezes",
+        "Freezes: whether each applies now and until when, or when it next starts",
+        f"{H}:cmd_get_freezes",
+        aliases=("freeze",),
+    )
+    all_namespaces(p)
+    output(p, choices=("json", "yaml", "name"))

@@ -1,0 +1,182 @@
+"""Which Freezes hold an object at a time, and until when: a pure function of the Freezes
+(as the API server holds them), the object's namespace and labels, and the time.
+
+A Freeze holds the objects of its namespace that its selector matches. One the manager
+cannot read (a schedule or time zone that is no such thing: the API server's schema cannot
+tell) holds them too, until it is fixed or deleted, and says what is wrong with it: a freeze
+someone meant is never silently ignored, and holding never keeps a bad version serving
+(rollbacks and aborts proceed). Until when: until no Freeze holds the object any more,
+freezes that follow on from one another taken together.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from okra_controllers.api.v1alpha1.freeze import Freeze, FreezeSelector
+from okra_controllers.freeze.windows import applies, next_start
+from okra_runtime.labels import selector_from_dict
+
+UNION_LIMIT = 64
+"""Freezes followed from one to the next that starts before it ends."""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A Freeze the manager cannot read: what is wrong, and whom it holds meanwhile."""
+
+    name: str
+    namespace: str
+    problem: str
+    selector: FreezeSelector | None  # None: unreadable too; it holds its whole namespace
+    reason: str = ""
+
+
+Parsed = Freeze | Invalid
+
+
+def parse(raw: Mapping[str, Any]) -> Parsed:
+    """A Freeze as the API server holds it; `Invalid` (naming the field) when it is not
+    one the manager can read."""
+    try:
+        return Freeze.model_validate(raw)
+    except ValidationError as e:
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") if isinstance(raw.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        problems = []
+        for err in e.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            problems.append(f"{where}: {err['msg']}")
+        selector: FreezeSelector | None
+        try:
+            selector = FreezeSelector.model_validate(spec.get("selector") or {})
+        except ValidationError:
+            selector = None
+        reason = spec.get("reason")
+        return Invalid(
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            problem="; ".join(problems),
+            selector=selector,
+            reason=reason if isinstance(reason, str) else "",
+        )
+
+
+@dataclass(frozen=True)
+class Applying:
+    """One Freeze that holds the object now."""
+
+    name: str
+    reason: str
+    author: str = ""
+    until: datetime.datetime | None = None  # None: until it is lifted (or fixed)
+    problem: str = ""  # an Invalid Freeze: what is wrong with it
+    more: bool = False  # it goes on past `until`, which is as far as it was followed
+
+    def describe(self) -> str:
+        by = f", by {self.author}" if self.author else ""
+        said = f"freeze {self.name} ({self.reason}{by})" if self.reason else f"freeze {self.name}"
+        if self.problem:
+            return f"{said}, which is invalid ({self.problem}) and holds until fixed or deleted"
+        return f"{said} until {'at least ' if self.more else ''}{when(self.until)}"
+
+
+@dataclass(frozen=True)
+class Hold:
+    """The Freezes that hold an object, and when none will any more (None: not until one
+    is lifted)."""
+
+    freezes: tuple[Applying, ...]
+    until: datetime.datetime | None
+    more: bool = False  # it goes on past `until`, which is as far as it was followed
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.freezes)
+
+    def describe(self) -> str:
+        said = "; ".join(f.describe() for f in self.freezes)
+        if len(self.freezes) > 1:
+            said += f"; frozen until {'at least ' if self.more else ''}{when(self.until)}"
+        return said
+
+    def seconds_left(self, now: datetime.datetime) -> float | None:
+        """Seconds until the hold ends (None: no end known)."""
+        return None if self.until is None else max(0.0, (self.until - now).total_seconds())
+
+
+def when(t: datetime.datetime | None) -> str:
+    if t is None:
+        return "lifted"
+    return t.astimezone(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def selects(f: Parsed, namespace: str, labels: Mapping[str, str]) -> bool:
+    """Whether `f` is about an object of `namespace` with `labels`."""
+    ns = f.namespace if isinstance(f, Invalid) else f.metadata.namespace or ""
+    if ns != namespace:
+        return False
+    selector = f.selector if isinstance(f, Invalid) else f.spec.selector
+    if selector is None:
+        return True
+    return selector_from_dict(
+        selector.model_dump(by_alias=True, exclude_none=True, mode="json")
+    ).matches(labels)
+
+
+def applying(f: Parsed, t: datetime.datetime) -> Applying | None:
+    """`f` at `t`: what it says if it applies then, else None."""
+    if isinstance(f, Invalid):
+        return Applying(f.name, f.reason, problem=f.problem)
+    span = applies(f.spec, t)
+    if span is None:
+        return None
+    return Applying(f.metadata.name, f.spec.reason, f.spec.author, span.end, more=span.more)
+
+
+def hold_at(
+    freezes: Iterable[Parsed], namespace: str, labels: Mapping[str, str], t: datetime.datetime
+) -> Hold | None:
+    """The Freezes that hold an object of `namespace` with `labels` at `t`, and until when
+    none does; None when none holds it."""
+    scoped = [f for f in freezes if selects(f, namespace, labels)]
+    now = sorted(
+        (a for a in (applying(f, t) for f in scoped) if a is not None), key=lambda a: a.name
+    )
+    if not now:
+        return None
+    until, more = _end(now)
+    for _ in range(UNION_LIMIT):
+        if until is None or more:
+            break
+        later = [a for a in (applying(f, until) for f in scoped) if a is not None]
+        if not later:
+            break
+        until, more = _end(later)
+    return Hold(tuple(now), until, more)
+
+
+def next_hold(
+    freezes: Iterable[Parsed], namespace: str, labels: Mapping[str, str], t: datetime.datetime
+) -> datetime.datetime | None:
+    """When a Freeze next starts to apply to the object after `t` (None: none will)."""
+    starts = [
+        next_start(f.spec, t)
+        for f in freezes
+        if isinstance(f, Freeze) and selects(f, namespace, labels)
+    ]
+    return min((s for s in starts if s is not None), default=None)
+
+
+def _end(held: list[Applying]) -> tuple[datetime.datetime | None, bool]:
+    """When the last of `held` ends, and whether it goes on past that."""
+    if any(a.until is None for a in held):
+        return None, False
+    last = max(held, key=lambda a: (a.until, a.more))
+    return last.until, last.more
