@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from okra_controllers.cell.controller import cells_for_target_group
+from okra_controllers.cell.mappers import cells_for_target_group
 from okra_runtime import Request
 from okra_runtime.cache import Store
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import norm  # type: ignore[import-untyped]
 
 from okra_controllers.analysis import shift
@@ -166,3 +168,73 @@ def test_counts() -> None:
     assert (len(CASES), len(ported), len(STRICTER), len(NOT_PORTED)) == (57, 53, 2, 4)
     short = [c for c in _suite("ClassifierSuite") if min(len(c["canary"]), len(c["baseline"])) < 10]
     assert len(short) == 20  # of 34: Kayenta judges them, okra waits for 10 points a side
+
+
+def _kayentas_score(metrics: list[Scored], weights: dict[str, float]) -> float:
+    """Kayenta's WeightedSumScorer, read from its source, as the oracle of the property below
+    (every metric in at least one group, as Kayenta's configurations have)."""
+    if any(
+        m.critical
+        and (m.classification == "NoData" or (m.classification != "Pass" and m.critical_failure))
+        for m in metrics
+    ):
+        return 0.0
+    nodata = [m for m in metrics if m.classification == "NoData" and not m.must_have_data]
+    if 100.0 * len(nodata) / len(metrics) >= 50:
+        return 0.0
+    groups = sorted({g for m in metrics for g in m.groups})
+    unweighted = [g for g in groups if g not in weights]
+    share = (100 - sum(weights.values())) / len(unweighted) if unweighted else 0.0
+    total = 0.0
+    for g in groups:
+        labels = [m for m in metrics if g in m.groups]
+        scored = [m for m in labels if m.classification != "NoData" or m.must_have_data]
+        passed = sum(1 for m in scored if m.classification == "Pass")
+        group_score = 100.0 if not scored else 100.0 * passed / len(scored)
+        total += group_score * weights.get(g, share) / 100
+    return round(total, 2)
+
+
+_metric = st.builds(
+    Scored,
+    name=st.text(min_size=1, max_size=3),
+    classification=st.sampled_from(["Pass", "High", "Low", "NoData"]),
+    critical=st.booleans(),
+    critical_failure=st.booleans(),
+    must_have_data=st.booleans(),
+    groups=st.lists(st.sampled_from("abc"), min_size=1, max_size=2, unique=True).map(tuple),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_metric, min_size=1, max_size=8),
+    st.dictionaries(st.sampled_from("abc"), st.integers(0, 50).map(float), max_size=2),
+)
+def test_okras_score_is_never_above_kayentas(
+    metrics: list[Scored], weights: dict[str, float]
+) -> None:
+    ours = score(metrics, group_weights=weights)
+    theirs = _kayentas_score(metrics, weights)
+    assert ours.score is not None
+    assert ours.score <= theirs + 1e-9
+    all_nodata_group = any(
+        all(m.classification == "NoData" and not m.must_have_data for m in metrics if g in m.groups)
+        for g in {g for m in metrics for g in m.groups}
+    )
+    if not all_nodata_group:
+        assert ours.score == pytest.approx(theirs, abs=0.011)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0, 1e3, allow_nan=False), max_size=30),
+    st.lists(st.floats(0, 1e3, allow_nan=False), max_size=30),
+    st.sampled_from(["increase", "decrease", "either"]),
+)
+def test_okras_default_min_samples_only_ever_turns_a_judgment_into_no_data(
+    canary: list[float], baseline: list[float], direction: str
+) -> None:
+    kayentas = classify(canary, baseline, direction=direction, min_samples=1)  # type: ignore[arg-type]
+    ours = classify(canary, baseline, direction=direction)  # type: ignore[arg-type]
+    assert ours.classification in (kayentas.classification, "NoData")

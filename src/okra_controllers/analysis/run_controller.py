@@ -150,15 +150,14 @@ class AnalysisRunReconciler:
         except ArgumentError as e:
             await self._fail(raw, f"Unable to resolve metric arguments: {e}")
             return None
-        if status.metric_results is None:
-            problems = (
-                validate_metrics(metrics)
-                + verdict.rule_problems(metrics, run.spec.dry_run, run.spec.measurement_retention)
-                + verdict.judgment_problems(metrics, run.spec.judgment)
-            )
-            if problems:
-                await self._fail(raw, "Analysis spec invalid: " + "; ".join(problems))
-                return None
+        problems = (  # on every pass, as Argo: a spec edited mid-run is checked too
+            validate_metrics(metrics)
+            + verdict.rule_problems(metrics, run.spec.dry_run, run.spec.measurement_retention)
+            + verdict.judgment_problems(metrics, run.spec.judgment)
+        )
+        if problems:
+            await self._fail(raw, "Analysis spec invalid: " + "; ".join(problems))
+            return None
         now = self.clock()
         started_at = status.started_at or now
         results = {r.name: r for r in status.metric_results or []}

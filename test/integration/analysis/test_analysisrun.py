@@ -177,6 +177,33 @@ async def test_inconclusive_run(
     assert st["metricResults"][0]["inconclusive"] == 1
 
 
+async def test_a_spec_edited_mid_run_is_checked_again(
+    prometheus: Any, analysis: None, rt_client: Client, namespace: str
+) -> None:
+    """As Argo, every pass checks the spec: a run that measures on, edited to a count below
+    its failureLimit, ends in Error instead of measuring with it."""
+    prometheus.set("okra_test_value", 0.99)
+    await prometheus.wait_for("okra_test_value", lambda v: v == 0.99)
+    metric = prom_metric(prometheus.address, interval="1s", successCondition="result[0] > 0.9")
+    await rt_client.create(run_obj("edited", namespace, [metric]))
+
+    async def measured() -> bool:
+        st = (await rt_client.get(ANALYSIS_RUN, "edited", namespace)).get("status") or {}
+        return bool(st.get("metricResults")) and st["metricResults"][0]["count"] >= 1
+
+    assert await eventually(measured, within=30)
+    edited = {**metric, "count": 1, "failureLimit": 3}
+    await rt_client.patch(
+        ANALYSIS_RUN, "edited", {"spec": {"metrics": [edited]}}, namespace=namespace
+    )
+    st = (await finished(rt_client, "edited", namespace))["status"]
+    assert st["phase"] == "Error", st
+    assert st["message"].startswith(
+        "Analysis spec invalid: metrics[0]: count (1) must be >= failureLimit + "
+        "consecutiveSuccessLimit (3 + 0)"
+    ), st["message"]
+
+
 async def test_dry_run_metric_fails_without_failing_the_run(
     prometheus: Any, analysis: None, rt_client: Client, namespace: str
 ) -> None:
