@@ -31,7 +31,9 @@ async def test_a_failing_precheck_blocks_the_rollout_before_any_traffic(
     await env.target_group("web-a-v1", "v1")
     fails = check("run-test", "echo '2 of 40 tests failed'; exit 3")
     # v1 rolls out before the (failing) check is added: the first rollout runs checks too.
-    await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}]))
+    # No wait before the rollback (a failed precheck waits rollbackDelaySeconds, default 60).
+    cell = cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}], rollbackDelaySeconds=0)
+    await rt_client.create(cell)
     await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     await rt_client.patch(CELL, "web", {"spec": {"prechecks": [fails]}}, namespace=ns)
     await env.target_group("web-a-v2", "v2")

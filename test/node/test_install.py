@@ -402,7 +402,13 @@ async def test_precheck_jobs_run_on_the_node_a_failing_one_blocks_the_version(
         env = await cell_world(rt_client, moto, namespace)
         await env.target_group("web-a-v1", "v1")
         passes = check("run-test", "echo all 40 tests passed")
-        cell = cell_obj(namespace, env.alb.listener_arn, [{"setWeight": 50}], prechecks=[passes])
+        cell = cell_obj(  # no wait before the rollback of a failed precheck (default 60 s)
+            namespace,
+            env.alb.listener_arn,
+            [{"setWeight": 50}],
+            prechecks=[passes],
+            rollbackDelaySeconds=0,
+        )
         await rt_client.create(cell)
         st = await wait_status(rt_client, namespace, lambda s: s.get("health") == "Healthy")
         assert [(r["stage"], r["phase"]) for r in st["checks"]] == [("precheck", "Succeeded")]

@@ -68,10 +68,21 @@ def test_the_lifecycle_in_order_with_one_job_per_check() -> None:
     assert all({f.version for f in p.forward or ()} == {"v2"} for p in completing)
 
 
-def test_a_failed_precheck_blocks_the_version_before_any_traffic() -> None:
-    w = rolled_out(with_checks([{"setWeight": 50}], ["run-test"], []))
+def test_a_failed_precheck_waits_the_rollback_delay_then_blocks_the_version() -> None:
+    """Seed 002's one failure flow: a failed precheck waits as a failed postcheck does,
+    then blocks the version before any traffic reaches it."""
+    cell = with_checks([{"setWeight": 50}], ["run-test"], [], rollbackDelaySeconds=3)
+    w = rolled_out(cell)
     w.job_outcome = lambda name: ("Failed", "BackoffLimitExceeded: exit code 3")
     w.run(20)
+    waiting = [
+        p
+        for p in w.history
+        if "Waiting 3 seconds before starting a rollback" in (p.status.message or "")
+    ]
+    assert len(waiting) == 3  # 1-second ticks
+    assert all(p.block is None for p in waiting)
+    assert [e.reason for p in waiting for e in p.events] == ["PrecheckFailed"]
     assert all({f.version for f in p.forward or ()} <= {"v1"} for p in w.history)
     assert "v2" in w.blocked
     assert (w.status.health, w.status.phase) == ("Degraded", "Error")
@@ -168,7 +179,7 @@ def analysis_check(name: str) -> dict[str, Any]:
 
 
 def test_an_analysis_precheck_runs_before_traffic_and_a_failure_blocks() -> None:
-    cell = spec([{"setWeight": 50}], prechecks=[analysis_check("smoke")])
+    cell = spec([{"setWeight": 50}], prechecks=[analysis_check("smoke")], rollbackDelaySeconds=2)
     w = rolled_out(cell)
     w.outcome = lambda name: "Failed"
     w.run(15)
@@ -210,7 +221,7 @@ def test_the_first_rollout_runs_prechecks_before_any_config_and_postchecks_after
 
 
 def test_a_first_rollout_whose_precheck_fails_writes_nothing_and_stays_failed() -> None:
-    w = World(with_checks([], ["run-test"], []))
+    w = World(with_checks([], ["run-test"], [], rollbackDelaySeconds=2))
     w.job_outcome = lambda name: ("Failed", "exit code 2")
     w.add_tg("a-v1", "v1")
     w.run(10)

@@ -164,6 +164,12 @@ def test_each_original_spelling_is_named_with_okras() -> None:
         "spec.updateStrategy.canary.steps[2].experiment: runs its analyses as one analysis "
         "step (okra starts no ReplicaSets and the experiment's duration is not waited for); "
         "write an analysis step",
+        "spec.updateStrategy.canary.steps[2].experiment.analyses[0].name: not read (okra "
+        "names the step's AnalysisRun after the step, and an analysis step has no name); "
+        "remove it",
+        "spec.updateStrategy.canary.steps[2].experiment.analyses[0].requiredForCompletion: "
+        "not read (the step waits for every analysis to succeed, as if true for each); "
+        "remove it",
         "spec.updateStrategy.canary.steps[3].setCanaryScale: changes nothing for clusters "
         "(it scales pods); remove it",
     ]

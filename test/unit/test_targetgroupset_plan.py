@@ -255,7 +255,6 @@ def test_binding_name_defaults_to_the_group_name_and_template_arn_wins() -> None
 def test_binding_template_strings_are_substituted_everywhere() -> None:
     template = {
         "spec": {
-            "targetGroup": {"name": "tg-{{.cluster.name}}", "vpcID": "vpc-{{.cluster.name}}"},
             "targets": [
                 {
                     "name": "n-{{.cluster.name}}",
@@ -269,7 +268,7 @@ def test_binding_template_strings_are_substituted_everywhere() -> None:
     }
     p = plan("web", "u", "ns", with_binding_template(template), [cluster("c1", "7", "a")], [])
     spec = p.apply_bindings[0]["spec"]
-    assert spec["targetGroup"] == {"name": "tg-c1", "vpcID": "vpc-c1"}
+    assert "targetGroup" not in spec  # refused in a bindingTemplate: the ARN below wins
     assert spec["targets"][0] == {
         "name": "n-c1",
         "clusterName": "c1",

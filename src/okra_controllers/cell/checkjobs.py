@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 
 from okra_controllers.api.kinds import POD
+from okra_controllers.api.v1alpha1.strategy import SHORTHAND
 from okra_controllers.cell.plan import JobRequest
 from okra_runtime.client import Client
 
@@ -26,8 +27,9 @@ log = structlog.get_logger("okra.cell")
 
 
 def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
-    """The Job of one check of one rollout: the check's container, run once (no retries,
-    no restarts: a check that fails has failed), owned by the Cell."""
+    """The Job of one check of one rollout, owned by the Cell: the check's Pod (seed 002's
+    one-container shorthand, or the Pod spec written), run once unless the check gives a
+    `backoffLimit`."""
     cell = raw["metadata"]["name"]
     labels = {
         "okra.mumo.co/cell": cell,
@@ -36,20 +38,29 @@ def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
         "okra.mumo.co/forward-hash": req.forward_hash,
     }
     assert req.check.job is not None  # the plan asks for Jobs of job checks only
-    container = req.check.job.template.spec.model_dump(
-        by_alias=True, exclude_defaults=True, mode="json"
-    )
+    job = req.check.job
+    pod = job.template.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    shorthand = {k: pod.pop(k) for k in SHORTHAND if k in pod}
+    containers = pod.pop("containers", None) or [{"name": CONTAINER, **shorthand}]
     # the exit code and the log's tail in the Pod's status when the check fails
-    container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
+    pod["containers"] = [
+        {"terminationMessagePolicy": "FallbackToLogsOnError", **c} for c in containers
+    ]
+    meta = job.template.metadata
     spec: dict[str, Any] = {
-        "backoffLimit": 0,
+        "backoffLimit": job.backoff_limit,
         "template": {
-            "metadata": {"labels": labels},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": CONTAINER, **container}]},
+            "metadata": {
+                "labels": {**((meta.labels if meta else None) or {}), **labels},
+                **({"annotations": meta.annotations} if meta and meta.annotations else {}),
+            },
+            "spec": pod,
         },
     }
-    if req.check.job.active_deadline_seconds:
-        spec["activeDeadlineSeconds"] = req.check.job.active_deadline_seconds
+    if job.active_deadline_seconds:
+        spec["activeDeadlineSeconds"] = job.active_deadline_seconds
+    if job.ttl_seconds_after_finished is not None:
+        spec["ttlSecondsAfterFinished"] = job.ttl_seconds_after_finished
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -84,14 +95,14 @@ def job_failed(job: dict[str, Any]) -> bool:
 
 
 def pod_failure(pods: Iterable[dict[str, Any]]) -> str:
-    """`exit code N: <the last non-empty line of its termination message>` of the check
-    container of a failed Job's Pods (the one that ended last, a failure before a success);
+    """`exit code N: <the last non-empty line of its termination message>` of a container of
+    a failed Job's Pods (one that failed before one that succeeded, then the last to end);
     "" when none has ended."""
     ended = []
     for pod in pods:
         for cs in (pod.get("status") or {}).get("containerStatuses") or []:
             terminated = (cs.get("state") or {}).get("terminated")
-            if cs.get("name") == CONTAINER and isinstance(terminated, dict):
+            if isinstance(terminated, dict):
                 ended.append(terminated)
     if not ended:
         return ""

@@ -23,7 +23,9 @@ AnalysisTemplates, which okra reads unchanged) is checked for:
 - template arguments: every `{{args.NAME}}` is declared; a Cell's analysis step
   supplies every argument without a default of a template in the same files,
   and only arguments the template declares;
-- steps: pause durations, `startingStep` within the steps.
+- steps: pause durations, `startingStep` within the steps;
+- warnings: what the kind's controller warns about in a Warning Event (the original okra's
+  spellings, fields accepted and not read: `api.v1alpha1.warnings`), as warnings.
 
 Messages are `FILE:LINE: KIND/NAME: PATH: message` (LINE of the offending
 field, or of the nearest enclosing one). Exit 0 when no error, 1 otherwise.
@@ -183,6 +185,8 @@ def lint_doc(linter: Linter, doc: Doc, known: dict[str, type[BaseModel]]) -> Non
             path = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
             linter.report(doc, path, _schema_message(err, path))
     _cel(linter, doc, model)
+    if api == OKRA:
+        _warnings(linter, doc)
     if kind in ("AnalysisTemplate", "ClusterAnalysisTemplate", "AnalysisRun"):
         _analysis(linter, doc)
     elif kind == "Cell":
@@ -193,6 +197,26 @@ def lint_doc(linter: Linter, doc: Doc, known: dict[str, type[BaseModel]]) -> Non
             linter, doc, ("spec", "forwardTargetGroups"), spec.get("forwardTargetGroups")
         )
         _listener_rule(linter, doc, ("spec", "listenerRule"), spec.get("listenerRule"))
+
+
+def _warnings(linter: Linter, doc: Doc) -> None:
+    """What the kind's controller would warn about (a Warning Event), as warnings here."""
+    from okra_controllers.api.v1alpha1.warnings import spec_warnings
+
+    for warning in spec_warnings(doc.kind, doc.data.get("spec")):
+        where, _, message = warning.partition(": ")
+        path = _path(where)
+        linter.report(doc, path, message or warning, "warning")
+
+
+def _path(dotted_path: str) -> Path_:
+    """`spec.a[1].b` as ("spec", "a", 1, "b")."""
+    out: list[str | int] = []
+    for part in dotted_path.split("."):
+        name, *indices = part.split("[")
+        out += [name] if name else []
+        out += [int(i.rstrip("]")) for i in indices if i.rstrip("]").isdigit()]
+    return tuple(out)
 
 
 def _schema_message(err: Any, path: Path_) -> str:
@@ -462,6 +486,8 @@ def cel_to_expr(rule: str) -> str:
         s,
     )
 
+    s = _quantifiers(s)
+
     def has(m: re.Match[str]) -> str:
         parts = m.group(1).split(".")[1:]
         return "(result" + "".join(f"?.{p}" for p in parts) + " != nil)"
@@ -473,9 +499,35 @@ def cel_to_expr(rule: str) -> str:
         lambda m: "result" + m.group(1).replace(".", "?."),
         s,
     )
+    s = re.sub(r"\bself\b(?![.\w])", "result", s)  # the object itself: `size(self)`
     if re.search(r"\bself\b", s):
         raise ValueError(f"rule {rule!r} uses `self` in a way lint cannot check")
     return s
+
+
+def _quantifiers(rule: str) -> str:
+    """`L.exists(v, P)` and `L.all(v, P)` over a list of `self` as expr's `any(L, {P})` and
+    `all(L, {P})`, `v` in P being the element (`#`)."""
+    pattern = re.compile(r"(self(?:\.[A-Za-z_]\w*)+)\.(exists|all)\((\w+),\s*")
+    while m := pattern.search(rule):
+        depth, end = 1, m.end()
+        while end < len(rule) and depth:
+            depth += {"(": 1, ")": -1}.get(rule[end], 0)
+            end += 1
+        body, var = rule[m.end() : end - 1], m.group(3)
+        if re.search(r"\bself\b", body):
+            break  # nested over `self` (the uniqueness rule): left to its own translation
+        body = re.sub(
+            rf"has\({var}((?:\.[A-Za-z_]\w*)+)\)",
+            lambda h: "(#" + h.group(1).replace(".", "?.") + " != nil)",
+            body,
+        )
+        body = re.sub(
+            rf"\b{var}((?:\.[A-Za-z_]\w*)+)", lambda h: "#" + h.group(1).replace(".", "?."), body
+        )
+        fn = "any" if m.group(2) == "exists" else "all"
+        rule = f"{rule[: m.start()]}{fn}({m.group(1)}, {{{body}}}){rule[end:]}"
+    return rule
 
 
 def _rules(

@@ -200,6 +200,19 @@ class CellIngress(ApiModel):
                     "rule": "self.type == 'AWSRoute53' || !has(self.awsRoute53)",
                     "message": "awsRoute53 is for type AWSRoute53",
                 },
+                {
+                    "rule": "self.type != 'AWSRoute53' || !has(self.awsApplicationLoadBalancer)",
+                    "message": "awsApplicationLoadBalancer is not read with type AWSRoute53 "
+                    "(okra owns the weighted records of awsRoute53, no listener rule): remove "
+                    "ingress.awsApplicationLoadBalancer",
+                },
+                {
+                    "rule": "!has(self.awsNetworkLoadBalancer) || "
+                    "!has(self.awsApplicationLoadBalancer)",
+                    "message": "awsApplicationLoadBalancer beside awsNetworkLoadBalancer is not "
+                    "read (an NLB Cell reads awsNetworkLoadBalancer): remove "
+                    "ingress.awsApplicationLoadBalancer",
+                },
             ]
         }
     }
@@ -256,6 +269,38 @@ class CellSpec(ApiModel):
                     "spec.prechecks, spec.postchecks: seed 000's shape) or a system "
                     "(spec.clusters and spec.applications: seed 002's shape), not both: move "
                     "the application's settings into an entry of spec.applications",
+                },
+                {
+                    "rule": "!has(self.clusters) || !has(self.version)",
+                    "message": "spec.version pins a single-application Cell's version; a "
+                    "system Cell's version is its spec.clusters (edit the list to move, put "
+                    "the clusters that served back to roll back): remove spec.version",
+                },
+                {
+                    "rule": "!has(self.clusters) || !has(self.replicas) || self.replicas == 1",
+                    "message": "spec.replicas is for a single-application Cell (how many new "
+                    "target groups it waits for); a system Cell waits for every cluster of "
+                    "spec.clusters (requireReady, readyTimeout): remove spec.replicas",
+                },
+                {
+                    "rule": "!has(self.clusters) || (!has(self.versionedBy) && "
+                    "!has(self.versionLabels))",
+                    "message": "spec.versionedBy and spec.versionLabels name the version label "
+                    "of a single-application Cell's target groups; a system Cell numbers its "
+                    "cluster sets itself: remove them",
+                },
+                {
+                    "rule": "!has(self.clusters) || !has(self.updateStrategy)",
+                    "message": "spec.updateStrategy is for a single-application Cell; a system "
+                    "Cell moves each application by its own steps: write "
+                    "spec.applications[].alb.updateStrategy (stepWeight, totalWeight)",
+                },
+                {
+                    "rule": "!has(self.progressDeadlineAbort) || !self.progressDeadlineAbort || "
+                    "has(self.progressDeadlineSeconds)",
+                    "message": "spec.progressDeadlineAbort acts when a progress deadline "
+                    "passes, and there is none: set spec.progressDeadlineSeconds too (Argo "
+                    "Rollouts' default is 600)",
                 },
                 {
                     "rule": "has(self.clusters) == has(self.applications)",
@@ -315,8 +360,11 @@ class CellSpec(ApiModel):
     postchecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
     """Run, in order, once the new version serves 100%, before the rollout completes."""
     rollback_delay_seconds: int = Field(default=60, ge=0)
-    """After a failed postcheck, how long to wait before rolling back (seed 002: "run-test
-    failed. Waiting 60 seconds before starting a rollback"); the wait survives a restart."""
+    """After a failed precheck or postcheck, how long to wait before rolling back (seed 002:
+    "run-test failed. Waiting 60 seconds before starting a rollback"); the wait survives a
+    restart.
+    A system Cell: the wait of every application whose `failurePolicy` (and the Cell's)
+    is unset."""
     clusters: list[SystemCluster] | None = Field(default=None, min_length=1, max_length=32)
     """A system Cell (seed 002): the clusters the system runs on. Editing this list (a new
     pair in place of the old) starts a migration, once every cluster is ready."""
@@ -325,11 +373,12 @@ class CellSpec(ApiModel):
     owns (`<cell>-<application>`)."""
     failure_policy: FailurePolicy | None = None
     """What a failed precheck or postcheck does: `Rollback` after `delaySeconds`, or
-    `Stop` where it is. Unset: a failed precheck fails the version at once and a failed
-    postcheck rolls back after `rollbackDelaySeconds`."""
+    `Stop` where it is. Unset: either rolls back after `rollbackDelaySeconds` (after a
+    precheck no traffic has moved: the version is blocked)."""
     progress_deadline_abort: bool = False
     """With a deadline exceeded, send all traffic back to the stable version and block the
-    new one (as a failed analysis does; `okra retry` unblocks it)."""
+    new one (as a failed analysis does; `okra retry` unblocks it). A system Cell: of every
+    application's Cell."""
     traffic_confirmation: TrafficConfirmation | None = None
     """Opt-in: a weight step is done once the traffic each target group served (CloudWatch)
     matches the weights AWS shows, not when AWS shows them (docs/traffic.md)."""
@@ -386,7 +435,8 @@ class CellStatus(ApiModel):
     under way), Error (a version failed, was aborted, or the Cell cannot proceed). A system
     Cell: Pending (waiting for its clusters), Migrating, Completed, Failed (an application
     failed and stays where it is), Reverting (an application going back to the clusters
-    that served it), FailedReverting (going back failed too)."""
+    that served it), FailedReverting (going back failed: the load balancer does not take the
+    weights back; the message says why)."""
     health: Literal["", "Progressing", "Paused", "Healthy", "Degraded"] = ""
     """Progressing (working towards a state), Paused (waiting for a pause, an inconclusive
     analysis or `okra promote`), Healthy (settled), Degraded (needs attention); conditions

@@ -33,7 +33,7 @@ from typing import Any
 
 Json = dict[str, Any]
 
-_LB_KEYS = ("awsApplicationLoadBalancer", "awsNetworkLoadBalancer")
+_LB_KEYS = ("awsApplicationLoadBalancer", "awsNetworkLoadBalancer", "awsRoute53")
 
 
 def _dict(value: Any) -> Json:
@@ -186,7 +186,7 @@ def deprecated_spellings(kind: str, spec: Any) -> list[str]:
     if kind == "Cell":
         ingress = _dict(spec.get("ingress"))
         for key in _LB_KEYS:
-            if "versionLabels" in _selector(ingress, key):
+            if _selector(ingress, key).get("versionLabels") is not None:
                 out.append(
                     f"spec.ingress.{key}.targetGroupSelector.versionLabels: "
                     "write spec.versionLabels"
@@ -207,12 +207,14 @@ def deprecated_spellings(kind: str, spec: Any) -> list[str]:
         for i, s in enumerate(steps):
             s = _dict(s)
             if "experiment" in s:
-                if _dict(s["experiment"]).get("analyses"):
+                analyses = _dict(s["experiment"]).get("analyses")
+                if analyses:
                     out.append(
                         f"spec.updateStrategy.canary.steps[{i}].experiment: runs its analyses as "
                         "one analysis step (okra starts no ReplicaSets and the experiment's "
                         "duration is not waited for); write an analysis step"
                     )
+                    out += _experiment_analyses(i, analyses)
                 else:
                     out.append(
                         f"spec.updateStrategy.canary.steps[{i}].experiment: has no analyses and "
@@ -245,6 +247,27 @@ def deprecated_spellings(kind: str, spec: Any) -> list[str]:
                     f"spec.generators[{i}].awseks.selector: write "
                     f"spec.generators[{i}].awseks.clusterSelector"
                 )
+    return out
+
+
+def _experiment_analyses(step: int, analyses: Any) -> list[str]:
+    """An experiment analysis's `name` and `requiredForCompletion`, which okra does not read:
+    the step's AnalysisRun is named after the step, and the step waits for every analysis
+    (Argo Rollouts waits only for those `requiredForCompletion`)."""
+    out = []
+    where = f"spec.updateStrategy.canary.steps[{step}].experiment.analyses"
+    for j, a in enumerate(analyses if isinstance(analyses, list) else []):
+        a = _dict(a)
+        if a.get("name"):
+            out.append(
+                f"{where}[{j}].name: not read (okra names the step's AnalysisRun after the "
+                "step, and an analysis step has no name); remove it"
+            )
+        if "requiredForCompletion" in a:
+            out.append(
+                f"{where}[{j}].requiredForCompletion: not read (the step waits for every "
+                "analysis to succeed, as if true for each); remove it"
+            )
     return out
 
 

@@ -91,6 +91,11 @@ class CanaryStrategy(ApiModel):
     steps: list[CanaryStep] = Field(default_factory=list, max_length=64)
 
 
+class PromoteStep(ApiModel):
+    """`promote: {}`: all traffic to the new version at once. It takes no fields (one
+    written is refused as unknown)."""
+
+
 class BlueGreenStep(ApiModel):
     """Exactly one of: `analysis` (run against the new version, which has no traffic
     before `promote`, and wait for success) or `promote: {}` (all traffic to the new
@@ -108,7 +113,7 @@ class BlueGreenStep(ApiModel):
         }
     }
     analysis: StepAnalysis | None = None
-    promote: dict[str, Any] | None = None
+    promote: PromoteStep | None = None
 
 
 class BlueGreenStrategy(ApiModel):
@@ -119,28 +124,102 @@ class BlueGreenStrategy(ApiModel):
 
 
 class UpdateStrategy(ApiModel):
+    """`type` says which steps run: `canary` with Canary, `blueGreen` with BlueGreen; the
+    other is refused rather than ignored."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.type) || self.type == 'Canary' || !has(self.canary)",
+                    "message": "updateStrategy.canary is read only with type Canary: with "
+                    "type BlueGreen write the steps under updateStrategy.blueGreen",
+                },
+                {
+                    "rule": "(has(self.type) && self.type == 'BlueGreen') || !has(self.blueGreen)",
+                    "message": "updateStrategy.blueGreen is read only with type BlueGreen: "
+                    "set updateStrategy.type: BlueGreen, or write the steps under "
+                    "updateStrategy.canary",
+                },
+            ]
+        }
+    }
     type: Literal["Canary", "BlueGreen"] = "Canary"
     canary: CanaryStrategy | None = None
     blue_green: BlueGreenStrategy | None = None
 
 
-class CheckContainer(ApiModel):
-    """What the check's Job runs (seed 002: `job.template.spec`): one container."""
+SHORTHAND = ("image", "command", "args", "env", "envFrom", "imagePullPolicy", "resources")
+"""The fields of seed 002's one-container shorthand (`job.template.spec.image`, ...)."""
 
-    image: str = Field(min_length=1)
-    command: list[str] = Field(default_factory=list)
-    args: list[str] = Field(default_factory=list)
-    env: list[dict[str, Any]] = Field(default_factory=list)
+
+class CheckPodSpec(ApiModel):
+    """What the check's Job runs (`job.template.spec`): seed 002's shorthand, one container
+    (`image`, `command`, `args`, `env`, `envFrom`, `imagePullPolicy`, `resources`), or a
+    Pod's spec as a Kubernetes Job writes it (`containers`, `initContainers`); either with
+    the Pod's own fields (`serviceAccountName` for IRSA, `imagePullSecrets`, `volumes`,
+    `nodeSelector`, `tolerations`, `restartPolicy`). Containers, volumes and the rest are
+    Kubernetes' own types, checked by the API server when the Job is created (the Cell
+    says what it refused)."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.image) != has(self.containers)",
+                    "message": "job.template.spec takes image (one container: seed 002's "
+                    "shorthand) or containers (a Pod's spec), exactly one of them",
+                },
+                {
+                    "rule": "!has(self.containers) || !(has(self.command) || has(self.args) "
+                    "|| has(self.env) || has(self.envFrom) || has(self.imagePullPolicy) || "
+                    "has(self.resources))",
+                    "message": "command, args, env, envFrom, imagePullPolicy and resources "
+                    "belong to a container: with job.template.spec.containers, write them in "
+                    "containers[]",
+                },
+            ]
+        }
+    }
+    image: str | None = Field(default=None, min_length=1)
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[dict[str, Any]] | None = None
+    env_from: list[dict[str, Any]] | None = None
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    resources: dict[str, Any] | None = None
+    containers: list[dict[str, Any]] | None = Field(default=None, min_length=1)
+    init_containers: list[dict[str, Any]] | None = None
+    service_account_name: str | None = Field(default=None, min_length=1)
+    image_pull_secrets: list[dict[str, Any]] | None = None
+    volumes: list[dict[str, Any]] | None = None
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    restart_policy: Literal["Never", "OnFailure"] = "Never"
+    """Never: a check that fails has failed. OnFailure restarts its containers in place
+    (within the Job's `backoffLimit`)."""
+
+
+class CheckTemplateMetadata(ApiModel):
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    """Added to the Pod's (okra's own labels win)."""
 
 
 class CheckJobTemplate(ApiModel):
-    spec: CheckContainer
+    metadata: CheckTemplateMetadata | None = None
+    spec: CheckPodSpec
 
 
 class CheckJob(ApiModel):
     template: CheckJobTemplate
     active_deadline_seconds: int | None = Field(default=None, ge=1)
     """The Job's activeDeadlineSeconds: a check that runs longer fails."""
+    backoff_limit: int = Field(default=0, ge=0, le=10)
+    """The Job's backoffLimit: Pods that may fail before the check has (default 0: one run)."""
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    """The Job's ttlSecondsAfterFinished: the finished Job (and its Pod's log) goes this long
+    after; okra keeps its result in the Cell's status."""
 
 
 class RolloutCheck(ApiModel):

@@ -154,9 +154,16 @@ class SystemCheckAnalysis(ApiModel):
     max: float | None = None
 
 
+DEFAULT_CHECK_RETRIES = 2
+
+
 class SystemCheck(ApiModel):
     name: str = Field(min_length=1, max_length=20, pattern=DNS_LABEL)
     analysis: SystemCheckAnalysis
+    retries: int = Field(default=DEFAULT_CHECK_RETRIES, ge=0, le=20)
+    """Seed 002's "run all the checks with retries": how many failed runs in a row, after
+    the first, a step tolerates before it fails (each run is the Check's next `interval`;
+    a passing run clears them). Default 2: the third failed run in a row fails the step."""
 
 
 class FailurePolicy(ApiModel):
@@ -220,6 +227,16 @@ class SystemClusterStatus(ApiModel):
     """When okra began waiting for it (readyTimeout counts from here)."""
 
 
+class CheckTries(ApiModel):
+    """One Check's failed runs in a row at the current step (`since`: when the step began)."""
+
+    name: str
+    since: datetime.datetime | None = None
+    failed: int = 0
+    last_run_time: datetime.datetime | None = None
+    """The run last counted (a run is counted once)."""
+
+
 class ApplicationStatus(ApiModel):
     name: str
     phase: Literal[
@@ -230,6 +247,7 @@ class ApplicationStatus(ApiModel):
         "CheckFailed",
         "PostcheckFailed",
         "Reverting",
+        "FailedReverting",
         "Reverted",
         "Stopped",
         "Error",
@@ -244,8 +262,11 @@ class ApplicationStatus(ApiModel):
     serving: list[str] = Field(default_factory=list)
     """The clusters serving it now (weight above 0, or Argo CD's labels)."""
     weight: int | None = None
-    """The share of traffic on `clusters`, in percent."""
+    """The share of traffic on `clusters`, in percent, as the application's Cell reports it
+    (unset for an application with no `alb`)."""
     serving_version: str = ""
     """The version serving it now (the one `serving` lists)."""
     rollback_at: datetime.datetime | None = None
     """A check failed with failurePolicy Rollback: when the rollback starts."""
+    check_tries: list[CheckTries] | None = None
+    """The Checks that failed at the current step, each with its failed runs in a row."""

@@ -144,6 +144,18 @@ class TargetSpec(ApiModel):
 
 
 class AWSTargetGroupBindingSpec(ApiModel):
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.targetGroupARN) || !has(self.targetGroup)",
+                    "message": "targetGroup (a group to create) is not read beside "
+                    "targetGroupARN (an existing group): remove one of spec.targetGroup, "
+                    "spec.targetGroupARN",
+                }
+            ]
+        }
+    }
     target_group_arn: str | None = Field(
         default=None, alias="targetGroupARN", max_length=ARN_MAX_LENGTH
     )
@@ -154,6 +166,11 @@ class AWSTargetGroupBindingSpec(ApiModel):
     def _group(self) -> AWSTargetGroupBindingSpec:
         if not self.target_group_arn and self.target_group is None:
             raise ValueError("give targetGroupARN, or targetGroup to have the group created")
+        if self.target_group_arn and self.target_group is not None:
+            raise ValueError(
+                "targetGroup (a group to create) is not read beside targetGroupARN (an "
+                "existing group): remove one of them"
+            )
         names = [t.name for t in self.targets]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

@@ -150,7 +150,21 @@ class TargetGroupTemplateSpec(ApiModel):
 
 class BindingTemplateSpec(ApiModel):
     """An AWSTargetGroupBinding's spec, before substitution; `targetGroupARN` defaults to the
-    ARN of the TargetGroupBinding the binding is generated for."""
+    ARN of the TargetGroupBinding the binding is generated for (so a `targetGroup` to create
+    would never be read: refused)."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.targetGroup)",
+                    "message": "bindingTemplate.spec.targetGroup is not read: each generated "
+                    "binding forwards to the target group of the cluster's TargetGroupBinding "
+                    "(or bindingTemplate.spec.targetGroupARN); remove it",
+                }
+            ]
+        }
+    }
 
     target_group_arn: str | None = Field(
         default=None, alias="targetGroupARN", max_length=ARN_MAX_LENGTH
@@ -165,6 +179,28 @@ class TargetGroupBindingTemplate(ApiModel):
 
 
 class AWSTargetGroupSetSpec(ApiModel):
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.bindingSelector) || "
+                    "self.generators.exists(g, !has(g.awsTargetGroups))",
+                    "message": "spec.bindingSelector selects TargetGroupBindings inside "
+                    "clusters, and awsTargetGroups generators read none (they select target "
+                    "groups by AWS tags: targetGroupSelector.matchTags): remove "
+                    "spec.bindingSelector",
+                },
+                {
+                    "rule": "!has(self.bindingTemplate) || "
+                    "self.generators.exists(g, !has(g.awsTargetGroups))",
+                    "message": "spec.bindingTemplate makes a binding beside each target group "
+                    "found through a cluster's TargetGroupBinding, and awsTargetGroups "
+                    "generators find none that way (whatever made their groups registers the "
+                    "targets): remove spec.bindingTemplate",
+                },
+            ]
+        }
+    }
     generators: list[TargetGroupSetGenerator] = Field(min_length=1, max_length=16)
     binding_selector: LabelSelector = Field(default_factory=LabelSelector)
     """TargetGroupBindings (elbv2.k8s.aws/v1beta1, any namespace) whose labels match."""

@@ -3,8 +3,9 @@
 A failed analysis, precheck or postcheck (or an exceeded progress deadline with
 `progressDeadlineAbort`) ends the rollout the same way: the stable version gets 100,
 the failed version goes to the VersionBlocklist with the cause (so it is not rolled
-out again until `okra retry`), and the status says why. A failed postcheck waits
-`rollbackDelaySeconds` first, timed from the status so a restart does not reset it.
+out again until `okra retry`), and the status says why. A failed precheck or postcheck
+waits `rollbackDelaySeconds` (or the failure policy's delay) first, timed from the status
+so a restart does not reset it.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ def check_failed(
 ) -> Plan:
     """A failed check, handled as `spec.failurePolicy` says.
 
-    - No policy (a Cell as seed 000 writes it): a failed precheck fails the version at
-      once (no traffic moved), and so does traffic that stays off the plan (as a failed
-      analysis does); a failed postcheck rolls back after `rollbackDelaySeconds`
-      (seed 002: "run-test failed. Waiting 60 seconds before starting a rollback").
+    - No policy: a failed precheck or postcheck rolls back after `rollbackDelaySeconds`
+      (seed 002's one flow: "run-test failed. Waiting 60 seconds before starting a
+      rollback"; after a precheck no traffic has moved, so the rollback is the version
+      being blocked); traffic that stays off the plan fails the version at once (as a
+      failed analysis does).
     - `Rollback`: either kind rolls back after the policy's `delaySeconds`.
     - `Stop`: nothing moves, nothing is blocked; the Cell says so and waits for a person.
 
@@ -58,7 +60,7 @@ def check_failed(
         st.phase = "Error"
         set_phase(p, o, "Degraded", message)
         return p
-    if policy is None and stage in ("precheck", "traffic"):
+    if policy is None and stage == "traffic":
         return fail()
     delay = policy.delay_seconds if policy is not None else o.spec.rollback_delay_seconds
     if st.rollback_at is None:

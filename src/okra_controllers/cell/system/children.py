@@ -21,6 +21,7 @@ from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.system.model import Obj, SystemObserved
 from okra_controllers.cell.system.names import (
     APP_LABEL,
+    CHECK_LABEL,
     SYSTEM_LABEL,
     child_name,
     dns,
@@ -108,6 +109,9 @@ def child_cell(
         spec["failurePolicy"] = policy.model_dump(by_alias=True, mode="json")
     if o.spec.progress_deadline_seconds is not None:
         spec["progressDeadlineSeconds"] = o.spec.progress_deadline_seconds
+    if o.spec.progress_deadline_abort:
+        spec["progressDeadlineAbort"] = True
+    spec["rollbackDelaySeconds"] = o.spec.rollback_delay_seconds
     return {
         "apiVersion": API_VERSION,
         "kind": "Cell",
@@ -223,7 +227,7 @@ def _check(
         "metadata": {
             "name": dns(o.name, *parts),
             "namespace": o.namespace,
-            "labels": labels(o, app.name),
+            "labels": {**labels(o, app.name), CHECK_LABEL: check.name},
             "annotations": {HASH_ANNOTATION: digest},
         },
         "spec": spec,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from okra_controllers.api.v1alpha1.cell import CellStatus
 from okra_controllers.api.v1alpha1.system import (
     ApplicationStatus,
+    CheckTries,
     FailurePolicy,
     SystemApplication,
     SystemCluster,
@@ -55,6 +56,7 @@ from okra_controllers.cell.system.model import (
     SystemPlan,
 )
 from okra_controllers.cell.system.names import (
+    CHECK_LABEL,
     child_name,
     dns,
     member_key,
@@ -62,7 +64,7 @@ from okra_controllers.cell.system.names import (
     version_number,
 )
 
-FAILED = ("CheckFailed", "Reverting", "Reverted", "Stopped")
+FAILED = ("CheckFailed", "Reverting", "FailedReverting", "Reverted", "Stopped")
 """Application phases a failed check leads to; they stick for that version."""
 
 
@@ -162,7 +164,18 @@ def _app(
         # checks gate the steps between two sets; a first rollout has none
         w.checks, w.problem = check_objects(o, app, _clusters(o, a.clusters), arns)
     _progress(o, p, w, cst)
+    a.weight = _weight(app, a, cst)
     return w
+
+
+def _weight(app: SystemApplication, a: ApplicationStatus, cst: CellStatus) -> int | None:
+    """The share of the application's traffic on the clusters it is going to, as its Cell
+    last reported it (None: no load balancer, or no Cell yet)."""
+    if app.alb is None or not a.version or cst.observed_generation is None:
+        return None
+    if cst.canary_version == a.version:
+        return cst.canary_weight or 0
+    return 100 if cst.stable_version == a.version else 0
 
 
 def _new_version(
@@ -261,7 +274,7 @@ def _at_step(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus) -> N
         or cst.health != "Paused"
     ):
         return
-    verdict, said = _verdict(o, w.checks, cst.step_started_at)
+    verdict, said = _verdict(o, w, cst.step_started_at)
     where = f"step {i + 1}/{len(plan_steps)}"
     if verdict == "passed":
         w.promote = f"{cst.rollout_id}/{i}"
@@ -272,13 +285,16 @@ def _at_step(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus) -> N
         a.message = f"{a.version} at {cst.canary_weight or 0}%: {where}: {said}"
 
 
-def _verdict(
-    o: SystemObserved, checks: list[Obj], since: datetime.datetime | None
-) -> tuple[str, str]:
-    """passed (every Check ran its current spec since the step began, and passed), failed
-    (one of them failed since), or pending, with what is waited for."""
-    waiting = []
-    for obj in checks:
+def _verdict(o: SystemObserved, w: AppWork, since: datetime.datetime | None) -> tuple[str, str]:
+    """passed (every Check ran its current spec since the step began, and its last run
+    passed), failed (one of them failed more runs in a row than its `retries`), or pending,
+    with what is waited for. Failed runs are counted in the application's status, each run
+    once, so a restart counts on."""
+    retries = {c.name: c.retries for c in w.app.checks}
+    tries = {t.name: t for t in w.status.check_tries or [] if t.since == since}
+    waiting, retrying = [], []
+    verdict = ""
+    for obj in w.checks:
         name = obj["metadata"]["name"]
         seen = o.checks.get(name)
         digest = obj["metadata"]["annotations"]["analysis-hash"]
@@ -290,10 +306,24 @@ def _verdict(
         ):
             waiting.append(name)
             continue
-        if seen.last_passed is False:
-            return "failed", f"check {name} failed" + (f" ({seen.message})" if seen.message else "")
-    if waiting:
-        return "pending", f"waiting for checks {', '.join(waiting)} to run"
+        if seen.last_passed is not False:
+            tries.pop(name, None)
+            continue
+        t = tries.setdefault(name, CheckTries(name=name, since=since))
+        if t.last_run_time != seen.last_run_time:
+            t.failed, t.last_run_time = t.failed + 1, seen.last_run_time
+        allowed = retries.get(obj["metadata"]["labels"].get(CHECK_LABEL, ""), 0)
+        said = f" ({seen.message})" if seen.message else ""
+        if t.failed > allowed and not verdict:
+            verdict = f"check {name} failed {t.failed} tries in a row (retries: {allowed}){said}"
+        retrying.append(f"{name} failed {t.failed} of {allowed + 1} tries{said}")
+    w.status.check_tries = [tries[n] for n in sorted(tries)] or None
+    if verdict:
+        return "failed", verdict
+    if waiting or retrying:
+        runs = f"waiting for checks {', '.join(waiting)} to run" if waiting else ""
+        again = f"retrying: {'; '.join(retrying)}" if retrying else ""
+        return "pending", "; ".join(x for x in (runs, again) if x)
     return "passed", ""
 
 
@@ -301,7 +331,11 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
     """A check failed at a step: as the failure policy says. The decision sticks for the
     version (a later passing run does not undo it)."""
     a = w.status
-    policy = w.app.failure_policy or o.spec.failure_policy or FailurePolicy()
+    policy = (
+        w.app.failure_policy
+        or o.spec.failure_policy
+        or FailurePolicy(delay_seconds=o.spec.rollback_delay_seconds)
+    )
     said = said or cause_of(a.message)
     if policy.type == "Stop":
         message = f"{said}; failurePolicy Stop: it stays where it is"
@@ -326,7 +360,14 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
         return
     w.abort = cst.rollout_id
     back = f"back to {', '.join(a.serving)}" if a.serving else "off its new clusters"
-    if cst.aborted and not cst.canary_weight:
+    stuck = next(
+        (c for c in cst.conditions or [] if c.type == "LoadBalancerSynced" and c.status == "False"),
+        None,
+    )
+    if cst.aborted and stuck is not None:
+        a.phase = "FailedReverting"
+        a.message = f"{said}; rolling back failed: traffic not yet {back}: {stuck.message}"
+    elif cst.aborted and not cst.canary_weight:
         a.phase, a.message = "Reverted", f"{said}; rolled back: traffic {back}"
     else:
         a.phase, a.message = "Reverting", f"{said}; rolling back: traffic {back}"
@@ -408,7 +449,10 @@ def _system_status(
     st = p.status
     phases = [w.status.phase for w in works]
     waiting = ", ".join(ready.waiting)
-    if "Reverting" in phases:
+    if "FailedReverting" in phases:
+        st.phase, st.health = "FailedReverting", "Degraded"
+        st.message = _about(works, "FailedReverting")
+    elif "Reverting" in phases:
         st.phase, st.health = "Reverting", "Progressing"
         st.message = _about(works, "Reverting")
     elif any(
