@@ -1077,7 +1077,8 @@ async def test_a_system_is_operated_through_its_application_cells(
     code, out, err = await okra(control_plane, namespace, "promote", "shop")
     assert (code, err) == (0, "")
     assert out.splitlines()[-2:] == [
-        f"cell shop-web: ending the pause at step 3/4 of rollout {RID} (v1 → v2) "
+        "cell shop-web: ending the pause at step 3/4 (pause (until promoted)) of rollout "
+        f"{RID} (v1 → v2) "
         f"[okra.mumo.co/promote={RID}/2]",
         "application api (cell shop-api): skipped: cell shop-api has no rollout in progress "
         "(phase Completed, Healthy: v1 serves 100%)",

@@ -87,7 +87,8 @@ def test_an_application_cells_notification_names_its_application_and_system() ->
     templated = body("webhook", {"body": "{{system}}/{{application}}: {{trigger}}"}, fields, "")
     assert templated == b"shop/web: on-rollout-failed"
     alone = fields_for({**cell, "metadata": {"name": "web"}}, CellStatus(), failed)
-    assert "system" not in alone and "application" not in alone
+    assert "system" not in alone
+    assert "application" not in alone
 
 
 def test_outbox_entries_are_keyed_by_the_change_and_merged_once() -> None:
