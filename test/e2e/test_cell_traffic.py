@@ -72,7 +72,8 @@ async def test_a_canary_that_serves_its_share_walks_to_100(
     assert [v["version"] for v in last["versions"]] == ["v1", "v2"]
     assert all(v["requests"] > 0 for v in last["versions"]), last
     assert sum(feeder.published.values()) > 0
-    assert not await find_events(rt_client, ns, "TrafficDiverged")
+    diverged = await find_events(rt_client, ns, "TrafficDiverged")
+    assert not diverged, [e["note"] for e in diverged]
     # One GetMetricData per reading, a reading per step once its window has passed (a
     # second one only if the first was thin): no polling in between.
     readings = env.proxy.actions().count("GetMetricData")

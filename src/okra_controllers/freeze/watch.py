@@ -18,7 +18,7 @@ from okra_runtime.reconcile import Request
 
 HELD = Gauge(
     "okra_rollout_held_by_freeze",
-    "1 while a Cell is held by a Freeze (no new step starts), else 0; "
+    "1 while a Cell or ProgressiveRollout is held by a Freeze (no new step starts), else 0; "
     "sum() counts the rollouts held",
     ["kind", "namespace", "name"],
     registry=REGISTRY,

@@ -77,13 +77,19 @@ class RequestFeeder:
             self._lbs[tg_arn] = dimension(groups["TargetGroups"][0]["LoadBalancerArns"][0], "app/")
         return self._lbs[tg_arn]
 
-    async def tick(self, elb: Any, cw: Any, seconds: float) -> None:
-        """Publish the requests of `seconds` as the rule's weights split them now."""
-        weights = await self.weights(elb)
+    async def publish(
+        self,
+        elb: Any,
+        cw: Any,
+        weights: dict[str, int],
+        stamp: datetime.datetime,
+        seconds: float,
+    ) -> None:
+        """Publish the requests of `seconds` from `stamp` on, split by `weights` (read at
+        `stamp`)."""
         total = sum(weights.values())
         if not total:
             return
-        now = datetime.datetime.now(datetime.UTC)
         data: list[dict[str, Any]] = []
         counted: dict[str, float] = {}
         for arn, w in sorted(weights.items()):
@@ -102,7 +108,7 @@ class RequestFeeder:
                         {"Name": "LoadBalancer", "Value": await self.load_balancer(elb, arn)},
                         {"Name": "TargetGroup", "Value": dimension(arn, "targetgroup/")},
                     ],
-                    "Timestamp": now,
+                    "Timestamp": stamp,
                     "Value": float(whole),
                     "Unit": "Count",
                 }
@@ -113,15 +119,21 @@ class RequestFeeder:
             self.published[arn] = self.published.get(arn, 0.0) + n
 
     async def _run(self) -> None:
+        """Blocks of requests, each split by the weights read at its start and stamped with
+        the time the read began: a block that spans a weight change is stamped before it, so
+        a reading from the change on never counts requests served at the old weights (on a
+        busy machine a block can last seconds)."""
         async with self.aws.client("elbv2") as elb, self.aws.client("cloudwatch") as cw:
             loop = asyncio.get_running_loop()
-            last = loop.time()
-            while not self._stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), self.period)
-                now = loop.time()
-                await self.tick(elb, cw, now - last)
-                last = now
+            while True:
+                stamp, started = datetime.datetime.now(datetime.UTC), loop.time()
+                weights = await self.weights(elb)
+                if not self._stop.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stop.wait(), self.period)
+                await self.publish(elb, cw, weights, stamp, loop.time() - started)
+                if self._stop.is_set():
+                    return
 
     async def __aenter__(self) -> RequestFeeder:
         self._stop.clear()

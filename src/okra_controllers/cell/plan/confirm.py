@@ -29,7 +29,10 @@ def confirm(w: Walk, target: tuple[Forward, ...]) -> Outcome:
     o, p = w.o, w.p
     key = f"{w.rid}/{w.i}"
     before = o.status.traffic if o.status.traffic and o.status.traffic.step == key else None
-    since = before.since if before is not None else o.now
+    # to the microsecond, not the second status times are written to: a window begun up
+    # to a second early would read requests served at the step before
+    now = o.exact_now or o.now
+    since = before.since if before is not None else now
     if o.promote == key:
         # `okra promote` at this step: the person accepts the traffic as it is
         said = f": {before.message}" if before is not None and before.message else ""
@@ -46,7 +49,7 @@ def confirm(w: Walk, target: tuple[Forward, ...]) -> Outcome:
         )
         for v in (w.stable, w.canary)
     ]
-    d = decide(tc, shares, since, o.now, o.traffic, w.canary.text)
+    d = decide(tc, shares, since, now, o.traffic, w.canary.text)
     if d.query is not None:
         p.needs_traffic = d.query
     p.status.traffic = TrafficStatus(
