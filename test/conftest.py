@@ -38,6 +38,7 @@ from kubernetes_asyncio import client
 
 from okra_runtime.client import Client
 from okra_runtime.logging import configure_logging
+from okra_runtime.metrics import REGISTRY
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
@@ -91,6 +92,28 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             f"FAILED: server processes left running after the suite: {left}", red=True
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def write_loops() -> float:
+    """Objects the write-loop guards of this process have found looping, so far."""
+    return sum(
+        sample.value
+        for family in REGISTRY.collect()
+        if family.name == "okra_runtime_hot_loop_objects"
+        for sample in family.samples
+    )
+
+
+@pytest.fixture(autouse=True)
+def no_write_loops(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A manager that rewrites an object without pause fails the test it runs in (the
+    managers run in this process; okra-manager processes are checked by their log, see
+    e2e's OkraManager): a controller that never reaches a fixed point is a defect, even
+    where the test's own assertions hold."""
+    before = write_loops()
+    yield
+    if request.node.get_closest_marker("write_loops_expected") is None:
+        assert write_loops() == before, "a manager in this test rewrote an object without pause"
 
 
 @pytest.fixture(scope="session")

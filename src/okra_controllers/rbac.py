@@ -329,6 +329,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(GROUP, "analysisruns", verbs=KEEP),
         PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),
         rule(CORE, "configmaps", verbs=("get",)),
+        rule(GROUP, "freezes", verbs=READ),
         EVENTS,
     ),
 }

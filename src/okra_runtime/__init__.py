@@ -33,6 +33,7 @@ from okra_runtime.errors import (
 )
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
+from okra_runtime.hotloop import HotLoopGuard, HotLoopOptions
 from okra_runtime.informer import Informer, InformerOptions
 from okra_runtime.leaderelection import LeadershipLostError
 from okra_runtime.logging import configure_logging
@@ -51,6 +52,8 @@ __all__ = [
     "EventRecorder",
     "GenerationChanged",
     "GoneError",
+    "HotLoopGuard",
+    "HotLoopOptions",
     "Informer",
     "InformerOptions",
     "InvalidError",

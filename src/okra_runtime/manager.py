@@ -35,6 +35,7 @@ from okra_runtime.client import Client
 from okra_runtime.controller import Controller
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
+from okra_runtime.hotloop import HotLoopGuard, HotLoopOptions
 from okra_runtime.informer import Informer, InformerOptions
 from okra_runtime.leaderelection import LeaderElector, LeadershipLostError
 from okra_runtime.metrics import REGISTRY
@@ -64,6 +65,9 @@ class ManagerOptions:
     # cache.Options.ByObject[...].Label): a controller that needs only the Secrets or Jobs
     # it labels does not list, watch and hold every Secret or Job of the cluster.
     label_selectors: dict[GVK, str] = field(default_factory=dict)
+    # an object this process changes faster than this, for this long, is logged and counted
+    # (`okra_runtime.hotloop`): a controller that never settles
+    hot_loop: HotLoopOptions = field(default_factory=HotLoopOptions)
 
 
 @dataclass
@@ -81,6 +85,8 @@ class Manager:
         self._informers: dict[tuple[GVK, str | None], Informer] = {}
         self._informers_of: dict[GVK, list[Informer]] = {}
         client.on_write(self._wrote)
+        self.hot_loops = HotLoopGuard(self.options.hot_loop)
+        client.on_write(self.hot_loops.wrote)
         self._runnables: list[_Runnable] = []
         self._controllers: list[Controller] = []
         # shared by every controller's queue: a change in progress goes before first reports

@@ -187,6 +187,15 @@ INFORMER_RELISTS = Counter(
     registry=REGISTRY,
 )
 
+# -- write loops (okra_runtime's own, documented in docs/runtime.md) --------------
+HOT_LOOP_OBJECTS = Counter(
+    "okra_runtime_hot_loop_objects_total",
+    "Objects this process changed more than a few times a second for several seconds on "
+    "end (a controller that never reaches a fixed point), each counted once per loop",
+    ["group", "version", "kind"],
+    registry=REGISTRY,
+)
+
 # -- leader election (client-go's name) --------------------------------------------
 LEADER = Gauge(
     "leader_election_master_status",

@@ -25,6 +25,7 @@ from okra_controllers.api.kinds import APPLICATION, PROGRESSIVE_ROLLOUT
 from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
 from okra_runtime.errors import NotFoundError
+from okra_runtime.hotloop import LOOP_EVENT
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
@@ -215,6 +216,13 @@ class OkraManager:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        if exc[0] is None:
+            self.assert_no_write_loop()
+
+    def assert_no_write_loop(self) -> None:
+        """It never rewrote an object without pause (its write-loop guard said none)."""
+        loops = [r for r in self.records() if r.get("event") == LOOP_EVENT]
+        assert not loops, f"okra-manager rewrote objects without pause: {loops}"
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -292,6 +300,7 @@ def okra(control_plane: ControlPlane, env: Env, tmp_path: Path) -> Iterator[Okra
     m.start()
     yield m
     m.stop()
+    m.assert_no_write_loop()
 
 
 def cell_obj(

@@ -9,6 +9,7 @@ from typing import Any
 
 from okra_runtime import GVK, Client
 from okra_runtime import loop as event_loop
+from okra_testkit.emulator import forward_weights
 from support import eventually, wait_events
 
 from .conftest import (
@@ -60,7 +61,11 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
         {"pause": {}},
     ]
     bg = {"templates": [{"templateName": "error-rate"}], "args": VERSION_ARG, "startingStep": 2}
-    await rt_client.create(cell_obj(ns, env.alb.listener_arn, steps, background=bg))
+    # two target groups per version: once the Cell moves to a version, every write gives
+    # its weight to both (never to the one that arrived first)
+    cell = cell_obj(ns, env.alb.listener_arn, steps, background=bg, replicas=2)
+    env.proxy.keep_bodies.add("ModifyRule")
+    await rt_client.create(cell)
 
     # First rollout: no config yet, so v1 goes straight to 100.
     st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
@@ -108,13 +113,13 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
         }
         for e in (30, 60)
     }
-    # v2's two target groups may join the rule one after the other: a hold can show twice,
-    # first on one cluster, then split over both (the last showing is the plan's).
-    at_holds = [w for w in shown if canary_total(w, "v2") in holds]
-    order = [canary_total(w, "v2") for w in at_holds]
-    assert [t for k, t in enumerate(order) if k == 0 or order[k - 1] != t] == [30, 60], shown
-    for e, want in holds.items():
-        assert [w for w in at_holds if canary_total(w, "v2") == e][-1] == want, shown
+    assert [canary_total(w, "v2") for w in shown if canary_total(w, "v2") in holds] == [
+        30,
+        60,
+    ], shown
+    for w in shown:
+        if canary_total(w, "v2") in holds:
+            assert w == holds[canary_total(w, "v2")], shown
     assert "paused at step 6 until promoted" in st["message"]
     await promote(rt_client, ns)
     st = await wait_status(
@@ -126,8 +131,10 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     assert {r["status"]["phase"] for r in runs} == {"Successful"}
     assert any(r["metadata"]["name"].endswith("-bg") for r in runs)
 
-    # v3 fails its analysis: all traffic back to v2 at once, v3 blocked.
+    # v3 fails its analysis: all traffic back to v2 at once, v3 blocked. Its target groups
+    # arrive in the other order.
     metrics.rates["v3"] = 0.2
+    await env.target_group("web-b-v3", "v3")
     await env.target_group("web-a-v3", "v3")
     st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded")
     assert "version v3 failed" in st["message"]
@@ -138,10 +145,27 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     assert "Failed" in blocklist["spec"]["items"][0]["cause"]
     failed = await wait_events(rt_client, ns, "RolloutFailed")
     assert [e["type"] for e in failed] == ["Warning"]
+    assert_whole_versions(env, {"v2": {"web-a-v2", "web-b-v2"}, "v3": {"web-a-v3", "web-b-v3"}})
+
     # A blocked version is never retried while listed.
-    await env.target_group("web-b-v3", "v3")
+    await env.target_group("web-c-v3", "v3")
     await asyncio.sleep(2)
     assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
+
+
+def assert_whole_versions(env: Env, versions: dict[str, set[str]]) -> None:
+    """No ModifyRule okra sent gave a version's weight to a strict subset of its target
+    groups (Argo Rollouts splits by replica counts; okra by clusters, all or none)."""
+    by_arn = {a: n for n, a in env.tg_arns.items()}
+    writes = [
+        {by_arn.get(arn, arn) for arn, w in forward_weights(body).items() if w}
+        for action, body in env.proxy.bodies
+        if action == "ModifyRule"
+    ]
+    assert writes
+    for given in writes:
+        for version, tgs in versions.items():
+            assert given & tgs in (set(), tgs), (version, given, writes)
 
 
 async def test_rollback_scale_out_and_steady_state(

@@ -118,22 +118,29 @@ async def test_failing_analysis_rolls_back_during_a_freeze(
 ) -> None:
     ns = namespace
     tmpl = error_rate_template(ns, metrics.url)
-    tmpl["spec"]["metrics"][0]["count"] = 4
+    tmpl["spec"]["metrics"][0]["count"] = 600  # measures until it fails
     await rt_client.create(tmpl)
     await env.target_group("web-a-v1", "v1")
     await rt_client.create(
         cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 20}, ANALYSIS, {"stepWeight": 50}])
     )
     await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
-    metrics.rates["v2"] = 0.5
     await env.target_group("web-a-v2", "v2")
     await wait_status(rt_client, ns, lambda s: s.get("currentStepIndex") == 1)
 
     async def analysing() -> bool:
-        return bool((await rt_client.list(RUN, ns)).items)
+        runs = (await rt_client.list(RUN, ns)).items
+        return any((r.get("status") or {}).get("metricResults") for r in runs)
 
     assert await eventually(analysing, within=30)
     await rt_client.create(freeze_obj(ns, {}))  # a manual freeze, at once, until lifted
+    st = await wait_status(
+        rt_client,
+        ns,
+        lambda s: any(c["type"] == "Frozen" and c["status"] == "True" for c in s["conditions"]),
+    )
+    assert st["currentStepIndex"] == 1  # the analysis under way goes on
+    metrics.rates["v2"] = 0.5  # and now fails
     st = await wait_status(
         rt_client, ns, lambda s: s.get("health") == "Degraded" and "v2" in (s.get("message") or "")
     )

@@ -423,6 +423,18 @@ async def test_route53_weighted_records_through_a_canary_drift_a_crash_and_an_as
         st = await wait_for(c, ns, CELL, "web", lambda s: s.get("health") == "Degraded", within=120)
         assert "version v3 failed" in st["message"]
         await r53.records_become(web_name, {"web-v2": 100})
+        # Once the rollback's records are in effect (past the time the config named), the
+        # Cell, read back from the API server, no longer says they are not.
+        st = await wait_for(
+            c,
+            ns,
+            CELL,
+            "web",
+            lambda s: "not yet in effect" not in (s.get("message") or ""),
+            within=60,
+        )
+        assert "version v3 failed" in st["message"]
+        assert st["health"] == "Degraded"
         blocked = await c.get(BLOCKLIST, "web", ns)
         assert [i["version"] for i in blocked["spec"]["items"]] == ["v3"]
 

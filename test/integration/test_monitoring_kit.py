@@ -64,7 +64,7 @@ def test_alert_rules_pass_promtool(tmp_path: Path) -> None:
     rule = yaml.safe_load(RULES.read_text())
     assert rule["kind"] == "PrometheusRule"
     out = check(tmp_path, rule["spec"]["groups"])
-    assert "SUCCESS: 7 rules found" in out
+    assert "SUCCESS: 8 rules found" in out
     names = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
     assert {
         "OkraCellDegraded",
@@ -72,6 +72,7 @@ def test_alert_rules_pass_promtool(tmp_path: Path) -> None:
         "OkraRolloutStuck",
         "OkraReconcileErrors",
         "OkraWatchStalled",
+        "OkraWriteLoop",
         "OkraAWSThrottling",
     } <= names
 

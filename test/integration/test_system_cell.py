@@ -27,7 +27,7 @@ from okra_controllers.cell.controller import setup as setup_cells
 from okra_controllers.cell.system.controller import setup as setup_system_cells
 from okra_controllers.settings import Settings
 from okra_runtime import GVK, Client, Manager, ManagerOptions
-from okra_testkit.emulator import MotoServer
+from okra_testkit.emulator import MotoServer, forward_weights
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
 from okra_testkit.localeks import LocalEks
@@ -85,6 +85,19 @@ class System:
         if not await eventually(shown, within=30):
             raise AssertionError((await self.weights(listener, priority), await self.debug()))
 
+    def record_rule_writes(self) -> None:
+        """Keep every ModifyRule okra sends from now on (`rule_writes` reads them)."""
+        self.eks.proxy.keep_bodies.add("ModifyRule")
+
+    def rule_writes(self) -> list[dict[str, int]]:
+        """Each ModifyRule okra sent since `record_rule_writes`: weights by cluster name."""
+        names = {arn: n for n, arn in self.tgs.items()}
+        return [
+            {names.get(arn, arn): w for arn, w in forward_weights(body).items() if w}
+            for action, body in self.eks.proxy.bodies
+            if action == "ModifyRule"
+        ]
+
     async def set_clusters(self, clusters: list[dict[str, Any]]) -> None:
         """Edit the system's spec.clusters, as a person does (a merge patch)."""
         await self.c.patch(CELL, "sys", {"spec": {"clusters": clusters}}, namespace=self.ns)
@@ -101,6 +114,14 @@ class System:
 
     async def status(self) -> dict[str, Any]:
         return (await self.c.get(CELL, "sys", self.ns)).get("status") or {}
+
+
+def assert_whole_pairs(writes: list[dict[str, int]], pair: set[str]) -> None:
+    """Every rule write that gives the new pair weight gives it to both clusters of it."""
+    assert writes, "no ModifyRule recorded"
+    for w in writes:
+        given = pair & set(w)
+        assert given in (set(), pair), f"weight to {sorted(given)} alone: {w} (of {writes})"
 
 
 def application(
@@ -246,6 +267,7 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
         await s.weights_become(alb.listener_arn, 11, {"api-v1": 100})
 
         # A new web pair; the second cluster is not in EKS yet.
+        s.record_rule_writes()
         web_1_v2 = await s.cluster("web-1-v2", "web")
         late = await s.cluster("web-2-v2", "web", eks=False)
         await s.set_clusters([web_1_v2, late, v1[2]])
@@ -281,6 +303,8 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
 
         assert await eventually(walked, within=120, interval=0.05), (seen, await s.debug())
         assert seen == [0, 50, 100]  # never backwards, across the restarts
+        # no write gave the new version's weight to one cluster of the pair
+        assert_whole_pairs(s.rule_writes(), {"web-1-v2", "web-2-v2"})
         started = [e for e in (await s.debug())["events"] if e.startswith("MigrationStarted")]
         assert len(started) == 3, started  # web v1, api v1, web v2: each once
         # each step waited for a run of the check on both new clusters
@@ -328,7 +352,11 @@ async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_ba
 
         assert await eventually(completed, within=90), await s.debug()
         rates.values["b-1"] = 0.5  # above max 0.1: the new pair's first cluster fails
-        v2 = [await s.cluster("b-1", "web"), await s.cluster("b-2", "web"), v1[2]]
+        s.record_rule_writes()
+        # the pair listed the other way round from the first test's: its target groups are
+        # made in the other order
+        b_1, b_2 = await s.cluster("b-1", "web"), await s.cluster("b-2", "web")
+        v2 = [b_2, b_1, v1[2]]
         await s.set_clusters(v2)
 
         async def web_app() -> dict[str, Any]:
@@ -368,3 +396,4 @@ async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_ba
             if e.startswith("CheckFailed: application web")  # the system Cell's, not a Check's
         ]
         assert len(said) == 1, said
+        assert_whole_pairs(s.rule_writes(), {"b-1", "b-2"})

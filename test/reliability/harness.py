@@ -1,8 +1,8 @@
 """What the reliability tests share beyond the e2e harness (`e2e.conftest`: the
 okra-manager process, a Cell's world, waiting on its status): `World` (the `world`
 fixture: where a test starts its managers and proxies), the rule sampler, the
-kill-and-restart driver of the kill-point tests, okra's watch counters, and a
-kubeconfig through a TCP proxy."""
+kill-and-restart driver of the kill-point tests, okra's watch counters, a
+kubeconfig through a TCP proxy, and what changed in objects left idle."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import dataclasses
 import re
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -294,3 +294,80 @@ def via(control_plane: ControlPlane, proxy: StallingProxy, path: Path) -> Path:
         cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def status_sizes(value: Any, path: str = "status") -> dict[str, int]:
+    """The length of every string and list in `value` (an object's status), by its path
+    (`status.applications[0].message`)."""
+    out: dict[str, int] = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.update(status_sizes(v, f"{path}.{k}"))
+    elif isinstance(value, list):
+        out[path] = len(value)
+        for i, v in enumerate(value):
+            out.update(status_sizes(v, f"{path}[{i}]"))
+    elif isinstance(value, str):
+        out[path] = len(value)
+    return out
+
+
+async def _objects(c: Client, ns: str, kinds: Iterable[GVK]) -> dict[str, dict[str, Any]]:
+    """`ns`'s objects of `kinds`, by "Kind name"."""
+    out = {}
+    for gvk in kinds:
+        for obj in (await c.list(gvk, ns)).items:
+            out[f"{gvk.kind} {obj['metadata']['name']}"] = obj
+    return out
+
+
+@dataclasses.dataclass
+class Idle:
+    """What `watch_idle` saw: the objects at the start of the window, and what changed."""
+
+    watched: list[str]
+    changes: list[str]
+    versions: dict[str, tuple[str, str]]  # object -> resourceVersion at the start, at the end
+
+    def report(self) -> str:
+        moved = {k: (a, b) for k, (a, b) in self.versions.items() if a != b}
+        lines = [f"{len(self.watched)} objects watched; resourceVersion changed on {len(moved)}"]
+        lines += [f"  {k}: {a} -> {b} (+{int(b) - int(a)})" for k, (a, b) in moved.items()]
+        return "\n".join(lines)
+
+
+async def watch_idle(c: Client, ns: str, kinds: Iterable[GVK], seconds: float) -> Idle:
+    """`ns`'s objects of `kinds` left alone for `seconds`: each one's resourceVersion and the
+    length of every string and list in its status are read at the start and at the end.
+    A change is an object made or gone, its resourceVersion moved, or a status field grown
+    (named, with the end of a grown string: what was added)."""
+    kinds = list(kinds)
+    before = await _objects(c, ns, kinds)
+    await asyncio.sleep(seconds)  # the window itself: what the caller asserts is still
+    after = await _objects(c, ns, kinds)
+    changes = [f"{k}: made during the window" for k in sorted(after.keys() - before.keys())]
+    changes += [f"{k}: gone during the window" for k in sorted(before.keys() - after.keys())]
+    versions = {}
+    for k in sorted(before.keys() & after.keys()):
+        a, b = before[k], after[k]
+        rv = (a["metadata"]["resourceVersion"], b["metadata"]["resourceVersion"])
+        versions[k] = rv
+        if rv[0] != rv[1]:
+            changes.append(f"{k}: resourceVersion {rv[0]} -> {rv[1]}")
+        sizes_a, sizes_b = status_sizes(a.get("status")), status_sizes(b.get("status"))
+        for path, n in sorted(sizes_b.items()):
+            if n > sizes_a.get(path, 0):
+                grown = f"{k}: {path} grew from {sizes_a.get(path, 0)} to {n}"
+                tail = _at(b, path)
+                if isinstance(tail, str):
+                    grown += f", ending {tail[-160:]!r}"
+                changes.append(grown)
+    return Idle(sorted(before), changes, versions)
+
+
+def _at(obj: dict[str, Any], path: str) -> Any:
+    """The value at a path `status_sizes` named."""
+    value: Any = obj
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        value = value[int(part[1:-1])] if part.startswith("[") else value.get(part)
+    return value

@@ -827,3 +827,41 @@ def test_the_config_problem_the_cell_reports_is_its_synced_condition_now() -> No
     assert config_problem(config("Synced", "True")) == ""
     assert config_problem(config("AWSError", observed=2)) == ""  # about an older spec
     assert config_problem({"metadata": {"generation": 1}}) == ""
+
+
+def test_a_pinned_version_waits_for_replicas_then_moves_on_all_of_them() -> None:
+    """`spec.version` pins the version, `replicas` still says how many target groups it
+    needs before weight moves towards it: a version's weight never goes to a strict
+    subset of its target groups (a system Cell pins its applications' Cells so)."""
+    for order in (("a-v2", "b-v2"), ("b-v2", "a-v2")):
+        w = World(spec([{"setWeight": 10}, {"setWeight": 60}], replicas=2))
+        w.add_tg("a-v1", "v1")
+        w.add_tg("b-v1", "v1")
+        w.run(3)
+        w.spec = w.spec.model_copy(update={"version": "v2"})
+        w.add_tg(order[0], "v2")
+        w.run(5)
+        assert w.weights() == {"a-v1": 50, "b-v1": 50}, order
+        assert "waiting for v2: 1 of 2 target groups" in (w.status.message or "")
+        w.add_tg(order[1], "v2")
+        w.run(20)
+        moved = [
+            {f.name for f in p.forward if f.version == "v2" and f.weight}
+            for p in w.history
+            if p.forward is not None
+        ]
+        assert all(names in (set(), {"a-v2", "b-v2"}) for names in moved), (order, moved)
+        assert canary_weights(w) == [10, 60, 100]
+        assert w.weights() == {"a-v2": 50, "b-v2": 50}
+
+
+def test_a_pinned_rollback_does_not_wait_for_replicas() -> None:
+    w = World(spec([{"setWeight": 50}], replicas=2))
+    for n, v in (("a-v1", "v1"), ("a-v2", "v2"), ("b-v2", "v2")):
+        w.add_tg(n, v)
+    w.spec = w.spec.model_copy(update={"version": "v2"})
+    w.run(10)
+    assert w.weights() == {"a-v2": 50, "b-v2": 50}
+    w.spec = w.spec.model_copy(update={"version": "v1"})
+    w.run(3)
+    assert w.weights() == {"a-v1": 100}

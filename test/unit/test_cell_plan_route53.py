@@ -138,3 +138,30 @@ def test_the_cell_says_when_written_weights_take_effect() -> None:
     assert p.status.current_step_index == 0
     assert f"weights written, not yet in effect: {waiting}" in (p.status.message or "")
     assert "not yet in effect" not in (plan(w.observed()).status.message or "")
+
+
+def test_after_a_rollback_the_message_drops_the_note_once_in_effect_and_wakes_for_it() -> None:
+    """A failed canary sends everything back to v1; while Route 53 propagates, the Cell says
+    when that is in effect and is planned again at that time; after, it says no more of it."""
+    w = World(r53_spec([{"setWeight": 20}, {"analysis": {"templates": [{"templateName": "t"}]}}]))
+    w.add_tg("a-v1", "v1")
+    w.run(3)
+    w.outcome = lambda name: "Failed"
+    w.add_tg("a-v2", "v2")
+    for _ in range(20):
+        w.tick()
+        if w.status.health == "Degraded":
+            break
+    assert w.weights() == {"a-v1": 100}
+    assert not w.synced  # written, AWS not showing it yet
+    effective = w.now + datetime.timedelta(seconds=30)
+    waiting = f"Route 53 is INSYNC; in effect at {effective:%H:%M:%SZ}"
+    o = dataclasses.replace(w.observed(), config_waiting=waiting, config_effective_at=effective)
+    p = plan(o)
+    assert f"not yet in effect: {waiting}" in (p.status.message or "")
+    assert p.wake_after == 30
+    w.status = p.status  # the note as the API server holds it; then the records take effect
+    w.run(3)
+    assert w.status.health == "Degraded"
+    assert "version v2 failed" in (w.status.message or "")
+    assert "not yet in effect" not in (w.status.message or ""), w.status.message

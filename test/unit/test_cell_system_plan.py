@@ -580,6 +580,56 @@ def test_pausing_the_system_mid_walk_holds_the_application_that_moved() -> None:
     assert all(c["metadata"]["annotations"].get("okra.mumo.co/pause") for c in w.objects["cells"])
 
 
+def settles(w: SystemWorld, ticks: int = 40, idle: int = 20) -> CellStatus:
+    """Run `w` until its status stops changing, then `idle` ticks more: the status (the
+    system's and each application Cell's) stays exactly as it was and no Event is said.
+    A status that changes on every pass is rewritten on every reconcile, without end."""
+    w.run(ticks)
+    settled = w.status.model_copy(deep=True)
+    children = {n: c.status.model_copy(deep=True) for n, c in w.children.items()}
+    w.history.clear()
+    w.run(idle)
+    assert w.status == settled, (settled, w.status)
+    assert {n: c.status for n, c in w.children.items()} == children
+    assert w.events() == []
+    return settled
+
+
+def ends_with_web_failing(policy: dict[str, Any], precheck: bool = False) -> SystemWorld:
+    web = app("web", "web", 50, checks=not precheck, failurePolicy=policy)
+    if precheck:
+        web["prechecks"] = [job("run-test")]
+    w = rolled_out([web, app("api", "api", 100)])
+    w.check_passes = lambda name: False
+    if precheck:
+        w.children["web"].job_outcome = lambda name: ("Failed", "exit code 1")
+    return w
+
+
+def test_every_end_a_system_can_reach_is_still() -> None:
+    """Completed, Reverted after a failed check, Stopped, and a failed precheck either way:
+    once there, the plan returns the status it was given (a fixed point)."""
+    ends = {
+        "Synced": rolled_out([app("web", "web", 50, checks=True), app("api", "api", 100)]),
+        "Reverted": ends_with_web_failing({"type": "Rollback", "delaySeconds": 2}),
+        "Stopped": ends_with_web_failing({"type": "Stop"}),
+        "PrecheckFailed": ends_with_web_failing({"type": "Stop"}, precheck=True),
+        "PrecheckFailed, then rolled back": ends_with_web_failing(
+            {"type": "Rollback", "delaySeconds": 2}, precheck=True
+        ),
+    }
+    for end, w in ends.items():
+        st = settles(w)
+        web = next(a for a in st.applications or [] if a.name == "web")
+        assert web.phase == end.split(",")[0], (end, web)
+        assert st.phase == ("Completed" if end == "Synced" else "Failed"), (end, st)
+        # no Check left measuring (each would write its status every interval, forever)
+        assert w.objects["checks"] == [], (end, w.objects["checks"])
+        if end == "Reverted":
+            assert web.message.count("rolled back") == 1, web.message
+            assert (st.message or "").count("rolled back") == 1, st.message
+
+
 def test_traffic_confirmation_is_per_application() -> None:
     """An application with `trafficConfirmation` has its Cell confirm each weight step by
     traffic (it asks for a reading once the window after the change has passed); one

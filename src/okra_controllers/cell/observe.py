@@ -100,6 +100,7 @@ def observe(
     synced = False
     problem = ""
     waiting = ""
+    effective_at: datetime.datetime | None = None
     if config is not None:
         version_of = {
             tg.arn: tg.version.text for group in grouped.by_version.values() for tg in group
@@ -123,6 +124,7 @@ def observe(
         )
         problem = config_problem(config)
         waiting = config_waiting(config)
+        effective_at = parse_time(cst.get("effectiveAt")) if waiting else None
     blocked = {
         i["version"]: i.get("cause", "")
         for i in ((blocklist or {}).get("spec") or {}).get("items") or []
@@ -150,6 +152,7 @@ def observe(
         clusters=clusters,
         config_problem=problem,
         config_waiting=waiting,
+        config_effective_at=effective_at,
         exact_now=exact_now,
         pause_expiry={
             p["metadata"]["name"]: expiry

@@ -4,7 +4,7 @@
 the namespace, with the user the API server says this is (a SelfSubjectReview) as author;
 `okra unfreeze [NAME]` deletes it (the only Freeze of the namespace when no NAME is given);
 `okra get freezes` shows each Freeze, whether it applies now and until when, or when it
-next starts. The Cells it selects hold at their next step boundary.
+next starts. The Cells and ProgressiveRollouts it selects hold at their next step boundary.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ async def cmd_freeze(ctx: Context, args: argparse.Namespace) -> int:
     made = await ctx.client.create(
         {"apiVersion": API_VERSION, "kind": "Freeze", "metadata": meta, "spec": spec}
     )
-    scope = f"-l {args.selector}" if args.selector else "every Cell"
+    scope = f"-l {args.selector}" if args.selector else "every Cell and ProgressiveRollout"
     ctx.say(
         f"freeze {made['metadata']['name']} in {ctx.namespace} ({scope}) until "
         f"{when(until) if until else 'okra unfreeze'}: {args.reason}"

@@ -1,5 +1,5 @@
 """Freezes: when one applies (`windows`, pure), and which hold an object until when (`hold`,
-pure). The Cell controller reads Freezes from their caches and plan
+pure). The Cell and ProgressiveRollout controllers read Freezes from their caches and plan
 with the `Hold` this gives them."""
 
 from okra_controllers.freeze.hold import Applying, Hold, Invalid, Parsed, hold_at, parse, when

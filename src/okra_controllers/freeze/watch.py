@@ -18,29 +18,71 @@ from okra_runtime.reconcile import Request
 
 HELD = Gauge(
     "okra_rollout_held_by_freeze",
-    "1 while a Cell is held by a Freeze (no new step starts), else 0; "
+    "1 while a Cell or ProgressiveRollout is held by a Freeze (no new step starts), else 0; "
     "sum() counts the rollouts held",
     ["kind", "namespace", "name"],
     registry=REGISTRY,
 )
 
 
-def hold_of(freezes: Store, obj: dict[str, Any], now: datetime.datetime) -> Hold | None:
-    """The Freezes of `obj`'s namespace (from the cache) that hold it at `now`."""
+CACHED = 4096
+"""Answers kept (`_answer`): one per namespace, set of labels and set of Freeze versions."""
+RECHECK = datetime.timedelta(seconds=60)
+"""How long an answer is kept at most (a chain of windows followed only so far)."""
+Answer = tuple[datetime.datetime, Hold | None, datetime.datetime | None]  # valid until, ...
+_answers: dict[tuple[Any, ...], Answer] = {}
+
+
+def _answer(
+    freezes: Store, obj: dict[str, Any], now: datetime.datetime
+) -> tuple[Hold | None, datetime.datetime | None]:
+    """Which Freezes of `obj`'s namespace (from the cache) hold it at `now`, and when one
+    next starts to. Working it out follows cron schedules (tens of milliseconds for a few
+    freezes on a busy machine), so the answer is kept until it can change: until the hold
+    ends or a freeze starts, a Freeze changes, or a minute passes."""
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or ""
-    return hold_at(
-        [parse(f) for f in freezes.list(ns, copy=False)], ns, meta.get("labels") or {}, now
+    labels = meta.get("labels") or {}
+    raws = freezes.list(ns, copy=False)
+    key = (
+        ns,
+        tuple(sorted(labels.items())),
+        tuple(
+            sorted(
+                (
+                    str(r["metadata"].get("name")),
+                    str(r["metadata"].get("resourceVersion") or repr(r.get("spec"))),
+                )
+                for r in raws
+            )
+        ),
     )
+    kept = _answers.get(key)
+    if kept is not None and now < kept[0]:
+        return kept[1], kept[2]
+    parsed = [parse(f) for f in raws]
+    hold = hold_at(parsed, ns, labels, now)
+    start = next_hold(parsed, ns, labels, now)
+    valid = now + RECHECK
+    for t in (hold.until if hold is not None else None, start):
+        if t is not None:
+            valid = min(valid, t)
+    _answers.pop(key, None)
+    _answers[key] = (valid, hold, start)
+    while len(_answers) > CACHED:
+        del _answers[next(iter(_answers))]
+    return hold, start
+
+
+def hold_of(freezes: Store, obj: dict[str, Any], now: datetime.datetime) -> Hold | None:
+    """The Freezes of `obj`'s namespace (from the cache) that hold it at `now`."""
+    return _answer(freezes, obj, now)[0]
 
 
 def seconds_to_next(freezes: Store, obj: dict[str, Any], now: datetime.datetime) -> float | None:
     """Seconds until a Freeze of `obj`'s namespace next starts to apply to it (None: none
     will): the object is looked at again then, to hold at its next step boundary."""
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace") or ""
-    parsed = [parse(f) for f in freezes.list(ns, copy=False)]
-    start = next_hold(parsed, ns, meta.get("labels") or {}, now)
+    start = _answer(freezes, obj, now)[1]
     return None if start is None else max(0.0, (start - now).total_seconds())
 
 

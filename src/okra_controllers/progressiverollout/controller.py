@@ -37,6 +37,7 @@ from okra_controllers.api.kinds import (
     ANALYSIS_RUN,
     APPLICATION,
     APPLICATION_SET,
+    FREEZE,
     PROGRESSIVE_ROLLOUT,
     SECRET,
 )
@@ -49,6 +50,12 @@ from okra_controllers.clusters.connect import (
     SECRET_TYPE_LABEL,
     ClusterSecretError,
     parse_cluster_secret,
+)
+from okra_controllers.freeze.watch import (
+    hold_of,
+    objects_for_freeze,
+    report_held,
+    seconds_to_next,
 )
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import common_fields, notifier_for
@@ -219,6 +226,7 @@ class ProgressiveRolloutReconciler:
         self.appsets: Store = mgr.informer_for(APPLICATION_SET).store
         self.secrets: Store = mgr.informer_for(SECRET).store
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
+        self.freezes: Store = mgr.informer_for(FREEZE).store
         self.events = events
         self.clock = clock
         self.notifier = notifier_for(mgr)
@@ -272,8 +280,9 @@ class ProgressiveRolloutReconciler:
             out.append(application_view(a, cluster, dict(labels)))
         return tuple(sorted(out, key=lambda a: a.name))
 
-    def observe(self, pr: ProgressiveRollout) -> Observed:
+    def observe(self, pr: ProgressiveRollout, raw: dict[str, Any]) -> Observed:
         ns = pr.metadata.namespace or ""
+        now = self.clock()
         appset = self.appsets.get(pr.spec.source_ref.name, ns)
         annotations = pr.metadata.annotations
         runs = {
@@ -285,7 +294,7 @@ class ProgressiveRolloutReconciler:
             generation=pr.metadata.generation or 0,
             spec=pr.spec,
             status=pr.status or ProgressiveRolloutStatus(),
-            now=self.clock(),
+            now=now,
             source_found=appset is not None,
             owner=self._owner(pr),
             uid=pr.metadata.uid or "",
@@ -296,6 +305,7 @@ class ProgressiveRolloutReconciler:
                 abort=annotations.get(ABORT),
                 retry=annotations.get(RETRY),
             ),
+            freeze=hold_of(self.freezes, raw, now),
         )
 
     # -- reconcile -------------------------------------------------------------
@@ -303,6 +313,7 @@ class ProgressiveRolloutReconciler:
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.rollouts.get(req.name, req.namespace)
         if raw is None:
+            report_held("ProgressiveRollout", req.namespace or "", req.name, None)
             return None
         if raw["metadata"].get("deletionTimestamp"):
             return await self._finalize(raw)
@@ -315,7 +326,7 @@ class ProgressiveRolloutReconciler:
             except NotFoundError:
                 return None
         pr = ProgressiveRollout.model_validate(raw)
-        p = plan(self.observe(pr))
+        p = plan(self.observe(pr, raw))
         if p.webhooks:
             # A webhook is not idempotent: call it only from a plan made on the object as it
             # is now (the cache may lag behind this controller's last status write).
@@ -343,7 +354,11 @@ class ProgressiveRolloutReconciler:
             and raw.get("status") is not written
             and p.status.phase == "Progressing"
         )
-        return Result(requeue_after=p.requeue_after, in_progress=moving)
+        after = p.requeue_after
+        starts = seconds_to_next(self.freezes, raw, self.clock())
+        if starts is not None:  # the moment a freeze starts: held at the next boundary
+            after = starts + 0.01 if after is None else min(after, starts + 0.01)
+        return Result(requeue_after=after, in_progress=moving)
 
     # -- act -------------------------------------------------------------------
 
@@ -448,6 +463,8 @@ class ProgressiveRolloutReconciler:
         for phase in PHASES:
             PHASE.labels(ns, name, phase).set(1 if p.status.phase == phase else 0)
         STAGE.labels(ns, name).set(p.status.current_stage or 0)
+        held = any(c.type == "Frozen" and c.reason == "Held" for c in p.status.conditions or [])
+        report_held("ProgressiveRollout", ns, name, held)
         counts: dict[str, int] = {}
         seen: set[str] = set()
         for ss in p.status.stages or []:
@@ -621,6 +638,7 @@ def setup(mgr: Manager, settings: Settings) -> None:
         .watches(APPLICATION, rollouts_for_application(rollouts, appsets))
         .watches(APPLICATION_SET, rollouts_for_appset(rollouts))
         .watches(SECRET, rollouts_in_namespace(rollouts))
+        .watches(FREEZE, objects_for_freeze(rollouts))
         .with_options(max_concurrent_reconciles=settings.concurrency)
         .complete(rec)
     )

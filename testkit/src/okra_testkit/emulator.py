@@ -141,6 +141,8 @@ class CountingProxy:
     ) -> None:
         self.target = target.rstrip("/")
         self.calls: list[tuple[float, str]] = []  # (monotonic time, action)
+        self.keep_bodies: set[str] = set()  # actions whose requests are kept whole, in...
+        self.bodies: list[tuple[str, bytes]] = []  # ...(action, request body), in order
         self.port = 0
         self.on_credentials = on_credentials
         self._eks: dict[str, tuple[str, str]] = {}
@@ -189,6 +191,8 @@ class CountingProxy:
         eks_cluster = _eks_describe(request.method, request.path)
         action = action_of(request, body)
         self.calls.append((time.monotonic(), action))
+        if action in self.keep_bodies:
+            self.bodies.append((action, body))
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host",)}
         async with self._session.request(
             request.method, self.target + request.path_qs, data=body, headers=headers
@@ -215,6 +219,27 @@ class CountingProxy:
         cluster["endpoint"] = server
         cluster["certificateAuthority"] = {"data": ca_data}
         return json.dumps(doc).encode()
+
+
+def forward_weights(body: bytes) -> dict[str, int]:
+    """Target group ARN -> weight of the forward action in an ELBv2 `ModifyRule` (or
+    `CreateRule`, `ModifyListener`) request, as the AWS query protocol spells it
+    (`Actions.member.N.ForwardConfig.TargetGroups.member.M.TargetGroupArn` / `.Weight`)."""
+    form = urllib.parse.parse_qs(body.decode(), keep_blank_values=True)
+    groups: dict[str, dict[str, str]] = {}
+    for key, values in form.items():
+        head, sep, field = key.rpartition(".")
+        if (
+            sep
+            and ".ForwardConfig.TargetGroups.member." in head
+            and field
+            in (
+                "TargetGroupArn",
+                "Weight",
+            )
+        ):
+            groups.setdefault(head, {})[field] = values[0]
+    return {g["TargetGroupArn"]: int(g.get("Weight", "1")) for g in groups.values()}
 
 
 def _eks_describe(method: str, path: str) -> str | None:

@@ -1,11 +1,11 @@
-"""Freeze: "no releases now", for the Cells it selects.
+"""Freeze: "no releases now", for the Cells and ProgressiveRollouts it selects.
 
 A Freeze is either manual (no `windows`: it applies from `start`, or at once, until `until`,
 or until it is deleted — `okra freeze` / `okra unfreeze`) or recurring (`windows`: cron
 schedules in a time zone, each opening a window of `duration`; `start` and `until` then
-bound the windows). It applies to the Cells of its namespace whose labels match `selector`
-(empty: every one). While one applies, they hold at their next step boundary: no new step
-starts and no new rollout begins; rollbacks and aborts proceed.
+bound the windows). It applies to the Cells and ProgressiveRollouts of its namespace whose
+labels match `selector` (empty: every one). While one applies, they hold at their next step
+boundary: no new step starts and no new rollout begins; rollbacks and aborts proceed.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class FreezeWindow(ApiModel):
 
 
 class FreezeSelector(ApiModel):
-    """A label selector over Cells (empty selects every one)."""
+    """A label selector over Cells and ProgressiveRollouts (empty selects every one)."""
 
     match_labels: dict[str, str] = Field(default_factory=dict)
     match_expressions: list[SelectorRequirement] | None = None
@@ -79,7 +79,7 @@ class FreezeSpec(ApiModel):
     author: str = Field(default="", max_length=256)
     """Who froze (`okra freeze` writes the user it runs as)."""
     selector: FreezeSelector = Field(default_factory=FreezeSelector)
-    """The Cells of this namespace the freeze holds (empty: all)."""
+    """The Cells and ProgressiveRollouts of this namespace the freeze holds (empty: all)."""
     windows: list[FreezeWindow] = Field(default_factory=list, max_length=16)
     """Recurring windows; none: a manual freeze, which applies from `start` to `until`."""
     start: datetime.datetime | None = None
@@ -95,7 +95,8 @@ class FreezeSpec(ApiModel):
 
 
 class Freeze(ApiModel):
-    """A change freeze: manual or recurring windows, over selected Cells of its namespace."""
+    """A change freeze: manual or recurring windows, over selected Cells and
+    ProgressiveRollouts of its namespace."""
 
     __crd__: ClassVar[CRDInfo] = CRDInfo(
         group=GROUP,

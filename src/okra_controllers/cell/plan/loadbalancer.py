@@ -83,6 +83,10 @@ def report_load_balancer(p: Plan, o: Observed) -> None:
     if o.config_waiting and p.forward is not None and not applied(o, p.forward):
         # Written, not yet in effect (Route 53: INSYNC + TTL): the status says when.
         add_to_message(p.status, f"weights written, not yet in effect: {o.config_waiting}")
+        if o.config_effective_at is not None and o.config_effective_at > o.now:
+            # the message names that time: the Cell is planned again when it comes
+            until = (o.config_effective_at - o.now).total_seconds()
+            p.wake_after = until if p.wake_after is None else min(p.wake_after, until)
     if not o.config_problem or p.forward is None or applied(o, p.forward):
         if old is not None and old.status == "False":
             message = "the load balancer config applies its spec"

@@ -68,6 +68,9 @@ class Observed:
     # what the config says while its written weights are not yet in effect (a Route 53
     # change PENDING, or INSYNC with the TTL not yet past: "... in effect at <time>")
     config_waiting: str = ""
+    # when those weights are in effect (a Route 53 config's `status.effectiveAt`), if it
+    # says: the Cell is looked at again then, so that its message says what is true
+    config_effective_at: datetime.datetime | None = None
     # Pause name -> its `spec.expireTime`: a Pause past it is over, whether or not the
     # Pause controller has written `Expired` yet (its status write, and the Cell's
     # reaction to it, would add two API round trips to every timed pause).

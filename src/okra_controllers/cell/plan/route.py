@@ -11,7 +11,7 @@ from okra_controllers.cell.plan.bluegreen import background, steps_of
 from okra_controllers.cell.plan.canary import canary
 from okra_controllers.cell.plan.freeze import hold_start
 from okra_controllers.cell.plan.model import Event, Observed, Plan
-from okra_controllers.cell.plan.status import set_phase
+from okra_controllers.cell.plan.status import FAILED_AND_BLOCKED, kept_message, set_phase
 from okra_controllers.cell.plan.strategy import has_checks
 from okra_controllers.cell.plan.switch import first_with_checks, steady, switch
 from okra_controllers.cell.plan.waiting import desired, serving_version
@@ -36,7 +36,7 @@ def route(o: Observed) -> Plan:
     if to is None:
         if stable is None and o.status.health == "Degraded" and o.blocked:
             # A first rollout failed its checks: the failure stays visible (okra retry).
-            set_phase(p, o, "Degraded", o.status.message or "a version failed and is blocked")
+            set_phase(p, o, "Degraded", kept_message(o.status.message, FAILED_AND_BLOCKED))
             return p
         if stable is None:
             p.status.phase = "Init"

@@ -9,6 +9,7 @@ same way; and one place decides what a gate that holds the plan back leaves behi
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Literal
 
 from okra_controllers.api.v1alpha1.cell import CellStatus
@@ -67,6 +68,15 @@ def set_phase(p: Plan, o: Observed, phase: Health, message: str) -> None:
     condition(st, "Degraded", phase == "Degraded", phase, message, now, g)
 
 
+NOTE = re.compile(
+    r"weights written, not yet in effect: "
+    r"|the load balancer config cannot be applied \("
+    r"|waiting for \S+: \d+ of \d+ target groups"
+)
+"""How each note `add_to_message` adds begins: what holds the rollout back now, said
+again on every pass while it is true."""
+
+
 def add_to_message(status: CellStatus, message: str) -> None:
     """Add `message` to what the status message already says (once): a condition that
     holds the rollout back is said beside the phase's own message, not instead of it."""
@@ -74,6 +84,22 @@ def add_to_message(status: CellStatus, message: str) -> None:
         status.message = message
     elif message not in status.message:
         status.message = f"{status.message}; {message}"
+
+
+FAILED_AND_BLOCKED = "a version failed and is blocked"
+
+
+def kept_message(message: str | None, default: str) -> str:
+    """A message carried from one pass to the next (a failure that stays visible) without
+    the notes earlier passes added to it: each pass adds those that are still true, and a
+    note carried over would still say, long after, what was true once ("not yet in effect
+    ... in effect at 11:41:15Z")."""
+    kept = message or ""
+    for m in re.finditer(r"; ", kept):
+        if NOTE.match(kept, m.end()):
+            kept = kept[: m.start()]
+            break
+    return kept or default
 
 
 def hold(

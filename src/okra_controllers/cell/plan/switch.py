@@ -15,7 +15,7 @@ from okra_controllers.cell.plan.ending import end_leftovers, end_rollout
 from okra_controllers.cell.plan.failure import check_failed, fail
 from okra_controllers.cell.plan.model import Event, Observed, Plan
 from okra_controllers.cell.plan.names import rollout_id
-from okra_controllers.cell.plan.status import set_phase
+from okra_controllers.cell.plan.status import FAILED_AND_BLOCKED, kept_message, set_phase
 from okra_controllers.cell.plan.strategy import step_hash
 from okra_controllers.cell.plan.weights import applied, forward_for, forward_hash, weights_status
 from okra_controllers.cell.versions import Version
@@ -60,7 +60,7 @@ def steady(p: Plan, o: Observed, stable: Version, why: str) -> Plan:
     p.status.stable_version = stable.text
     if p.status.health == "Degraded" and any(v in o.blocked for v in o.grouped.by_version):
         # A failure stays visible until a new rollout starts or the version is retried.
-        set_phase(p, o, "Degraded", p.status.message or "a version failed and is blocked")
+        set_phase(p, o, "Degraded", kept_message(p.status.message, FAILED_AND_BLOCKED))
     elif not applied(o, p.forward):
         p.status.phase = "Migrating"
         set_phase(p, o, "Progressing", f"applying weights for {stable.text}")

@@ -32,20 +32,18 @@ def desired(o: Observed) -> tuple[Version | None, str]:
     """The version the Cell heads for, or None and why none is."""
     g, spec = o.grouped, o.spec
     if spec.version:
-        match = next(
-            (
-                v
-                for v in g.versions
-                if v.text == spec.version or str(v.parsed) == spec.version.lstrip("vV")
-            ),
-            None,
-        )
+        match = pinned_version(o)
         if match is None:
             return None, f"spec.version {spec.version} has no target groups"
         if match.text in o.blocked:
             return None, (
                 f"spec.version {spec.version} is blocked ({o.blocked[match.text]}); "
                 "remove it from the VersionBlocklist (okra retry) to use it"
+            )
+        if _short_of_replicas(o, match):
+            return None, (
+                f"spec.version {spec.version} waits for {spec.replicas} target group(s) "
+                f"(has {len(g.by_version[match.text])})"
             )
         return match, ""
     eligible = [
@@ -63,12 +61,40 @@ def desired(o: Observed) -> tuple[Version | None, str]:
     )
 
 
+def pinned_version(o: Observed) -> Version | None:
+    """The version `spec.version` names, among those with target groups."""
+    pinned = o.spec.version or ""
+    return next(
+        (v for v in o.grouped.versions if v.text == pinned or str(v.parsed) == pinned.lstrip("vV")),
+        None,
+    )
+
+
+def _short_of_replicas(o: Observed, pinned: Version) -> bool:
+    """A pinned version the Cell would move towards (above the serving one, or nothing
+    serves) has fewer than `replicas` target groups. Traffic moving to it now would go
+    to the ones that exist, then be split again as the others arrive: a strict subset of
+    the version's clusters served first, which `replicas` exists to prevent (a system
+    Cell pins each application's Cell with `replicas` = its clusters). Going back to a
+    lower version never waits."""
+    if len(o.grouped.by_version[pinned.text]) >= o.spec.replicas:
+        return False
+    serving = serving_version(o)
+    if serving is None:
+        return True
+    current = next((v for v in o.grouped.versions if v.text == serving), None)
+    return current is None or pinned.parsed > current.parsed
+
+
 def waiting(o: Observed) -> tuple[Version, int] | None:
     """The newest version above every other that waits for `replicas` target groups
-    (not pinned, not blocked), with how many it has."""
-    if o.spec.version:
-        return None
+    (not blocked), with how many it has; a pinned version, when it waits for them."""
     g = o.grouped
+    if o.spec.version:
+        pinned = pinned_version(o)
+        if pinned is None or pinned.text in o.blocked or not _short_of_replicas(o, pinned):
+            return None
+        return pinned, len(g.by_version[pinned.text])
     if not g.versions:
         return None
     newest = max(g.versions, key=lambda v: v.parsed)

@@ -336,7 +336,7 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
         or o.spec.failure_policy
         or FailurePolicy(delay_seconds=o.spec.rollback_delay_seconds)
     )
-    said = said or a.message.split(". Waiting")[0].split("; failurePolicy")[0]
+    said = said or cause_of(a.message)
     if policy.type == "Stop":
         message = f"{said}; failurePolicy Stop: it stays where it is"
         if a.phase != "Stopped":
@@ -373,6 +373,19 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
         a.phase, a.message = "Reverting", f"{said}; rolling back: traffic {back}"
 
 
+WHAT_FOLLOWED = (". Waiting ", "; failurePolicy ", "; rolling back: ", "; rolled back: ")
+"""What `_failed` writes after a failed check's cause, in the application's message."""
+
+
+def cause_of(message: str) -> str:
+    """The failed check's cause, read back from a message `_failed` wrote: without what
+    followed it, so that writing the message again gives the same message (a suffix kept
+    here would be appended on every pass, and the status rewritten without end)."""
+    for marker in WHAT_FOLLOWED:
+        message = message.split(marker)[0]
+    return message
+
+
 def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
     """The objects the application needs: its Cell, its target groups and Argo CD labels
     for the versions it is going to and coming from, and its Checks."""
@@ -381,7 +394,8 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
         return
     annotations = hold_annotations(hold, w.promote, w.abort)
     p.cells.append(child_cell(o, app, a.version, len(a.clusters), annotations))
-    p.checks += w.checks
+    if a.phase not in FAILED:  # a check failed: the decision sticks, nothing left to gate
+        p.checks += w.checks
     by_name = {c.name: c for c in o.spec.clusters or []}
     sets = [(a.version, a.clusters)]
     if a.serving_version and a.serving_version != a.version:

@@ -11,7 +11,7 @@ def register(v: Verbs) -> None:
     p = v.command(
         v.top,
         "freeze",
-        "stop the line: the namespace's Cells (or those -l selects) "
+        "stop the line: the namespace's Cells and ProgressiveRollouts (or those -l selects) "
         "hold at their next step; rollbacks and aborts proceed",
         f"{H}:cmd_freeze",
         epilog="examples:\n"
@@ -20,7 +20,7 @@ def register(v: Verbs) -> None:
         "  okra freeze --reason 'game day' --until 2h",
     )
     p.add_argument("--reason", required=True, help="why (shown by every rollout it holds)")
-    p.add_argument("-l", "--selector", help="only Cells with these labels")
+    p.add_argument("-l", "--selector", help="only Cells and ProgressiveRollouts with these labels")
     p.add_argument(
         "--until",
         help="a time (RFC 3339) or a duration from now (2h); default: until okra unfreeze",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from okra_controllers.progressiverollout.plan.draft import Draft
 from okra_controllers.progressiverollout.plan.failure import roll_back
+from okra_controllers.progressiverollout.plan.freeze import report_freeze
 from okra_controllers.progressiverollout.plan.members import target_revision
 from okra_controllers.progressiverollout.plan.model import POLL, Observed, Plan
 from okra_controllers.progressiverollout.plan.requests import handle_requests
@@ -86,6 +87,7 @@ def plan(o: Observed) -> Plan:
 
 def finish(d: Draft) -> Plan:
     st = d.st
+    report_freeze(d)
     if d.stalls:
         d.cond("Stalled", True, "Waiting", "; ".join(d.stalls))
     else:

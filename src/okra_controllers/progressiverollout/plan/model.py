@@ -15,6 +15,7 @@ from okra_controllers.api.v1alpha1.progressiverollout import (
     StageAnalysis,
     Webhook,
 )
+from okra_controllers.freeze import Hold
 from okra_runtime.events import Event as Event  # one Event type, the runtime's
 from okra_runtime.events import EventType as EventType
 
@@ -108,6 +109,8 @@ class Observed:
     apps: tuple[App, ...] = ()
     runs: Mapping[str, str] = field(default_factory=dict)
     requests: Requests = Requests()
+    freeze: Hold | None = None
+    """The Freezes that hold the rollout now and until when (None: none does)."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from okra_controllers.api.v1alpha1.progressiverollout import ClusterStatus, Stag
 from okra_controllers.progressiverollout.plan.clusters import run_cluster, start_syncs
 from okra_controllers.progressiverollout.plan.draft import Draft
 from okra_controllers.progressiverollout.plan.failure import fail_stage
+from okra_controllers.progressiverollout.plan.freeze import frozen, hold
 from okra_controllers.progressiverollout.plan.members import (
     at_revision,
     completed,
@@ -56,6 +57,9 @@ def run_stage(d: Draft, i: int, stage: Stage, ss: StageStatus, revision: str) ->
         if not members:
             nothing_selected(d, stage)
             return
+        if frozen(d):
+            hold(d, f"stage {stage.name!r}")
+            return
         ss.phase, ss.started = "Progressing", d.now
         d.event("Normal", "StageStarted", f"stage {stage.name!r}: {len(members)} clusters")
     if ss.phase == "Failed":
@@ -76,11 +80,13 @@ def run_stage(d: Draft, i: int, stage: Stage, ss: StageStatus, revision: str) ->
             "; ".join(f"{c.name}: {c.message}" for c in failed),
         )
         return
-    start_syncs(d, stage, members, revision, paused)
+    start_syncs(d, stage, members, revision, paused or frozen(d))
     if paused:
         st.message = f"paused in stage {stage.name!r}"
+    elif frozen(d) and any(c.phase == "Pending" for c in members):
+        hold(d, f"the next syncs of stage {stage.name!r}")
     if any(c.phase != "Completed" for c in members):
-        if not paused:
+        if not paused and not d.held:
             progress_message(d, stage, members)
         return
     if all(c.sync_id is None for c in members):
