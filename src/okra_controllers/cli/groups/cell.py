@@ -3,7 +3,7 @@ retry, set version."""
 
 from __future__ import annotations
 
-from okra_controllers.cli.parser import Verbs, all_namespaces, output, watch
+from okra_controllers.cli.parser import Verbs, all_namespaces, application, output, watch
 
 H = "okra_controllers.cli"
 
@@ -97,6 +97,7 @@ def _moves(v: Verbs) -> None:
     )
     p.add_argument("cell", metavar="CELL")
     p.add_argument("--full", action="store_true", help="skip every remaining step: canary to 100%%")
+    application(p)
 
     p = v.command(
         v.top,
@@ -105,6 +106,7 @@ def _moves(v: Verbs) -> None:
         f"{H}.progressive:cmd_pause_any",
     )
     p.add_argument("cell", metavar="CELL")
+    application(p)
 
     p = v.command(
         v.top,
@@ -113,16 +115,18 @@ def _moves(v: Verbs) -> None:
         f"{H}.progressive:cmd_abort_any",
     )
     p.add_argument("cell", metavar="CELL")
+    application(p)
 
     p = v.command(
         v.top,
         "retry",
         "resume after abort or failure: remove the abort, unblock VERSION "
         "(default: every blocked version newer than the stable one)",
-        f"{H}.commands:cmd_retry",
+        f"{H}.fanout:cmd_retry",
     )
     p.add_argument("cell", metavar="CELL")
     p.add_argument("version", metavar="VERSION", nargs="?")
+    application(p)
 
     p = v.command(
         v.set,
