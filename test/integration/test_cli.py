@@ -1127,6 +1127,23 @@ async def test_a_system_is_operated_through_its_application_cells(
     ]
     assert "okra.mumo.co/abort" not in await notes(rt_client, namespace, "shop-web")
 
+    # What the system decides wins: a rollback after a failed check, and its own pause.
+    shop = await rt_client.get(CELL, "shop", namespace)
+    shop["status"]["applications"][0]["phase"] = "Reverted"
+    await rt_client.update_status(shop)
+    code, _, err = await okra(control_plane, namespace, "retry", "shop", "--application", "web")
+    assert code == 1
+    assert err.startswith(
+        "error: system shop: nothing to retry: web: system shop rolls application web back"
+    )
+    await okra(control_plane, namespace, "pause", "shop")
+    code, _, err = await okra(control_plane, namespace, "resume", "shop", "--application", "api")
+    assert (code, err) == (
+        1,
+        "error: system shop: nothing to resume: api: system shop is paused and holds every "
+        "application: okra resume shop\n",
+    )
+
     code, _, err = await okra(control_plane, namespace, "pause", "shop-web", "--application", "x")
     assert (code, err) == (
         1,

@@ -19,7 +19,7 @@ from okra_controllers.cli.actions import (
     plan_retry,
     version_patch,
 )
-from okra_controllers.cli.fanout import Target, targets
+from okra_controllers.cli.fanout import Target, refusal, targets
 from okra_controllers.cli.kube import CliError
 from okra_controllers.cli.render import (
     age,
@@ -749,3 +749,21 @@ def test_a_system_command_acts_on_its_application_cells_in_spec_order() -> None:
         targets(shop, children[:1], "web")
     with pytest.raises(CliError, match="system shop has no Cell for any application yet"):
         targets(shop, [], None)
+
+
+def test_a_system_refuses_what_its_next_apply_would_undo() -> None:
+    shop = {
+        "metadata": {"name": "shop"},
+        "status": {"applications": [{"name": "web", "phase": "Reverted"}, {"name": "api"}]},
+    }
+    web, api = Target("web", "shop-web"), Target("api", "shop-api")
+    said = refusal(shop, "retry", web, held=False)
+    assert said is not None
+    assert said.startswith("system shop rolls application web back after a failed check")
+    assert refusal(shop, "retry", api, held=False) is None
+    assert refusal(shop, "abort", web, held=True) is None
+    for verb in ("resume", "promote"):
+        assert refusal(shop, verb, api, held=True) == (
+            "system shop is paused and holds every application: okra resume shop"
+        )
+        assert refusal(shop, verb, api, held=False) is None

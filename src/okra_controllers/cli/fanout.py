@@ -71,13 +71,40 @@ async def _children(ctx: Context, system: Obj, application: str | None) -> list[
     return targets(system, listed.items, application)
 
 
+ROLLED_BACK = ("CheckFailed", "Reverting", "FailedReverting", "Reverted")
+"""Application phases in which the system itself aborts the application's Cell."""
+
+
+def refusal(system: Obj, verb: str, t: Target, held: bool) -> str | None:
+    """Why `verb` on the application's Cell would be undone by the system's next apply
+    (what the system decides wins): None when it would not."""
+    name = system["metadata"]["name"]
+    apps = (system.get("status") or {}).get("applications") or []
+    phase = next((a.get("phase") for a in apps if a.get("name") == t.application), None)
+    if verb == "retry" and phase in ROLLED_BACK:
+        return (
+            f"system {name} rolls application {t.application} back after a failed check "
+            f"(phase {phase}) and keeps its Cell aborted for this cluster set; a change of "
+            "spec.clusters moves it again"
+        )
+    if verb in ("resume", "promote") and held:
+        return f"system {name} is paused and holds every application: okra resume {name}"
+    return None
+
+
 async def _each(
-    ctx: Context, args: argparse.Namespace, single: Handler, found: list[Target]
+    ctx: Context,
+    args: argparse.Namespace,
+    single: Handler,
+    found: list[Target],
+    why_not: Callable[[Target], str | None],
 ) -> tuple[int, list[str]]:
     """`single` on each application Cell: how many acted, and why the others did not."""
     acted, skipped = 0, []
     for t in found:
         try:
+            if (reason := why_not(t)) is not None:
+                raise CliError(reason)
             await single(ctx, argparse.Namespace(**{**vars(args), "cell": t.cell}))
             acted += 1
         except CliError as e:
@@ -111,7 +138,10 @@ def systemwise(single: Handler, verb: str) -> Handler:
             ctx.say(f"system {name}: resumed (removed {PAUSED}); its applications move on")
             resumed = True
         found = await _children(ctx, cell, application)
-        acted, skipped = await _each(ctx, args, single, found)
+        still_held = held and not resumed
+        acted, skipped = await _each(
+            ctx, args, single, found, lambda t: refusal(cell, verb, t, still_held)
+        )
         if acted or resumed:
             return 0
         raise CliError(f"system {name}: nothing to {verb}: " + "; ".join(skipped))
