@@ -54,8 +54,8 @@ def _status_and_plan(v: Verbs) -> None:
     p = v.command(
         v.top,
         "status",
-        "wait for a Cell's rollout to finish: exit 0 when Healthy, 1 when Degraded, "
-        "3 when --timeout passes first",
+        "wait for a Cell's rollout (a system: every application) to finish: exit 0 when "
+        "Healthy, 1 when Degraded, 3 when --timeout passes first",
         f"{H}.status:cmd_status",
         epilog="exit codes: 0 Healthy, 1 Degraded (or an error), 2 usage, 3 timed out / "
         "not finished (--no-watch)",
@@ -92,7 +92,7 @@ def _moves(v: Verbs) -> None:
         v.top,
         "promote",
         "end the current pause (or accept an inconclusive analysis) of a Cell's rollout; "
-        "resume a Cell held by okra pause",
+        "resume a Cell held by okra pause (a system: each application's Cell)",
         f"{H}.progressive:cmd_promote_any",
     )
     p.add_argument("cell", metavar="CELL")
@@ -102,7 +102,8 @@ def _moves(v: Verbs) -> None:
     p = v.command(
         v.top,
         "pause",
-        "hold a Cell's rollout at its current weights until okra promote",
+        "hold a Cell's rollout (a system: every application) at its current weights until "
+        "okra resume or okra promote",
         f"{H}.progressive:cmd_pause_any",
     )
     p.add_argument("cell", metavar="CELL")
@@ -111,7 +112,7 @@ def _moves(v: Verbs) -> None:
     p = v.command(
         v.top,
         "abort",
-        "send all traffic back to the stable version and hold",
+        "send all traffic back to the stable version and hold (a system: each application)",
         f"{H}.progressive:cmd_abort_any",
     )
     p.add_argument("cell", metavar="CELL")
