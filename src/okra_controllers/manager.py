@@ -14,13 +14,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import structlog
+from pydantic import ValidationError
 
+from okra_controllers.analysis.check_controller import QUERY_PROVIDERS
 from okra_controllers.api.kinds import APPLICATION
+from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig, close_clients
 from okra_controllers.registry import CACHE_SELECTORS, CONTROLLERS, REQUIRED_KINDS
 from okra_controllers.settings import Settings as Settings
@@ -179,6 +184,13 @@ def _period_flags(p: argparse.ArgumentParser) -> None:
         "seconds between looks at each listener rule: one changed outside okra is "
         "restored (and a DriftRepaired Event recorded) within this period",
     )
+    p.add_argument(
+        "--default-metrics-provider",
+        default=_env("default-metrics-provider", ""),
+        help="the metrics provider of Checks (and system-Cell checks) that name none, as an "
+        'AnalysisTemplate metric\'s provider in JSON, e.g. \'{"prometheus": {"address": '
+        '"http://prometheus.monitoring:9090"}}\'; its credentials as for any provider',
+    )
     _seconds(
         p,
         "watch-inactivity-timeout",
@@ -187,6 +199,30 @@ def _period_flags(p: argparse.ArgumentParser) -> None:
         "reopened; at least 2. Each watch asks the API server to close it after 50-80%% of "
         "this (at most 300-600 s), so a healthy watch on a quiet kind is never taken for dead",
     )
+
+
+def default_provider(text: str) -> dict[str, Any] | None:
+    """`--default-metrics-provider` read: JSON of a metric provider (a `prometheus` or
+    `datadog` one without its `query`: each check gives it), or empty for none."""
+    if not text.strip():
+        return None
+    try:
+        raw = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"Invalid JSON: {e}") from None
+    if not isinstance(raw, dict):
+        raise ValueError('a provider object, e.g. {"prometheus": {"address": "..."}}')
+    probe = json.loads(json.dumps(raw))
+    for kind in QUERY_PROVIDERS:
+        if isinstance(probe.get(kind), dict):
+            probe[kind].setdefault("query", "each check's query")
+    try:
+        MetricProvider.model_validate(probe)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ValueError(f"{where + ': ' if where else ''}{first['msg']}") from None
+    return dict(raw)
 
 
 def _check_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
@@ -202,6 +238,10 @@ def _check_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
         p.error("--watch-inactivity-timeout must be at least 2 (seconds)")
     if a.drift_check_period < 1:
         p.error("--drift-check-period must be at least 1 (second)")
+    try:
+        a.default_metrics_provider = default_provider(a.default_metrics_provider)
+    except ValueError as e:
+        p.error(f"--default-metrics-provider: {e}")
     if not (
         a.leader_elect_lease_duration
         > a.leader_elect_renew_deadline
@@ -240,6 +280,7 @@ async def run(a: argparse.Namespace) -> int:
         eks_poll_interval=a.eks_poll_interval,
         cluster_poll_interval=a.cluster_poll_interval,
         drift_check=a.drift_check_period,
+        default_metrics_provider=a.default_metrics_provider,
     )
     async with await Client.from_environment(a.kubeconfig) as client:
         mgr = Manager(

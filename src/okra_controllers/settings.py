@@ -7,8 +7,9 @@ import Settings from here and never import the manager.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime.manager import Manager
@@ -28,6 +29,9 @@ class Settings:
     drift_check: float = 60.0  # seconds between looks at each listener rule (drift repair)
     argocd: bool = False
     """Argo CD's Application kind is served: Cells with `spec.argocd` watch Applications."""
+    default_metrics_provider: Mapping[str, Any] | None = None
+    """`--default-metrics-provider`: the provider of Checks (and system-Cell checks) that
+    name none; its credentials as for any provider (Secrets in okra's namespace, AWS)."""
 
 
 Setup = Callable[[Manager, Settings], None]

@@ -27,7 +27,7 @@ from .test_dashboard_browser import Dashboard, browser, click_and_confirm, page_
 
 __all__ = ["browser", "r53"]  # fixtures of the Route 53 and dashboard worlds, used here too
 
-CONFIRM = {"window": "3s", "tolerance": 10, "minRequests": 30, "deadline": "10s"}
+CONFIRM = {"window": "3s", "tolerance": 10, "minRequests": 30, "deadline": "15s"}
 STEPS: list[dict[str, Any]] = [{"setWeight": 20}, {"setWeight": 50}]
 
 
@@ -53,10 +53,8 @@ async def test_a_canary_that_serves_its_share_walks_to_100(
     ns = env.namespace
     async with RequestFeeder(env.aws.config, env.alb.listener_arn, rate=40) as feeder:
         await rolled_out(env, rt_client)
-        at_20 = await wait_status(
-            rt_client, ns, lambda s: traffic(s).get("verdict") == "Confirmed", within=90
-        )
-        assert traffic(at_20)["step"].endswith("/0")
+        # (each step's confirmation is in its Event below: a poll of the status may see
+        # the 20 % step confirmed, or already the 50 % one)
         st = await wait_status(
             rt_client, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
         )
@@ -96,7 +94,7 @@ async def test_a_canary_that_gets_no_traffic_holds_with_the_message_then_rolls_b
         assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}  # held, not moved
         diverged = await wait_events(rt_client, ns, "TrafficDiverged")
         assert [e["type"] for e in diverged] == ["Warning"]
-        # Past the deadline (10 s after AWS showed 20 %): rolled back and blocked.
+        # Past the deadline (15 s after AWS showed 20 %): rolled back and blocked.
         st = await wait_status(rt_client, ns, lambda s: s.get("health") == "Degraded", within=90)
         assert await env.rule_becomes({"web-a-v1": 100})
     assert "traffic at step 1 not as planned" in (st.get("message") or ""), st
@@ -118,7 +116,7 @@ async def test_a_canary_with_too_little_traffic_waits_and_never_passes(
         )
         assert "not enough traffic to confirm: " in (thin.get("message") or ""), thin
         assert "(minRequests 30); AWS shows v2 20 %" in (thin.get("message") or ""), thin
-        # Well past the deadline (10 s), several readings later: still at step 1, at 20 %,
+        # Well past the deadline (15 s), several readings later: still at step 1, at 20 %,
         # never passed, never failed.
         since = time.monotonic()
         readings: set[str] = set()
@@ -129,7 +127,7 @@ async def test_a_canary_with_too_little_traffic_waits_and_never_passes(
             assert traffic(st).get("verdict") in ("NotEnoughTraffic", "Waiting"), st
             assert st.get("health") != "Degraded", st
             readings.add(str(traffic(st).get("windowEnd")))
-            return time.monotonic() - since > 20 and len(readings) >= 3
+            return time.monotonic() - since > 25 and len(readings) >= 3
 
         assert await eventually(waited, within=120, interval=0.5)
         assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}

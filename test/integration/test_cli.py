@@ -989,3 +989,213 @@ async def test_plan_a_file_over_the_live_cell_without_aws(
     assert [e["reason"] for e in doc["stages"][0]["events"]] == ["RolloutStarted"]
     code, _, err = await okra(control_plane, namespace, "plan", "nope", "--no-aws")
     assert (code, err) == (1, f"error: cell nope not found in namespace {namespace}\n")
+
+
+SYSTEM_MANAGER = "okra-system-cell-controller"  # the system Cell controller's field manager
+
+
+def system_application(name: str, priority: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "clusterSelector": {"matchEKSTags": {"role": name}},
+        "alb": {
+            "listenerARN": LISTENER,
+            "forwardConfig": {
+                "priority": priority,
+                "targetGroup": {"arnFromLabel": "targetGroupARN"},
+            },
+            "updateStrategy": {"stepWeight": 50, "totalWeight": 100},
+        },
+    }
+
+
+def application_cell(ns: str, system: str, app: str, annotations: dict[str, str]) -> Any:
+    """An application's Cell as the system Cell applies it (its labels, its hold
+    annotations, the spec of `make_cell`)."""
+    labels = {"okra.mumo.co/system": system, "okra.mumo.co/application": app}
+    meta = {"name": f"{system}-{app}", "namespace": ns, "labels": labels}
+    return {
+        "apiVersion": API,
+        "kind": "Cell",
+        "metadata": {**meta, "annotations": annotations},
+        "spec": {
+            "ingress": {
+                "type": "AWSApplicationLoadBalancer",
+                "awsApplicationLoadBalancer": {
+                    "listenerARN": LISTENER,
+                    "targetGroupSelector": {"matchLabels": labels},
+                },
+            },
+            "updateStrategy": {"type": "Canary", "canary": {"steps": STEPS}},
+        },
+    }
+
+
+async def system_world(c: Client, ns: str) -> None:
+    """System shop: web paused at step 3/4 of v1 -> v2, api Completed; no controller
+    runs, the application Cells are applied with the system controller's field manager."""
+    shop = {
+        "apiVersion": API,
+        "kind": "Cell",
+        "metadata": {"name": "shop", "namespace": ns},
+        "spec": {
+            "clusters": [{"name": "web-1", "eks": {}}, {"name": "api-1", "eks": {}}],
+            "applications": [system_application("web", 10), system_application("api", 11)],
+        },
+    }
+    await create_with_status(
+        c,
+        shop,
+        {
+            "observedGeneration": 1,
+            "phase": "Migrating",
+            "health": "Progressing",
+            "message": "web: v2: canary v2 at 20%",
+            "applications": [
+                {"name": "web", "cell": "shop-web", "phase": "Syncing", "message": "v2 at 20%"},
+                {"name": "api", "cell": "shop-api", "phase": "Synced"},
+            ],
+        },
+    )
+    for app, status in (
+        ("web", paused_status()),
+        ("api", {"phase": "Completed", "health": "Healthy", "message": "v1 serves 100%"}),
+    ):
+        cell = await c.apply(application_cell(ns, "shop", app, {}), field_manager=SYSTEM_MANAGER)
+        cell["status"] = status
+        await c.update_status(cell)
+
+
+async def notes(c: Client, ns: str, name: str) -> dict[str, str]:
+    return dict((await c.get(CELL, name, ns))["metadata"].get("annotations") or {})
+
+
+async def test_a_system_is_operated_through_its_application_cells(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> None:
+    await system_world(rt_client, namespace)
+    code, out, err = await okra(control_plane, namespace, "promote", "shop")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-2:] == [
+        "cell shop-web: ending the pause at step 3/4 (pause (until promoted)) of rollout "
+        f"{RID} (v1 → v2) "
+        f"[okra.mumo.co/promote={RID}/2]",
+        "application api (cell shop-api): skipped: cell shop-api has no rollout in progress "
+        "(phase Completed, Healthy: v1 serves 100%)",
+    ]
+    assert (await notes(rt_client, namespace, "shop-web"))["okra.mumo.co/promote"] == f"{RID}/2"
+    assert await notes(rt_client, namespace, "shop-api") == {}
+    code, out, err = await okra(control_plane, namespace, "promote", "shop", "--application", "api")
+    assert code == 1
+    assert err == (
+        "error: system shop: nothing to promote: api: cell shop-api has no rollout in "
+        "progress (phase Completed, Healthy: v1 serves 100%)\n"
+    )
+    code, _, err = await okra(control_plane, namespace, "abort", "shop", "--application", "db")
+    assert (code, err) == (
+        1,
+        "error: --application db: system shop has no such application (it has: web, api)\n",
+    )
+
+    # okra pause SYSTEM annotates the system (its plan holds every application); resume
+    # removes it. The application Cells are not written.
+    code, out, _ = await okra(control_plane, namespace, "pause", "shop")
+    assert code == 0
+    assert out.startswith("system shop: paused; every application holds")
+    assert (await notes(rt_client, namespace, "shop"))["okra.mumo.co/pause"] == "true"
+    code, out, _ = await okra(control_plane, namespace, "resume", "shop")
+    assert code == 0
+    assert out.startswith("system shop: resumed")
+    assert "okra.mumo.co/pause" not in await notes(rt_client, namespace, "shop")
+    assert "okra.mumo.co/pause" not in await notes(rt_client, namespace, "shop-web")
+
+    # An abort of one application survives the system controller's next apply: the CLI's
+    # patch owns the annotation, the system's apply (without it) leaves it alone.
+    code, out, _ = await okra(control_plane, namespace, "abort", "shop", "--application", "web")
+    assert code == 0
+    assert out.startswith(f"cell shop-web: aborting rollout {RID}")
+    await rt_client.apply(
+        application_cell(namespace, "shop", "web", {}), field_manager=SYSTEM_MANAGER, force=True
+    )
+    assert (await notes(rt_client, namespace, "shop-web"))["okra.mumo.co/abort"] == RID
+    code, out, _ = await okra(control_plane, namespace, "retry", "shop")
+    assert code == 0
+    assert out.splitlines() == [
+        f"cell shop-web: removed okra.mumo.co/abort={RID}; the rollout starts over",
+        "cell shop-api: nothing to retry (no rollout is aborted and no blocked version is "
+        "newer than the stable version unknown)",
+    ]
+    assert "okra.mumo.co/abort" not in await notes(rt_client, namespace, "shop-web")
+
+    # What the system decides wins: a rollback after a failed check, and its own pause.
+    shop = await rt_client.get(CELL, "shop", namespace)
+    shop["status"]["applications"][0]["phase"] = "Reverted"
+    await rt_client.update_status(shop)
+    code, _, err = await okra(control_plane, namespace, "retry", "shop", "--application", "web")
+    assert code == 1
+    assert err.startswith(
+        "error: system shop: nothing to retry: web: system shop rolls application web back"
+    )
+    await okra(control_plane, namespace, "pause", "shop")
+    code, _, err = await okra(control_plane, namespace, "resume", "shop", "--application", "api")
+    assert (code, err) == (
+        1,
+        "error: system shop: nothing to resume: api: system shop is paused and holds every "
+        "application: okra resume shop\n",
+    )
+
+    code, _, err = await okra(control_plane, namespace, "pause", "shop-web", "--application", "x")
+    assert (code, err) == (
+        1,
+        "error: --application x: cell shop-web is not a system (it has no spec.applications)\n",
+    )
+
+
+async def test_status_of_a_system_waits_for_every_application(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> None:
+    await system_world(rt_client, namespace)
+    code, out, _ = await okra(control_plane, namespace, "status", "shop", "--no-watch")
+    assert (code, out.splitlines()) == (
+        3,
+        [
+            "Migrating (Progressing) - web: v2: canary v2 at 20%",
+            "  application web: Syncing - v2 at 20%",
+            "  application api: Synced",
+        ],
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *command(control_plane, namespace, "status", "shop", "--timeout", "60s"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert proc.stdout is not None
+    buf = bytearray()
+    await read_until(proc.stdout, buf, b"application api: Synced")
+    apps = [
+        {"name": "web", "cell": "shop-web", "phase": "Reverting", "message": "check failed"},
+        {"name": "api", "cell": "shop-api", "phase": "Synced"},
+    ]
+    await set_status(rt_client, namespace, "shop", applications=apps)
+    await read_until(proc.stdout, buf, b"application web: Reverting - check failed")
+    apps[0] = {**apps[0], "phase": "Reverted", "message": "check failed; rolled back"}
+    await set_status(
+        rt_client,
+        namespace,
+        "shop",
+        phase="Failed",
+        health="Degraded",
+        message="web: check failed; rolled back",
+        applications=apps,
+    )
+    rest, _ = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1
+    assert (bytes(buf) + rest).decode().splitlines() == [
+        "Migrating (Progressing) - web: v2: canary v2 at 20%",
+        "  application web: Syncing - v2 at 20%",
+        "  application api: Synced",
+        "  application web: Reverting - check failed",
+        "Failed (Degraded) - web: check failed; rolled back",
+        "  application web: Reverted - check failed; rolled back",
+    ]

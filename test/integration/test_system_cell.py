@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -324,6 +325,26 @@ async def test_the_system_waits_for_its_late_cluster_then_walks_web_and_keeps_ap
         assert "  web  Synced  (Cell sys-web)" in out
         assert "    └─ v2 serving: web-1-v2 (50%), web-2-v2 (50%)" in out
         assert "    └─ v1 serving: api-v1 (100%)" in out
+        code, out, err = await okra_cli(control_plane, namespace, "status", "sys", "--no-watch")
+        assert (code, err) == (0, "")
+        assert "  application web: Synced" in out.splitlines()[1]
+
+        # The system's notification subscriptions reach its application Cells, and leave
+        # them when the system drops them.
+        key = "notifications.okra.mumo.co/subscribe.on-rollout-failed.team"
+
+        async def subscribed(want: str | None) -> bool:
+            for app in ("web", "api"):
+                cell = await rt_client.get(CELL, f"sys-{app}", namespace)
+                if (cell["metadata"].get("annotations") or {}).get(key) != want:
+                    return False
+            return True
+
+        for value in ("#deploys", None):
+            note = {"metadata": {"annotations": {key: value}}}
+            await rt_client.patch(CELL, "sys", note, namespace=namespace)
+            done = functools.partial(subscribed, value)
+            assert await eventually(done, within=30), await s.debug()
 
 
 async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_back(

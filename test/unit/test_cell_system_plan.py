@@ -651,3 +651,14 @@ def test_traffic_confirmation_is_per_application() -> None:
         "sys-web-web-2-v2": 25,
     }  # held at the first step: it is never confirmed without traffic
     assert not any(p.needs_traffic is not None for p in w.children["api"].history)
+
+
+def test_the_systems_notification_subscriptions_go_onto_every_application_cell() -> None:
+    w = rolled_out([app("web", "web", 50), app("api", "api", 100)])
+    subs = {"notifications.okra.mumo.co/subscribe.on-rollout-failed.team": "#deploys"}
+    o = dataclasses.replace(w.observed(), subscriptions=subs, paused=True)
+    notes = {c["metadata"]["name"]: c["metadata"]["annotations"] for c in plan(o).cells}
+    held = {**subs, "okra.mumo.co/pause": "true"}
+    assert notes == {"sys-web": held, "sys-api": held}
+    o = dataclasses.replace(o, subscriptions={}, paused=False)
+    assert all(c["metadata"]["annotations"] == {} for c in plan(o).cells)

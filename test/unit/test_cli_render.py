@@ -19,6 +19,7 @@ from okra_controllers.cli.actions import (
     plan_retry,
     version_patch,
 )
+from okra_controllers.cli.fanout import Target, refusal, targets
 from okra_controllers.cli.kube import CliError
 from okra_controllers.cli.render import (
     age,
@@ -718,3 +719,51 @@ def test_promote_on_a_system_cell_names_its_applications_cells() -> None:
     }
     with pytest.raises(CliError, match=r"cell sys is a system: .*\(sys-web\); name one of them"):
         plan_promote(system)
+
+
+def _application_cell(system: str, app: str) -> dict[str, Any]:
+    labels = {"okra.mumo.co/system": system, "okra.mumo.co/application": app}
+    return {"metadata": {"name": f"{system}-{app}", "labels": labels}}
+
+
+def test_a_system_command_acts_on_its_application_cells_in_spec_order() -> None:
+    shop = {
+        "metadata": {"name": "shop"},
+        "spec": {"clusters": [], "applications": [{"name": "web"}, {"name": "api"}]},
+    }
+    children = [
+        _application_cell("shop", "api"),
+        _application_cell("shop", "web"),
+        _application_cell("other", "web"),  # another system's: never touched
+    ]
+    assert targets(shop, children, None) == [Target("web", "shop-web"), Target("api", "shop-api")]
+    assert targets(shop, children, "api") == [Target("api", "shop-api")]
+    assert targets(shop, children[:1], None) == [Target("api", "shop-api")]
+    with pytest.raises(
+        CliError,
+        match=r"--application db: system shop has no such "
+        r"application \(it has: web, api\)",
+    ):
+        targets(shop, children, "db")
+    with pytest.raises(CliError, match="system shop has no Cell for application web yet"):
+        targets(shop, children[:1], "web")
+    with pytest.raises(CliError, match="system shop has no Cell for any application yet"):
+        targets(shop, [], None)
+
+
+def test_a_system_refuses_what_its_next_apply_would_undo() -> None:
+    shop = {
+        "metadata": {"name": "shop"},
+        "status": {"applications": [{"name": "web", "phase": "Reverted"}, {"name": "api"}]},
+    }
+    web, api = Target("web", "shop-web"), Target("api", "shop-api")
+    said = refusal(shop, "retry", web, held=False)
+    assert said is not None
+    assert said.startswith("system shop rolls application web back after a failed check")
+    assert refusal(shop, "retry", api, held=False) is None
+    assert refusal(shop, "abort", web, held=True) is None
+    for verb in ("resume", "promote"):
+        assert refusal(shop, verb, api, held=True) == (
+            "system shop is paused and holds every application: okra resume shop"
+        )
+        assert refusal(shop, verb, api, held=False) is None

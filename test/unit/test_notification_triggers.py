@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import CellStatus
-from okra_controllers.notifications.notifier import body
+from okra_controllers.notifications.notifier import body, fields_for
 from okra_controllers.notifications.triggers import Fired, subscriptions, triggers, wanted
 
 
@@ -67,6 +67,28 @@ def test_subscriptions_and_bodies() -> None:
     )
     templated = body("webhook", {"body": '{"msg": "{{cell}}: {{message}} \\"x\\""}'}, fields, "")
     assert templated == b'{"msg": "web: v2 failed \\"x\\""}'
+
+
+def test_an_application_cells_notification_names_its_application_and_system() -> None:
+    cell = {
+        "kind": "Cell",
+        "metadata": {
+            "name": "shop-web",
+            "namespace": "ns",
+            "labels": {"okra.mumo.co/system": "shop", "okra.mumo.co/application": "web"},
+        },
+    }
+    failed = Fired("on-rollout-failed", "v2 failed")
+    fields = fields_for(cell, CellStatus(phase="Error", health="Degraded"), failed)
+    assert (fields["system"], fields["application"], fields["cell"]) == ("shop", "web", "shop-web")
+    assert body("slack", {}, fields, "") == (
+        b'{"text": "[okra] ns/shop: application web: on-rollout-failed: v2 failed"}'
+    )
+    templated = body("webhook", {"body": "{{system}}/{{application}}: {{trigger}}"}, fields, "")
+    assert templated == b"shop/web: on-rollout-failed"
+    alone = fields_for({**cell, "metadata": {"name": "web"}}, CellStatus(), failed)
+    assert "system" not in alone
+    assert "application" not in alone
 
 
 def test_outbox_entries_are_keyed_by_the_change_and_merged_once() -> None:

@@ -13,6 +13,7 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBindi
 from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupSetSpec,
     TargetGroupBindingTemplate,
+    spelling_warnings,
 )
 from okra_controllers.clusters.connect import (
     ClusterSecretError,
@@ -502,3 +503,25 @@ async def test_a_ca_that_is_not_pem_is_a_secret_error_and_leaves_no_file() -> No
         assert len(conns) == 0
     finally:
         await conns.close()
+
+
+def test_the_seeds_quoted_binding_name_is_read_as_meant_with_a_warning() -> None:
+    """Seed 000 writes `name: web-"{{.awseks.cluster.name}}"` (quotes inside the value, which
+    would render to a name the API server refuses): read as web-{{.awseks.cluster.name}}."""
+    seed_name = 'web-"{{.awseks.cluster.name}}"'
+    template = {**BINDING_TEMPLATE, "metadata": {"name": seed_name}}
+    c = ObservedCluster(
+        "c1",
+        (Binding("apps", "web", ARN.format("web")),),
+        vars={
+            "cluster": {"name": "c1", "labels": {"version": "1"}},
+            "awseks": {"cluster": {"name": "c1", "tags": {}}},
+        },
+    )
+    p = plan("web", "u", "ns", with_binding_template(template), [c], [])
+    assert [b["metadata"]["name"] for b in p.apply_bindings] == ["web-c1"]
+    raw = {"generators": [], "bindingTemplate": {"metadata": {"name": seed_name}}}
+    assert spelling_warnings(raw) == [
+        "spec.bindingTemplate.metadata.name: write web-{{.awseks.cluster.name}} (the quotes "
+        "around a placeholder are not part of a name; read without them)"
+    ]

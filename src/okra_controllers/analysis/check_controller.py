@@ -15,11 +15,13 @@ so whoever wrote the annotation can tell the result is for the latest query).
 from __future__ import annotations
 
 import datetime
+import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
+from pydantic import ValidationError
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
@@ -59,14 +61,40 @@ class CheckError(ValueError):
     pass
 
 
-def render_provider(spec: CheckSpec) -> MetricProvider:
-    """The provider with every `{{.Vars.NAME}}` replaced from spec.vars (JSON-escaped)."""
-    raw = spec.provider.model_dump_json(by_alias=True, exclude_none=True)
+QUERY_PROVIDERS = ("prometheus", "datadog")
+"""The providers a `query` written beside them goes into."""
+NO_PROVIDER = (
+    "the check names no metrics provider and okra-manager has none by default: add "
+    "spec.provider (prometheus, datadog, cloudWatch or web, as in an AnalysisTemplate's "
+    "metric), or start okra-manager with --default-metrics-provider, e.g. "
+    '\'{"prometheus": {"address": "http://prometheus.monitoring:9090"}}\''
+)
+
+
+def render_provider(spec: CheckSpec, default: Mapping[str, Any] | None = None) -> MetricProvider:
+    """The provider (the spec's, else `default`, okra-manager's) with `query` put in and
+    every `{{.Vars.NAME}}` replaced from spec.vars (JSON-escaped)."""
+    if spec.provider is not None:
+        raw = spec.provider.model_dump(by_alias=True, exclude_none=True, mode="json")
+    elif default is not None:
+        raw = json.loads(json.dumps(default))
+    else:
+        raise CheckError(NO_PROVIDER)
+    if spec.query is not None:
+        kinds = [k for k in QUERY_PROVIDERS if isinstance(raw.get(k), dict)]
+        if not kinds:
+            where = "spec.provider" if spec.provider else "okra-manager's default provider"
+            raise CheckError(f"spec.query goes into a prometheus or datadog provider, not {where}")
+        raw[kinds[0]]["query"] = spec.query
     try:
-        rendered = render(raw, {"Vars": spec.vars}, _VARS, escape="json")
+        rendered = render(json.dumps(raw), {"Vars": spec.vars}, _VARS, escape="json")
+        return MetricProvider.model_validate_json(rendered)
     except TemplateError as e:
         raise CheckError(f"spec.provider: {e}") from None
-    return MetricProvider.model_validate_json(rendered)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise CheckError(f"spec.provider.{where}: {first['msg']}") from None
 
 
 def judge(spec: CheckSpec, value: Any) -> tuple[Phase, str | None]:
@@ -107,6 +135,7 @@ class CheckReconciler:
         aws: AwsConfig,
         okra_namespace: str,
         clock: Callable[[], datetime.datetime] = utcnow,
+        default_provider: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
         self.checks = informer.store
@@ -115,6 +144,7 @@ class CheckReconciler:
         self.okra_namespace = okra_namespace
         self.clock = clock
         self.read_secret = secret_reader(client)
+        self.default_provider = default_provider
 
     async def reconcile(self, req: Request) -> Result | None:
         loaded = load_or_report(self.checks, req, Check, self.events, reason="InvalidCheck")
@@ -182,7 +212,7 @@ class CheckReconciler:
         self, spec: CheckSpec, namespace: str
     ) -> tuple[Phase, str | None, str | None, str]:
         try:
-            provider = render_provider(spec)
+            provider = render_provider(spec, self.default_provider)
         except CheckError as e:
             return "Error", None, str(e), "unknown"
         ctx = ProviderContext(
@@ -205,6 +235,7 @@ def setup(mgr: Manager, s: Settings) -> None:
         mgr.event_recorder("check-controller"),
         s.aws,
         s.okra_namespace,
+        default_provider=s.default_metrics_provider,
     )
     (
         mgr.builder("check")

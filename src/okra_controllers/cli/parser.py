@@ -144,6 +144,14 @@ def watch(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-w", "--watch", action="store_true", help="re-render on every change")
 
 
+def application(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--application",
+        metavar="NAME",
+        help="a system Cell: act on this application's Cell only (default: every one)",
+    )
+
+
 def build_parser(prog: str = "okra") -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _globals(common, top=False)

@@ -17,7 +17,7 @@ from typing import Any
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.api.kinds import ANALYSIS_RUN, APPLICATION, CELL, PROGRESSIVE_ROLLOUT
-from okra_controllers.cli import commands
+from okra_controllers.cli import fanout
 from okra_controllers.cli.actions import annotation_patch
 from okra_controllers.cli.get import CLEAR, DEBOUNCE, SEPARATOR, dump
 from okra_controllers.cli.kube import CliError, Context, get_or_none, on_interrupt, reading, synced
@@ -258,18 +258,18 @@ async def pause_rollout(ctx: Context, name: str) -> int:
     return 0
 
 
-async def cmd_resume(ctx: Context, args: argparse.Namespace) -> int:
-    pr = await _get(ctx, args.name)
+async def resume_rollout(ctx: Context, name: str) -> int:
+    pr = await _get(ctx, name)
     st = pr.get("status") or {}
     patch: Obj = {"spec": {"paused": False}}
     retry = st.get("phase") in ("Failed", "RolledBack") or bool(st.get("aborted"))
     if retry:
         patch["metadata"] = {"annotations": {RETRY: _token()}}
-    await ctx.client.patch(PROGRESSIVE_ROLLOUT, args.name, patch, namespace=ctx.namespace)
+    await ctx.client.patch(PROGRESSIVE_ROLLOUT, name, patch, namespace=ctx.namespace)
     what = "retrying the failed stage" if st.get("phase") == "Failed" else "resumed"
     if st.get("phase") == "RolledBack":
         what = "retrying the rolled-back revision from the first stage"
-    ctx.say(f"progressiverollout {args.name}: {what}")
+    ctx.say(f"progressiverollout {name}: {what}")
     return 0
 
 
@@ -295,14 +295,20 @@ def or_rollout(
 
 async def cmd_promote_any(ctx: Context, args: argparse.Namespace) -> int:
     """`okra promote NAME`: the Cell NAME, else the ProgressiveRollout NAME."""
-    return await or_rollout(commands.cmd_promote, promote_rollout)(ctx, args)
+    return await or_rollout(fanout.cmd_promote, promote_rollout)(ctx, args)
 
 
 async def cmd_pause_any(ctx: Context, args: argparse.Namespace) -> int:
     """`okra pause NAME`: the Cell NAME, else the ProgressiveRollout NAME."""
-    return await or_rollout(commands.cmd_pause, pause_rollout)(ctx, args)
+    return await or_rollout(fanout.cmd_pause, pause_rollout)(ctx, args)
 
 
 async def cmd_abort_any(ctx: Context, args: argparse.Namespace) -> int:
     """`okra abort NAME`: the Cell NAME, else the ProgressiveRollout NAME."""
-    return await or_rollout(commands.cmd_abort, abort_rollout)(ctx, args)
+    return await or_rollout(fanout.cmd_abort, abort_rollout)(ctx, args)
+
+
+async def cmd_resume_any(ctx: Context, args: argparse.Namespace) -> int:
+    """`okra resume NAME`: the Cell NAME (a system: its applications too), else the
+    ProgressiveRollout NAME."""
+    return await or_rollout(fanout.cmd_resume, resume_rollout)(ctx, args)

@@ -7,6 +7,10 @@ equals `generation`) and its health is Healthy (exit 0) or Degraded (exit 1;
 Argo Rollouts' `status` exits the same way). Paused and Progressing keep
 waiting: a pause ends by itself or by `okra promote`. Exit 3 when `--timeout`
 passes first, or, with `--no-watch`, when the Cell is not finished yet.
+
+A system Cell (seed 002) is finished when the system is: every application Completed
+(Healthy), or one failed (Degraded). Under its own line, each application's phase and
+message is printed when it changes, so a pipeline's log shows which one moved or failed.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ async def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
     cell = await get_cell(ctx.client, args.cell, ctx.namespace)
     if args.no_watch:
         ctx.say(line(cell))
+        for said in application_lines(cell).values():
+            ctx.say(said)
         code = verdict(cell)
         return NOT_DONE if code is None else code
     try:
@@ -68,14 +74,30 @@ async def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
         return NOT_DONE
 
 
+def application_lines(cell: dict[str, Any]) -> dict[str, str]:
+    """A system Cell's applications: name -> `application NAME: PHASE - message`."""
+    out = {}
+    for a in (cell.get("status") or {}).get("applications") or []:
+        name, phase = str(a.get("name")), a.get("phase") or "Pending"
+        text = f"  application {name}: {phase}"
+        out[name] = f"{text} - {a['message']}" if a.get("message") else text
+    return out
+
+
 async def _wait(ctx: Context, name: str) -> int:
     last = ""
+    apps: dict[str, str] = {}
     async with watching(ctx, CELL, name) as changes:
         async for cell in changes:
             text = line(cell)
+            now = application_lines(cell)
             if text != last:
                 ctx.say(text)
                 last = text
+            for app, said in now.items():
+                if apps.get(app) != said:
+                    ctx.say(said)
+            apps = now
             code = verdict(cell)
             if code is not None:
                 return code

@@ -31,7 +31,7 @@ import structlog
 import yaml
 
 from okra_controllers.api.kinds import CELL, CONFIGMAP, SECRET
-from okra_controllers.api.v1alpha1.common import PendingNotification
+from okra_controllers.api.v1alpha1.common import APP_LABEL, SYSTEM_LABEL, PendingNotification
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.triggers import Fired, subscriptions
 from okra_controllers.templating import Syntax, render
@@ -56,7 +56,8 @@ def fields_for(cell: dict[str, Any], status: Any, fired: Fired) -> dict[str, Any
     """The fields of a Cell's notification (the JSON body, and what a body template may
     name: `{{cell}}`, `{{trigger}}`, `{{message}}`, ...)."""
     meta = cell.get("metadata") or {}
-    return {
+    labels = meta.get("labels") or {}
+    out = {
         **common_fields(cell, fired),
         "cell": meta.get("name"),
         "phase": status.phase,
@@ -67,6 +68,10 @@ def fields_for(cell: dict[str, Any], status: Any, fired: Fired) -> dict[str, Any
         "step": fired.step + 1 if fired.step is not None else None,
         "rolloutId": status.rollout_id,
     }
+    if labels.get(SYSTEM_LABEL) and labels.get(APP_LABEL):
+        # an application's Cell of a system Cell: which application of which system
+        out["system"], out["application"] = labels[SYSTEM_LABEL], labels[APP_LABEL]
+    return out
 
 
 def common_fields(obj: dict[str, Any], fired: Fired) -> dict[str, Any]:
@@ -89,6 +94,11 @@ def body(kind: str, settings: dict[str, Any], fields: dict[str, Any], recipient:
         return render(settings["body"], f, _FIELDS, escape="json", missing="").encode()
     if kind == "slack":
         text = f"[okra] {f.get('namespace')}/{f.get('name')}: {f['trigger']}: {f.get('message')}"
+        if f.get("system") and f.get("application"):
+            text = (
+                f"[okra] {f.get('namespace')}/{f['system']}: application {f['application']}: "
+                f"{f['trigger']}: {f.get('message')}"
+            )
         doc: dict[str, Any] = {"text": text}
         if recipient:
             doc["channel"] = recipient

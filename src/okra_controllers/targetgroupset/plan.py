@@ -56,6 +56,7 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSTargetGroupSetSpec,
     AWSTargetGroupsGenerator,
     TargetGroupBindingTemplate,
+    unquoted_name,
 )
 from okra_controllers.api.validation import field_path
 from okra_controllers.aws.elbv2 import TaggedTargetGroup
@@ -245,7 +246,7 @@ def desired_binding(
     """The AWSTargetGroupBinding generated beside the AWSTargetGroup `group_name`."""
     variables = _variables(cluster)
     meta = template.metadata
-    name = render(meta.name, variables) if meta.name else group_name
+    name = render(unquoted_name(meta.name), variables) if meta.name else group_name
     if len(name) > 253 or not _OBJECT_NAME.match(name):
         raise TemplateError(
             f"bindingTemplate name {name!r} (from {meta.name!r}) is not a valid object name"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
 from okra_controllers.api.v1alpha1.providers import MetricProvider
@@ -362,20 +362,67 @@ class AnalysisRun(ApiModel):
     status: AnalysisRunStatus | None = None
 
 
+class SeedCheckAnalysis(ApiModel):
+    """Seed 000's spelling of a Check's spec, under `spec.analysis`: read as the same fields
+    of the spec."""
+
+    interval: str | None = Field(default=None, pattern=DURATION_PATTERN)
+    provider: MetricProvider | None = None
+    query: str | None = None
+    success_condition: str | None = None
+    failure_condition: str | None = None
+    min: float | None = None
+    max: float | None = None
+
+
 class CheckSpec(ApiModel):
     """A standing metric check: `provider`'s query (templated with `{{.Vars.NAME}}`
     from `vars`) runs every `interval`; it passes when `successCondition` holds and
     `failureCondition` does not, and, for a numeric result, when it is within
-    `min` / `max`."""
+    `min` / `max`. Seed 000 writes the same under `spec.analysis` (`interval`, `query`,
+    `max`): read as these fields."""
 
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.analysis) || !(has(self.provider) || has(self.query) "
+                    "|| has(self.successCondition) || has(self.failureCondition) || "
+                    "has(self.min) || has(self.max))",
+                    "message": "spec.analysis (seed 000's spelling) and the spec's own fields "
+                    "say the same: write the check under spec.analysis or in spec, not both",
+                }
+            ]
+        }
+    }
     interval: str = Field(default="30s", pattern=DURATION_PATTERN)
-    provider: MetricProvider
+    provider: MetricProvider | None = None
+    """Where the query runs. None: okra-manager's default metrics provider
+    (`--default-metrics-provider`)."""
+    query: str | None = None
+    """The query, written beside the provider (seed 000 and 002 do): it goes into the
+    provider's `prometheus.query` or `datadog.query`."""
     vars: dict[str, str] = Field(default_factory=dict)
     success_condition: str | None = None
     failure_condition: str | None = None
     min: float | None = None
     max: float | None = None
     history_limit: int = Field(default=10, ge=1, le=100)
+    analysis: SeedCheckAnalysis | None = None
+    """Seed 000's spelling: `spec.analysis.{interval, query, max, ...}`."""
+
+    @model_validator(mode="after")
+    def _seed_spelling(self) -> CheckSpec:
+        a = self.analysis
+        if a is None:
+            return self
+        for key in ("provider", "query", "success_condition", "failure_condition", "min", "max"):
+            if getattr(a, key) is not None:
+                setattr(self, key, getattr(a, key))
+        if a.interval is not None:
+            self.interval = a.interval
+        self.analysis = None
+        return self
 
 
 class CheckResult(ApiModel):

@@ -11,6 +11,10 @@ from pydantic.alias_generators import to_camel
 GROUP = "okra.mumo.co"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+SYSTEM_LABEL = f"{GROUP}/system"
+"""On everything a system Cell makes: the system Cell's name."""
+APP_LABEL = f"{GROUP}/application"
+"""On everything a system Cell makes for one application: the application's name."""
 ARN_MAX_LENGTH = 2048
 """AWS's limit on the length of an ARN. A longer one is refused by the API server's schema, so
 it is never signed and sent to AWS to be refused there."""

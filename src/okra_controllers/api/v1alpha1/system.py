@@ -146,8 +146,9 @@ class SystemCheckAnalysis(ApiModel):
     AnalysisTemplate); with `query` below, the provider's own query may be left out."""
     query: str | None = None
     """The query, written beside the provider as seed 002 does: it goes into
-    `prometheus.query` or `datadog.query`. Without `provider` the check cannot run and the
-    Cell says so."""
+    `prometheus.query` or `datadog.query`. Without `provider`, okra-manager's default metrics
+    provider (`--default-metrics-provider`) runs it; without one either, the Check says
+    what to add."""
     success_condition: str | None = None
     failure_condition: str | None = None
     min: float | None = None

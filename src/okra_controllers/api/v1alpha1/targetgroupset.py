@@ -24,11 +24,13 @@ Other spellings the original documents use are accepted and normalised, with a w
 Event naming the preferred one (`spelling_warnings`): `awseks.clusterSelector.matchLabels`
 (EKS tags written as labels) means `matchTags`; `awseks.bindingSelector` means the spec's
 `bindingSelector`; a target's `nodeSelector` as `{labels: ...}` or a plain label map means
-`{matchLabels: ...}`; the original's Go API has an `arn`, which nothing reads: ignored.
+`{matchLabels: ...}`; a binding name with a quoted placeholder (`web-"{{.awseks.cluster.name}}"`)
+means it without the quotes; the original's Go API has an `arn`, which nothing reads: ignored.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
@@ -235,6 +237,16 @@ class AWSTargetGroupSetSpec(ApiModel):
         return self
 
 
+_QUOTED = re.compile(r'"(\{\{[^{}]*\}\})"')
+
+
+def unquoted_name(name: str) -> str:
+    """A binding name template with each placeholder written in double quotes (seed 000:
+    `web-"{{.awseks.cluster.name}}"`, YAML quoting inside the value) read as meant:
+    `web-{{.awseks.cluster.name}}`."""
+    return _QUOTED.sub(r"\1", name)
+
+
 def spelling_warnings(spec: dict[str, Any]) -> list[str]:
     """What an AWSTargetGroupSet spec (as written) spells another way than preferred."""
     out = []
@@ -247,6 +259,12 @@ def spelling_warnings(spec: dict[str, Any]) -> list[str]:
             )
         if "bindingSelector" in eks:
             out.append(f"spec.generators[{i}].awseks.bindingSelector: write spec.bindingSelector")
+    name = ((spec.get("bindingTemplate") or {}).get("metadata") or {}).get("name")
+    if isinstance(name, str) and unquoted_name(name) != name:
+        out.append(
+            f"spec.bindingTemplate.metadata.name: write {unquoted_name(name)} (the quotes "
+            "around a placeholder are not part of a name; read without them)"
+        )
     targets = ((spec.get("bindingTemplate") or {}).get("spec") or {}).get("targets") or []
     out += node_selector_warnings(targets, "spec.bindingTemplate.spec.targets")
     return out + spelling.deprecated_spellings("AWSTargetGroupSet", spec)

@@ -16,7 +16,6 @@ from okra_controllers.analysis.check_controller import HASH_ANNOTATION
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.api.v1alpha1.system import SystemApplication, SystemCheck, SystemCluster
-from okra_controllers.api.validation import first_problem
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.system.model import Obj, SystemObserved
 from okra_controllers.cell.system.names import (
@@ -160,7 +159,7 @@ def check_objects(
     """The Checks of `app` for `clusters`; or a problem that keeps them from running."""
     out: list[Obj] = []
     for check in app.checks:
-        rendered: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
+        rendered: dict[str, tuple[dict[str, Any], str | None]] = {}
         for c in clusters:
             vars_ = {
                 "eksClusterName": c.eks_name,
@@ -168,38 +167,49 @@ def check_objects(
                 "albListenerARN": app.alb.listener_arn if app.alb else "",
                 "targetGroupARN": arns.get(c.name, ""),
             }
-            provider, problem = _provider(check, vars_)
+            try:
+                provider, query, problem = _provider(check, vars_)
+            except TemplateError as e:
+                provider, query, problem = {}, None, f"its query: {e}"
             if problem:
                 return [], f"check {check.name}: {problem}"
-            rendered[c.name] = (provider, vars_)
-        distinct = {json.dumps(p, sort_keys=True) for p, _ in rendered.values()}
+            rendered[c.name] = (provider, query)
+        distinct = {json.dumps(p, sort_keys=True) for p in rendered.values()}
         if len(distinct) == 1:
             first = next(iter(rendered.values()))
-            out.append(_check(o, app, check, None, first[0]))
+            out.append(_check(o, app, check, None, *first))
         else:
-            out += [_check(o, app, check, c, p) for c, (p, _) in rendered.items()]
+            out += [_check(o, app, check, c, p, q) for c, (p, q) in rendered.items()]
     return out, ""
 
 
-def _provider(check: SystemCheck, vars_: dict[str, str]) -> tuple[dict[str, Any], str]:
+def _provider(check: SystemCheck, vars_: dict[str, str]) -> tuple[dict[str, Any], str | None, str]:
+    """The Check's provider and query, rendered for one cluster; or a problem. A check with
+    no provider has its query rendered alone: the Check runs it on okra-manager's default
+    metrics provider (and says what to add when there is none)."""
     a = check.analysis
+    query = render(a.query, {"Vars": vars_}, _VARS) if a.query is not None else None
     if a.provider is None:
-        return {}, "analysis.provider is needed to run its query (prometheus, datadog, ...)"
+        if query is None:
+            return {}, None, "analysis needs a query (or a provider with its own)"
+        return {}, query, ""
     provider = json.loads(json.dumps(a.provider))
     if a.query is not None:
         kinds = [k for k in _QUERY_PROVIDERS if isinstance(provider.get(k), dict)]
         if not kinds:
-            return {}, "analysis.query goes into a prometheus or datadog provider"
+            return {}, None, "analysis.query goes into a prometheus or datadog provider"
         provider[kinds[0]]["query"] = a.query
     try:
         text = render(json.dumps(provider), {"Vars": vars_}, _VARS, escape="json")
         provider = json.loads(text)
         MetricProvider.model_validate(provider)
     except TemplateError as e:
-        return {}, f"its query: {e}"
+        return {}, None, f"its query: {e}"
     except ValidationError as e:
-        return {}, f"analysis.provider.{first_problem(e)}"
-    return provider, ""
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return {}, None, f"analysis.provider.{where}: {first['msg']}"
+    return provider, None, ""
 
 
 def _check(
@@ -208,9 +218,14 @@ def _check(
     check: SystemCheck,
     cluster: str | None,
     provider: dict[str, Any],
+    query: str | None,
 ) -> Obj:
     a = check.analysis
-    spec: dict[str, Any] = {"interval": a.interval, "provider": provider}
+    spec: dict[str, Any] = {"interval": a.interval}
+    if provider:
+        spec["provider"] = provider
+    else:  # okra-manager's default provider runs it
+        spec["query"] = query
     for key, value in (
         ("successCondition", a.success_condition),
         ("failureCondition", a.failure_condition),

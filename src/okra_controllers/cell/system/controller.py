@@ -56,6 +56,7 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
+from okra_controllers.notifications.triggers import PREFIX
 from okra_controllers.settings import Settings
 from okra_runtime.cache import Store
 from okra_runtime.client import Client
@@ -159,6 +160,9 @@ class SystemReconciler:
                 s["metadata"]["name"]: dict(s["metadata"].get("labels") or {}) for s in secrets
             },
             paused=(cell.metadata.annotations or {}).get(PAUSED) == "true",
+            subscriptions={
+                k: v for k, v in (cell.metadata.annotations or {}).items() if k.startswith(PREFIX)
+            },
         )
         return _with_argocd(o, secrets, self.apps)
 
@@ -400,9 +404,14 @@ def _subset(want: Any, have: Any) -> bool:
 
 def _same_keys(want: Any, have: Any) -> bool:
     """The hold annotations (pause, promote, abort) the system sets are all there is of
-    them: one it no longer wants is removed by applying again."""
+    them, and so are the notification subscriptions it copies from the system Cell: one it
+    no longer wants is removed by applying again."""
     keys = {PAUSED, PROMOTE, ABORT}
-    return {k for k in want or {} if k in keys} == {k for k in have or {} if k in keys}
+
+    def mine(k: str) -> bool:
+        return k in keys or k.startswith(PREFIX)
+
+    return {k for k in want or {} if mine(k)} == {k for k in have or {} if mine(k)}
 
 
 def _with_argocd(o: SystemObserved, secrets: list[Obj], apps_store: Store | None) -> SystemObserved:

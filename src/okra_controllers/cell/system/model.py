@@ -74,6 +74,9 @@ class SystemObserved:
     argocd: Mapping[tuple[str, str], AppsOn] = field(default_factory=dict)
     """(application, version) -> Argo CD's Applications on that version's clusters."""
     paused: bool = False  # the system Cell's okra.mumo.co/pause annotation
+    subscriptions: Mapping[str, str] = field(default_factory=dict)
+    """The system Cell's notification subscriptions (annotations), which its application
+    Cells carry too: each application's Cell says which application changed phase."""
 
 
 @dataclass

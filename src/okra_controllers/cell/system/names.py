@@ -6,14 +6,12 @@ from __future__ import annotations
 import hashlib
 import re
 
+from okra_controllers.api.v1alpha1.common import APP_LABEL as APP_LABEL
 from okra_controllers.api.v1alpha1.common import GROUP
+from okra_controllers.api.v1alpha1.common import SYSTEM_LABEL as SYSTEM_LABEL
 
-SYSTEM_LABEL = f"{GROUP}/system"
-"""On everything a system Cell makes: the system Cell's name."""
-APP_LABEL = f"{GROUP}/application"
 CHECK_LABEL = f"{GROUP}/check"
 """On a Check the system Cell makes: the name of the application's check it runs."""
-"""On everything a system Cell makes for one application: the application's name."""
 VERSION_PREFIX = "v"
 
 

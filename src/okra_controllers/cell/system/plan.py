@@ -392,7 +392,7 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
     a, app = w.status, w.app
     if not a.version:
         return
-    annotations = hold_annotations(hold, w.promote, w.abort)
+    annotations = {**o.subscriptions, **hold_annotations(hold, w.promote, w.abort)}
     p.cells.append(child_cell(o, app, a.version, len(a.clusters), annotations))
     if a.phase not in FAILED:  # a check failed: the decision sticks, nothing left to gate
         p.checks += w.checks

@@ -54,7 +54,7 @@ from okra_controllers.cell.observe import (
     ROUTE53_CONFIG_KIND,
     config_kind,
 )
-from okra_controllers.cli import commands, progressive
+from okra_controllers.cli import fanout, progressive
 from okra_controllers.cli import freeze as freeze_cli
 from okra_controllers.cli.dashboard import model
 from okra_controllers.cli.kube import CliError, Context, on_interrupt, reading
@@ -83,12 +83,13 @@ def _ns(**kw: Any) -> argparse.Namespace:
 
 
 CELL_ACTIONS: dict[str, Action] = {
-    "promote": lambda ctx, n: commands.cmd_promote(ctx, _ns(cell=n, full=False)),
-    "promote-full": lambda ctx, n: commands.cmd_promote(ctx, _ns(cell=n, full=True)),
-    "abort": lambda ctx, n: commands.cmd_abort(ctx, _ns(cell=n)),
-    "retry": lambda ctx, n: commands.cmd_retry(ctx, _ns(cell=n, version=None)),
-    "pause": lambda ctx, n: commands.cmd_pause(ctx, _ns(cell=n)),
-    "resume": lambda ctx, n: commands.cmd_promote(ctx, _ns(cell=n, full=False)),
+    # a system Cell: each acts on every application Cell of the system (see cli.fanout)
+    "promote": lambda ctx, n: fanout.cmd_promote(ctx, _ns(cell=n, full=False)),
+    "promote-full": lambda ctx, n: fanout.cmd_promote(ctx, _ns(cell=n, full=True)),
+    "abort": lambda ctx, n: fanout.cmd_abort(ctx, _ns(cell=n)),
+    "retry": lambda ctx, n: fanout.cmd_retry(ctx, _ns(cell=n, version=None)),
+    "pause": lambda ctx, n: fanout.cmd_pause(ctx, _ns(cell=n)),
+    "resume": lambda ctx, n: fanout.cmd_promote(ctx, _ns(cell=n, full=False)),
 }
 FREEZE_ACTIONS: dict[str, Action] = {
     "lift": lambda ctx, n: freeze_cli.cmd_unfreeze(ctx, _ns(name=n)),
@@ -97,7 +98,7 @@ ROLLOUT_ACTIONS: dict[str, Action] = {
     "promote": progressive.promote_rollout,
     "abort": progressive.abort_rollout,
     "pause": progressive.pause_rollout,
-    "resume": lambda ctx, n: progressive.cmd_resume(ctx, _ns(name=n)),
+    "resume": progressive.resume_rollout,
 }
 
 

@@ -3,7 +3,7 @@ retry, set version."""
 
 from __future__ import annotations
 
-from okra_controllers.cli.parser import Verbs, all_namespaces, output, watch
+from okra_controllers.cli.parser import Verbs, all_namespaces, application, output, watch
 
 H = "okra_controllers.cli"
 
@@ -54,8 +54,8 @@ def _status_and_plan(v: Verbs) -> None:
     p = v.command(
         v.top,
         "status",
-        "wait for a Cell's rollout to finish: exit 0 when Healthy, 1 when Degraded, "
-        "3 when --timeout passes first",
+        "wait for a Cell's rollout (a system: every application) to finish: exit 0 when "
+        "Healthy, 1 when Degraded, 3 when --timeout passes first",
         f"{H}.status:cmd_status",
         epilog="exit codes: 0 Healthy, 1 Degraded (or an error), 2 usage, 3 timed out / "
         "not finished (--no-watch)",
@@ -92,37 +92,42 @@ def _moves(v: Verbs) -> None:
         v.top,
         "promote",
         "end the current pause (or accept an inconclusive analysis) of a Cell's rollout; "
-        "resume a Cell held by okra pause",
+        "resume a Cell held by okra pause (a system: each application's Cell)",
         f"{H}.progressive:cmd_promote_any",
     )
     p.add_argument("cell", metavar="CELL")
     p.add_argument("--full", action="store_true", help="skip every remaining step: canary to 100%%")
+    application(p)
 
     p = v.command(
         v.top,
         "pause",
-        "hold a Cell's rollout at its current weights until okra promote",
+        "hold a Cell's rollout (a system: every application) at its current weights until "
+        "okra resume or okra promote",
         f"{H}.progressive:cmd_pause_any",
     )
     p.add_argument("cell", metavar="CELL")
+    application(p)
 
     p = v.command(
         v.top,
         "abort",
-        "send all traffic back to the stable version and hold",
+        "send all traffic back to the stable version and hold (a system: each application)",
         f"{H}.progressive:cmd_abort_any",
     )
     p.add_argument("cell", metavar="CELL")
+    application(p)
 
     p = v.command(
         v.top,
         "retry",
         "resume after abort or failure: remove the abort, unblock VERSION "
         "(default: every blocked version newer than the stable one)",
-        f"{H}.commands:cmd_retry",
+        f"{H}.fanout:cmd_retry",
     )
     p.add_argument("cell", metavar="CELL")
     p.add_argument("version", metavar="VERSION", nargs="?")
+    application(p)
 
     p = v.command(
         v.set,

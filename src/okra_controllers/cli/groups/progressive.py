@@ -4,7 +4,7 @@ that name."""
 
 from __future__ import annotations
 
-from okra_controllers.cli.parser import Verbs, output, watch
+from okra_controllers.cli.parser import Verbs, application, output, watch
 
 H = "okra_controllers.cli.progressive"
 
@@ -24,8 +24,9 @@ def register(v: Verbs) -> None:
     p = v.command(
         v.top,
         "resume",
-        "resume a ProgressiveRollout paused by okra pause; after a failure or abort, retry "
-        "the failed stage",
-        f"{H}:cmd_resume",
+        "resume a Cell (a system: and its applications) or a ProgressiveRollout paused by "
+        "okra pause; a ProgressiveRollout after a failure or abort retries the failed stage",
+        f"{H}:cmd_resume_any",
     )
-    p.add_argument("name", metavar="NAME")
+    p.add_argument("cell", metavar="NAME")
+    application(p)
