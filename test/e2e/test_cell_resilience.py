@@ -113,13 +113,11 @@ async def test_bad_input_never_stops_the_manager(
     await env.target_group("web-weird", "not-a-version")
     # v1 pinned while six v2 target groups appear; then v2 (replicas 6) is wanted at once,
     # which needs seven groups in one forward action: more than an ALB holds.
-    await rt_client.create(
-        cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}], replicas=6, version="v1")
-    )
+    await rt_client.create(cell_obj(ns, env.alb.listener_arn, [{"stepWeight": 50}], version="v1"))
     await wait_status(rt_client, ns, lambda s: s.get("health") == "Healthy")
     for i in range(6):
         await env.target_group(f"web-{i}-v2", "v2")
-    await rt_client.patch(CELL, "web", {"spec": {"version": None}}, namespace=ns)
+    await rt_client.patch(CELL, "web", {"spec": {"version": None, "replicas": 6}}, namespace=ns)
 
     async def lonely_says_so() -> bool:
         st = (await rt_client.get(GVK("okra.mumo.co", "v1alpha1", "Cell"), "lonely", ns)).get(
