@@ -173,13 +173,19 @@ class SystemWorld:
         return [f"{e.reason}: {e.message}" for p in self.history for e in p.events]
 
 
-def rolled_out(apps: list[dict[str, Any]], **kw: Any) -> SystemWorld:
-    w = SystemWorld(system(V1, apps, **kw))
+def rolled_out(
+    apps: list[dict[str, Any]],
+    first: list[dict[str, Any]] = V1,
+    then: list[dict[str, Any]] = V2,
+    **kw: Any,
+) -> SystemWorld:
+    """The system completed on `first`, then given `then` (each of its clusters up)."""
+    w = SystemWorld(system(first, apps, **kw))
     w.run(12)
     assert w.status.phase == "Completed", w.status
-    for c in V2:
+    for c in then:
         w.up(c["name"], c["labels"]["role"])
-    w.spec = system(V2, apps, **kw)
+    w.spec = system(then, apps, **kw)
     w.history.clear()
     return w
 

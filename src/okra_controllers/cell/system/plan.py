@@ -171,7 +171,7 @@ def _app(
 def _weight(app: SystemApplication, a: ApplicationStatus, cst: CellStatus) -> int | None:
     """The share of the application's traffic on the clusters it is going to, as its Cell
     last reported it (None: no load balancer, or no Cell yet)."""
-    if app.alb is None or not a.version or cst.observed_generation is None:
+    if app.traffic is None or not a.version or cst.observed_generation is None:
         return None
     if cst.canary_version == a.version:
         return cst.canary_weight or 0
@@ -404,7 +404,7 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
     for version, names in sets:
         for n in names:
             c = by_name.get(n)
-            if app.alb is not None:
+            if app.traffic is not None:
                 arn, _ = arn_for(app, c, o)
                 if arn:
                     p.target_groups.append(target_group(o, app.name, n, arn, version))
