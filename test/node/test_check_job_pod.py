@@ -72,7 +72,7 @@ async def test_a_precheck_job_with_its_service_account_secret_env_and_volume_run
 ) -> None:
     s, alb = world
     ns = namespace
-    for obj in (
+    objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "smoke-tests"}},
         {
             "apiVersion": "v1",
@@ -86,7 +86,8 @@ async def test_a_precheck_job_with_its_service_account_secret_env_and_volume_run
             "metadata": {"name": "smoke-fixtures"},
             "data": {"answer": "42"},
         },
-    ):
+    ]
+    for obj in objects:
         obj["metadata"]["namespace"] = ns
         await rt_client.create(obj)
     web = application("web", "web", alb.listener_arn, 10, 100)
