@@ -86,6 +86,7 @@ lint: $(STAMP) check-manifests check-rbac check-chart
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python hack/check-kinds.py src/okra_controllers
+	@if git grep -nE '^(<<<<<<<|>>>>>>>) ' -- . ; then echo "merge conflict markers left in the files above"; exit 1; fi
 
 OKRA_FUZZ_EXAMPLES ?= 10000
 OKRA_FUZZ_OBJECTS ?= 10000

@@ -37,6 +37,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from integration.walk_check import CHECK_SHAPES, check_outputs
 from okra_controllers.api.v1alpha1.cell import Cell, CellRoute53, CellSpec
 from okra_controllers.api.v1alpha1.warnings import spec_warnings
 from okra_controllers.cell.argocd import ClusterView, observe_clusters
@@ -183,7 +184,6 @@ NOT_WALKED: dict[str, str] = {
     "providers (Argo Rollouts' meaning, ported as tables in test_verdict.py)",
     "ClusterAnalysisTemplate": "not walked yet: as AnalysisTemplate",
     "AnalysisRun": "not walked yet: as AnalysisTemplate",
-    "Check": "not walked yet: analysis/check_controller.py",
     "ClusterSet": "not walked yet: which EKS clusters it reads is decided while observing",
     "Pause": "not walked yet: read by the Cell plan through the Pause controller",
     "VersionBlocklist": "not walked yet: read by the Cell plan as `blocked`",
@@ -304,6 +304,7 @@ Judge = Callable[[dict[str, Any]], list[Any]]
 SHAPES: list[tuple[str, str, dict[str, Any], Judge]] = [
     *(("Cell", name, spec, single_cell) for name, spec in CELL_SHAPES.items()),
     ("Cell", "system", SYSTEM_SHAPE, system_cell),
+    *(("Check", name, spec, check_outputs) for name, spec in CHECK_SHAPES.items()),
 ]
 
 

@@ -34,6 +34,7 @@ from installed import (
     running_manager,
     service_account_kubeconfig,
 )
+from okra_controllers.manager import default_provider
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.binaries import find_binaries
 
@@ -189,6 +190,15 @@ def test_values_reach_the_manifests() -> None:
     assert not _by_kind(off, "Role")
     assert "--leader-elect" not in _container(off)["args"]
     assert not _by_kind(render(), "ServiceMonitor"), "ServiceMonitor is off by default"
+    assert not [a for a in c["args"] if a.startswith("--default-metrics-provider")]
+    address = "http://prometheus.monitoring:9090"
+    flags = _container(render("--set", f"defaultMetricsProvider.prometheus.address={address}"))[
+        "args"
+    ]
+    (flag,) = [a for a in flags if a.startswith("--default-metrics-provider=")]
+    # the flag as okra-manager reads it: a provider object, in JSON
+    provider = default_provider(flag.split("=", 1)[1])
+    assert provider == {"prometheus": {"address": address}}
 
 
 @pytest.fixture

@@ -68,7 +68,7 @@ def test_both_spellings_at_once_are_refused() -> None:
     doc: dict[str, Any] = yaml.safe_load(SEED_CHECK)
     doc["spec"]["max"] = 0.2
     errors = lint_texts([("check.yaml", yaml.safe_dump(doc))]).errors
-    assert any("not both" in p.message for p in errors), errors
+    assert any(p.message.startswith("spec.max beside spec.analysis") for p in errors), errors
 
 
 @pytest.mark.parametrize(
@@ -105,3 +105,20 @@ def test_a_system_cells_check_with_no_provider_becomes_a_check_with_its_query() 
         'errors{cluster="web-2-v2"}',
     }
     assert all("provider" not in c["spec"] for c in made)
+
+
+def test_a_var_no_query_refers_to_is_warned_about() -> None:
+    """The Check controller's UnusedVar Event, and okra lint, name a var the check's
+    provider and query never use (a misspelt name reads as no name)."""
+    doc = yaml.safe_load(SEED_CHECK)
+    doc["spec"]["analysis"]["query"] = 'errors{cluster="{{.Vars.cluster}}"}'
+    doc["spec"]["vars"] = {"cluster": "web-1", "clutser": "web-1"}
+    linted = lint_texts([("check.yaml", yaml.safe_dump(doc))])
+    assert linted.errors == []
+    assert [(p.path, p.message) for p in linted.problems] == [
+        (
+            "spec.vars.clutser",
+            "no {{.Vars.clutser}} in the check's provider or query refers to "
+            "it, so it is not used: remove it, or correct the name where it is used",
+        )
+    ]

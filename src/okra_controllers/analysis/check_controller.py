@@ -39,6 +39,7 @@ from okra_controllers.api.v1alpha1.analysis import (
 )
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
+from okra_controllers.api.v1alpha1.warnings import check_warnings
 from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
@@ -153,6 +154,9 @@ class CheckReconciler:
         raw, check = loaded
         spec = check.spec
         status = check.status or CheckStatus()
+        if status.observed_generation != check.metadata.generation:
+            for warning in check_warnings(raw.get("spec")):
+                self.events.event(raw, "Warning", "UnusedVar", warning)
         interval = parse_duration(spec.interval)
         want_hash = check.metadata.annotations.get(HASH_ANNOTATION)
         now = self.clock()

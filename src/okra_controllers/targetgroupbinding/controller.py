@@ -1,11 +1,14 @@
 """The AWSTargetGroupBinding controller, in observe → plan → act → report.
 
 observe: the binding; the Argo CD cluster Secrets of its namespace that its entries name
-(`clusterName`, matched against the `name` in the Secret, else the Secret's own name) or select
+(`clusterName`, matched against the `name` in the Secret, else the Secret's own name, else its
+`awsAuthConfig.clusterName`: the EKS cluster's name, as an `awseks` generator writes it) or select
 (`clusterSelector`); the Nodes of each of those clusters, concurrently and each with its own
 timeout, through a cached connection (`ClusterConnections`); one DescribeTargetHealth for what
-the group holds. plan: `plan.plan` (pure). act: CreateTargetGroup when the binding has no ARN
-(an existing group of that name is reused), then at most one RegisterTargets and one
+the group holds. plan: `plan.plan` (pure). act: CreateTargetGroup when the binding has no ARN,
+tagged `okra.mumo.co/targetgroupbinding=<namespace>/<name>` (a group of that name that exists
+already is adopted when it has no such tag, taken back when the tag names this binding, refused
+when it names another), then at most one RegisterTargets and one
 DeregisterTargets, none when the group already holds exactly what is wanted. report: the ARN
 and per-entry targets in status, a `Synced` condition, Events.
 
@@ -65,6 +68,8 @@ if TYPE_CHECKING:
     from okra_controllers.settings import Settings
 
 FINALIZER = "okra.mumo.co/targetgroupbinding"
+OWNER_TAG = "okra.mumo.co/targetgroupbinding"
+"""The AWS tag on a target group a binding created: `<namespace>/<name>` of the binding."""
 RESYNC = 30.0
 CLUSTER_TIMEOUT = 10.0
 """Seconds one cluster may take to list its Nodes before it is reported unreachable."""
@@ -118,6 +123,12 @@ def _node(raw: dict[str, Any]) -> Node:
     )
 
 
+def group_name(arn: str) -> str:
+    """`arn:...:targetgroup/web/0123` → `web` ("" for anything else)."""
+    _, sep, rest = arn.partition(":targetgroup/")
+    return rest.split("/", 1)[0] if sep else ""
+
+
 def _show(ids: list[str]) -> str:
     more = len(ids) - MAX_IDS_IN_EVENT
     return ", ".join(ids[:MAX_IDS_IN_EVENT]) + (f" and {more} more" if more > 0 else "")
@@ -157,27 +168,35 @@ class TargetGroupBindingReconciler:
         (no Secret names them, or their Secret is unusable)."""
         secrets = self.secrets.list(ns, f"{SECRET_TYPE_LABEL}=cluster")
         by_name: dict[str, dict[str, Any]] = {}
+        by_eks_name: dict[str, dict[str, Any]] = {}
         bad: dict[str, str] = {}
         for s in sorted(secrets, key=lambda s: s["metadata"]["name"]):
             try:
-                by_name.setdefault(parse_cluster_secret(s).name, s)
+                parsed = parse_cluster_secret(s)
             except ClusterSecretError as e:
                 bad[s["metadata"]["name"]] = str(e)
+                continue
+            by_name.setdefault(parsed.name, s)
+            if parsed.aws_auth is not None:
+                by_eks_name.setdefault(parsed.aws_auth.cluster_name, s)
         clusters_of: dict[str, list[str]] = {}
         used: dict[str, dict[str, Any]] = {}
         failed: dict[str, ObservedCluster] = {}
         for t in tgb.spec.targets:
             if t.cluster_name is not None:
                 name = t.cluster_name
-                secret = by_name.get(name) or next(
-                    (s for s in by_name.values() if s["metadata"]["name"] == name), None
+                secret = (
+                    by_name.get(name)
+                    or next((s for s in by_name.values() if s["metadata"]["name"] == name), None)
+                    or by_eks_name.get(name)
                 )
                 clusters_of[t.name] = [name]
                 if secret is not None:
                     used[name] = secret
                 else:
                     why = bad.get(name) or (
-                        f"no Argo CD cluster Secret in namespace {ns} names cluster {name}"
+                        f"no Argo CD cluster Secret in namespace {ns} names cluster {name} "
+                        "(by its name, or by awsAuthConfig.clusterName)"
                     )
                     failed[name] = ObservedCluster(name, None, why)
             elif t.cluster_selector is not None:
@@ -209,15 +228,41 @@ class TargetGroupBindingReconciler:
         return ObservedCluster(name, tuple(_node(n) for n in items.items))
 
     async def _ensure_group(
-        self, elb: Any, spec: TargetGroupSpec, default_port: int
-    ) -> tuple[str, bool]:
-        """The ARN of the group named `spec.name`, created if missing; True if created."""
+        self, elb: Any, spec: TargetGroupSpec, default_port: int, owner: str
+    ) -> tuple[str, str]:
+        """(ARN, how) of the group named `spec.name`: `created` now, with the tag `OWNER_TAG`
+        naming `owner` (the binding, `<namespace>/<name>`); `adopted` when it existed without
+        that tag (made by hand or by another tool: its targets become the binding's); "" when
+        the tag names this binding already (created before its ARN was recorded). A group whose
+        tag names another binding is refused: two bindings would undo each other's targets."""
         try:
             out = await elb.describe_target_groups(Names=[spec.name])
-            return str(out["TargetGroups"][0]["TargetGroupArn"]), False
         except ClientError as e:
             if _code(e) != "TargetGroupNotFound":
                 raise _aws_error("DescribeTargetGroups", e) from None
+        else:
+            arn = str(out["TargetGroups"][0]["TargetGroupArn"])
+            try:
+                tags = await elb.describe_tags(ResourceArns=[arn])
+            except (ClientError, BotoCoreError) as e:
+                raise _aws_error("DescribeTags", e) from None
+            holder = next(
+                (
+                    str(t.get("Value", ""))
+                    for d in tags.get("TagDescriptions") or []
+                    for t in d.get("Tags") or []
+                    if t.get("Key") == OWNER_TAG
+                ),
+                None,
+            )
+            if holder is None:
+                return arn, "adopted"
+            if holder == owner:
+                return arn, ""
+            raise AwsRefusedError(
+                f"target group {spec.name} belongs to AWSTargetGroupBinding {holder} (its tag "
+                f"{OWNER_TAG}); name another group in spec.targetGroup.name"
+            )
         try:
             out = await elb.create_target_group(
                 Name=spec.name,
@@ -225,10 +270,11 @@ class TargetGroupBindingReconciler:
                 Port=spec.port or default_port,
                 VpcId=spec.vpc_id,
                 TargetType=spec.target_type,
+                Tags=[{"Key": OWNER_TAG, "Value": owner}],
             )
         except (ClientError, BotoCoreError) as e:
             raise _aws_error("CreateTargetGroup", e) from None
-        return str(out["TargetGroups"][0]["TargetGroupArn"]), True
+        return str(out["TargetGroups"][0]["TargetGroupArn"]), "created"
 
     async def _registered(self, elb: Any, arn: str) -> set[Target] | None:
         """The group's targets (draining ones are gone already); None if the group is gone.
@@ -277,7 +323,7 @@ class TargetGroupBindingReconciler:
         await self._forget_gone_secrets()
 
         arn = tgb.spec.target_group_arn or ""
-        created = False
+        created = ""
         p: Plan | None = None
         error = ""
         refusal = False
@@ -286,10 +332,12 @@ class TargetGroupBindingReconciler:
                 if not arn and tgb.spec.target_group is not None:
                     default_port = tgb.spec.targets[0].port if tgb.spec.targets else 80
                     arn = old.target_group_arn or ""
+                    if group_name(arn) != tgb.spec.target_group.name:
+                        arn = ""  # another group is asked for now
                     registered = await self._registered(elb, arn) if arn else None
                     if registered is None:
                         arn, created = await self._ensure_group(
-                            elb, tgb.spec.target_group, default_port
+                            elb, tgb.spec.target_group, default_port, f"{ns}/{req.name}"
                         )
                         self._missing.forget(arn)  # AWS has just shown it
                         registered = await self._registered(elb, arn)
@@ -330,8 +378,16 @@ class TargetGroupBindingReconciler:
                 registered=len(p.register),
                 deregistered=len(p.deregister),
             )
-        if created:
+        if created == "created":
             self.events.event(raw, "Normal", "TargetGroupCreated", f"target group {arn} created")
+        elif created == "adopted":
+            self.events.event(
+                raw,
+                "Normal",
+                "TargetGroupAdopted",
+                f"target group {arn} existed without the tag {OWNER_TAG}: its targets are "
+                "now this binding's",
+            )
         if p is not None and not error:
             if p.register:
                 ids = [f"{i}:{port}" for i, port in p.register]

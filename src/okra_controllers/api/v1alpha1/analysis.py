@@ -8,6 +8,8 @@ types, so a template written for Argo Rollouts is also a valid okra template
 from __future__ import annotations
 
 import datetime
+import json
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -375,6 +377,18 @@ class SeedCheckAnalysis(ApiModel):
     max: float | None = None
 
 
+_SEED_KEYS = (
+    "interval",
+    "provider",
+    "query",
+    "successCondition",
+    "failureCondition",
+    "min",
+    "max",
+)
+"""The fields seed 000 writes under spec.analysis: each refused beside it, by name."""
+
+
 class CheckSpec(ApiModel):
     """A standing metric check: `provider`'s query (templated with `{{.Vars.NAME}}`
     from `vars`) runs every `interval`; it passes when `successCondition` holds and
@@ -386,16 +400,18 @@ class CheckSpec(ApiModel):
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": "!has(self.analysis) || !(has(self.provider) || has(self.query) "
-                    "|| has(self.successCondition) || has(self.failureCondition) || "
-                    "has(self.min) || has(self.max))",
-                    "message": "spec.analysis (seed 000's spelling) and the spec's own fields "
-                    "say the same: write the check under spec.analysis or in spec, not both",
+                    "rule": f"!has(self.analysis) || !has(self.{key})",
+                    "message": f"spec.{key} beside spec.analysis (seed 000's spelling, read as "
+                    f"the spec's own fields): write spec.analysis.{key}, or write the whole "
+                    "check in spec without spec.analysis",
                 }
+                for key in _SEED_KEYS
             ]
         }
     }
-    interval: str = Field(default="30s", pattern=DURATION_PATTERN)
+    interval: str = Field(default_factory=lambda: "30s", pattern=DURATION_PATTERN)
+    """Time between runs (default 30s, filled in by okra rather than the API server, so
+    that one written beside spec.analysis is refused)."""
     provider: MetricProvider | None = None
     """Where the query runs. None: okra-manager's default metrics provider
     (`--default-metrics-provider`)."""
@@ -410,6 +426,20 @@ class CheckSpec(ApiModel):
     history_limit: int = Field(default=10, ge=1, le=100)
     analysis: SeedCheckAnalysis | None = None
     """Seed 000's spelling: `spec.analysis.{interval, query, max, ...}`."""
+
+    def unused_vars(self) -> list[str]:
+        """The names in `vars` that no `{{.Vars.NAME}}` of the provider or the query (or
+        of spec.analysis's, folded in) refers to: a var okra would not read (a misspelt
+        name, most often)."""
+        written = json.dumps(
+            [
+                self.provider.model_dump(mode="json") if self.provider else None,
+                self.query,
+                self.analysis.model_dump(mode="json") if self.analysis else None,
+            ]
+        )
+        used = set(re.findall(r"\.Vars\.([A-Za-z_][A-Za-z0-9_]*)", written))
+        return sorted(set(self.vars) - used)
 
     @model_validator(mode="after")
     def _seed_spelling(self) -> CheckSpec:

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
+from okra_controllers.api.v1alpha1.analysis import CheckSpec
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.api.v1alpha1.targetgroupbinding import node_selector_warnings
 from okra_controllers.api.v1alpha1.targetgroupset import spelling_warnings
@@ -23,6 +26,8 @@ def spec_warnings(kind: str, spec: Any) -> list[str]:
         return spelling_warnings(spec)
     if kind == "AWSTargetGroupBinding":
         return node_selector_warnings(spec.get("targets") or [])
+    if kind == "Check":
+        return check_warnings(spec)
     out = deprecated_spellings(kind, spec)
     ingress = spec.get("ingress") if kind == "Cell" else None
     if (
@@ -38,3 +43,16 @@ def spec_warnings(kind: str, spec: Any) -> list[str]:
             "rename the key to spec.ingress.awsNetworkLoadBalancer"
         )
     return out
+
+
+def check_warnings(spec: Any) -> list[str]:
+    """A Check's vars that nothing refers to (the Check controller's `UnusedVar` Event)."""
+    try:
+        names = CheckSpec.model_validate(spec).unused_vars()
+    except ValidationError:
+        return []  # the Check controller reports the spec as invalid
+    return [
+        f"spec.vars.{name}: no {{{{.Vars.{name}}}}} in the check's provider or query refers "
+        "to it, so it is not used: remove it, or correct the name where it is used"
+        for name in names
+    ]
