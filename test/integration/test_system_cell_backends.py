@@ -7,7 +7,8 @@ clusters; what AWS shows for each backend (the rule, the listener's default forw
 records) is read back while it walks, and must walk as planned: web 0 -> 50 -> 100, dns
 0 -> 25 -> 50 -> 75 -> 100 with each step only after the last one's records are in effect
 (INSYNC + TTL), tcp 0 -> 50 and back to 0, since its check fails on its new cluster; web and
-dns complete all the same."""
+dns complete all the same. The clusters are named apart from test_system_cell's (EKS in moto
+is shared by the tests)."""
 
 from __future__ import annotations
 
@@ -96,8 +97,8 @@ async def test_alb_nlb_and_route53_applications_move_and_a_failing_nlb_check_rol
 ) -> None:
     s, alb = world
     v1 = [
-        await s.cluster("web-1-v1", "web"),
-        await s.cluster("web-2-v1", "web"),
+        await s.cluster("www-1-v1", "web"),
+        await s.cluster("www-2-v1", "web"),
         await s.cluster("tcp-v1", "tcp", backend="nlb"),
         await s.cluster("dns-1-v1", "dns", backend="route53"),
         await s.cluster("dns-2-v1", "dns", backend="route53"),
@@ -137,7 +138,7 @@ async def test_alb_nlb_and_route53_applications_move_and_a_failing_nlb_check_rol
 
         assert await eventually(completed, within=120), await s.debug()
         assert await shown() == {
-            "web": {"web-1-v1": 50, "web-2-v1": 50},
+            "web": {"www-1-v1": 50, "www-2-v1": 50},
             "tcp": {"tcp-v1": 100},
             "dns": {"dns-1-v1": 50, "dns-2-v1": 50},
         }
@@ -145,8 +146,8 @@ async def test_alb_nlb_and_route53_applications_move_and_a_failing_nlb_check_rol
         # The v2 set; tcp's check fails on its new cluster.
         rates.values["tcp-v2"] = 0.5
         v2 = [
-            await s.cluster("web-1-v2", "web"),
-            await s.cluster("web-2-v2", "web"),
+            await s.cluster("www-1-v2", "web"),
+            await s.cluster("www-2-v2", "web"),
             await s.cluster("tcp-v2", "tcp", backend="nlb"),
             await s.cluster("dns-1-v2", "dns", backend="route53"),
             await s.cluster("dns-2-v2", "dns", backend="route53"),
@@ -174,7 +175,7 @@ async def test_alb_nlb_and_route53_applications_move_and_a_failing_nlb_check_rol
         print(f"\ndns: steps written {gaps} s apart (TTL {TTL} s)")
         assert all(g >= TTL - 0.5 for g in gaps), gaps
         assert await shown() == {
-            "web": {"web-1-v2": 50, "web-2-v2": 50},
+            "web": {"www-1-v2": 50, "www-2-v2": 50},
             "tcp": {"tcp-v1": 100},
             "dns": {"dns-1-v2": 50, "dns-2-v2": 50},
         }

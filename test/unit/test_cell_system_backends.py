@@ -7,15 +7,21 @@ Cell plan)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from okra_controllers.cell.system.plan import plan
 from unit.test_cell_system_plan import (
     SystemWorld,
     _weights_over_time,
     app,
+    by_cluster,
     cluster,
     prometheus_check,
+    readings,
+    replacing_one,
     rolled_out,
     system,
     tg_arn,
@@ -220,3 +226,49 @@ def test_a_check_reads_the_nlb_listener_and_the_record_name() -> None:
         "sys-tcp-errors": f'flows{{lb="{NLB_LISTENER}"}}',
         "sys-dns-answers": 'answers{name="dns.example.com"}',
     }
+
+
+@pytest.mark.parametrize("make", [nlb_app, route53_app], ids=["nlb", "route53"])
+def test_a_kept_cluster_keeps_its_share_behind_an_nlb_and_route53(
+    make: Callable[..., dict[str, Any]],
+) -> None:
+    """{web-1-v1, web-2-v1} to {web-1-v1, web-3}: web-1-v1 keeps 50 at every reading, under
+    one name (for Route 53, its record's SetIdentifier: the record is never replaced)."""
+    w = replacing_one(25, make=make)
+    seen = readings(w, 40)
+    assert seen == [
+        {"web-1-v1": 50, "web-2-v1": 50},
+        {"web-1-v1": 50, "web-2-v1": 37, "web-3": 13},
+        {"web-1-v1": 50, "web-2-v1": 25, "web-3": 25},
+        {"web-1-v1": 50, "web-2-v1": 12, "web-3": 38},
+        {"web-1-v1": 50, "web-3": 50},
+    ]
+    kept = {
+        f.name for p in w.children["web"].history for f in p.forward or () if "web-1-v1" in f.arn
+    }
+    assert kept == {"sys-web-web-1-v1"}
+    assert (w.app("web").phase, w.app("web").serving) == ("Synced", ["web-1-v1", "web-3"])
+
+
+def test_only_an_nlb_refuses_a_move_of_more_than_5_target_groups() -> None:
+    """3 serving and 3 arriving clusters: one forward of 6 target groups, which an NLB
+    cannot hold (5); Route 53 holds 100 weighted records of a name, and walks."""
+    many = [cluster(f"w{i}", "web") for i in range(6)]
+    ends = {}
+    for make in (nlb_app, route53_app):
+        apps = [make("web", "web", 50)]
+        w = SystemWorld(system(many[:3], apps))
+        w.run(12)
+        for c in many[3:]:
+            w.up(c["name"], "web")
+        w.spec = system(many[3:], apps)
+        w.run(30)
+        ends[make.__name__] = (w.app("web").phase, w.app("web").message, by_cluster(w, "web"))
+    assert ends["nlb_app"] == (
+        "Error",
+        "moving from w0, w1, w2 to w3, w4, w5 routes to 6 target groups at once, but an NLB "
+        "forward action holds at most 5: move in two changes of spec.clusters",
+        {"w0": 33, "w1": 33, "w2": 34},
+    )
+    assert ends["route53_app"][0] == "Synced"
+    assert ends["route53_app"][2] == {"w3": 33, "w4": 33, "w5": 34}

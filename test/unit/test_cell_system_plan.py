@@ -404,9 +404,12 @@ def by_cluster(w: SystemWorld, name: str) -> dict[str, int]:
     return out
 
 
-def replacing_one(step: int, checks: bool = False, **kw: Any) -> SystemWorld:
-    """web on {web-1-v1, web-2-v1}, moved to {web-1-v1, web-3}."""
-    apps = [app("web", "web", step, checks=checks, **kw)]
+def replacing_one(
+    step: int, checks: bool = False, make: Callable[..., dict[str, Any]] = app, **kw: Any
+) -> SystemWorld:
+    """web on {web-1-v1, web-2-v1}, moved to {web-1-v1, web-3} (`make`: its application,
+    behind the ALB unless it says otherwise)."""
+    apps = [make("web", "web", step, checks=checks, **kw)]
     w = SystemWorld(system(V1[:2], apps))
     w.run(12)
     assert by_cluster(w, "web") == {"web-1-v1": 50, "web-2-v1": 50}

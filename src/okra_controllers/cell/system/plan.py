@@ -177,7 +177,7 @@ def _overlap_problem(
     if want == serving:
         return ""
     kept = sorted(set(want) & set(serving))
-    if app.alb is not None:
+    if app.alb is not None or app.nlb is not None:  # Route 53 takes 100 records
         # a serving cluster no longer in spec.clusters: its own target group
         by_name = {c.name: c for c in o.spec.clusters or []}
         union = set(arns.values()) | {
@@ -186,7 +186,8 @@ def _overlap_problem(
         if len(union) > MAX_FORWARD:
             return (
                 f"moving from {', '.join(serving)} to {', '.join(want)} routes to "
-                f"{len(union)} target groups at once, but an ALB forward action holds at "
+                f"{len(union)} target groups at once, but an {'ALB' if app.alb else 'NLB'} "
+                "forward action holds at "
                 f"most {MAX_FORWARD}: move in two changes of spec.clusters"
             )
     if not kept:
