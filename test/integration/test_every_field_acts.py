@@ -45,6 +45,7 @@ from integration.walk_analysis import (
     template_outputs,
 )
 from integration.walk_check import CHECK_SHAPES, check_outputs
+from integration.walk_lb import ALB_SHAPES, alb_outputs
 from integration.walk_small import (
     BLOCKLIST_SHAPES,
     PAUSE_SHAPES,
@@ -188,9 +189,7 @@ NOT_WALKED: dict[str, str] = {
     "not read are refused (test_refused_fields.py)",
     "AWSTargetGroupSet": "which clusters and TargetGroupBindings a set reads is decided while "
     "observing (EKS tags, cluster Secrets, bindings read inside clusters); as above",
-    "AWSApplicationLoadBalancerConfig": "not walked yet: the ELBv2 plan (aws/elbv2.py) is "
-    "judged by test_elbv2_plan.py field by field",
-    "AWSNetworkLoadBalancerConfig": "not walked yet: as AWSApplicationLoadBalancerConfig",
+    "AWSNetworkLoadBalancerConfig": "not walked yet: nlbconfig/ (its listener's default action)",
     "AWSRoute53RecordSetConfig": "not walked yet: route53config/plan.py",
     "AWSTargetGroup": "no optional spec field (spec.arn is required)",
     "ClusterSet": "not walked yet: which EKS clusters it reads is decided while observing",
@@ -318,6 +317,7 @@ SHAPES: list[tuple[str, str, dict[str, Any], Judge]] = [
         ("ClusterAnalysisTemplate", n, spec, template_outputs)
         for n, spec in TEMPLATE_SHAPES.items()
     ),
+    *(("AWSApplicationLoadBalancerConfig", n, s, alb_outputs) for n, s in ALB_SHAPES.items()),
     *(("Pause", name, spec, pause_outputs) for name, spec in PAUSE_SHAPES.items()),
     *(("VersionBlocklist", n, spec, blocklist_outputs) for n, spec in BLOCKLIST_SHAPES.items()),
 ]
