@@ -45,7 +45,14 @@ from integration.walk_analysis import (
     template_outputs,
 )
 from integration.walk_check import CHECK_SHAPES, check_outputs
-from integration.walk_lb import ALB_SHAPES, alb_outputs
+from integration.walk_lb import (
+    ALB_SHAPES,
+    NLB_SHAPES,
+    R53_SHAPES,
+    alb_outputs,
+    nlb_outputs,
+    route53_outputs,
+)
 from integration.walk_small import (
     BLOCKLIST_SHAPES,
     PAUSE_SHAPES,
@@ -189,8 +196,6 @@ NOT_WALKED: dict[str, str] = {
     "not read are refused (test_refused_fields.py)",
     "AWSTargetGroupSet": "which clusters and TargetGroupBindings a set reads is decided while "
     "observing (EKS tags, cluster Secrets, bindings read inside clusters); as above",
-    "AWSNetworkLoadBalancerConfig": "not walked yet: nlbconfig/ (its listener's default action)",
-    "AWSRoute53RecordSetConfig": "not walked yet: route53config/plan.py",
     "AWSTargetGroup": "no optional spec field (spec.arn is required)",
     "ClusterSet": "not walked yet: which EKS clusters it reads is decided while observing",
     "ProgressiveRollout": "not walked yet: progressiverollout/plan.py",
@@ -318,6 +323,8 @@ SHAPES: list[tuple[str, str, dict[str, Any], Judge]] = [
         for n, spec in TEMPLATE_SHAPES.items()
     ),
     *(("AWSApplicationLoadBalancerConfig", n, s, alb_outputs) for n, s in ALB_SHAPES.items()),
+    *(("AWSNetworkLoadBalancerConfig", n, s, nlb_outputs) for n, s in NLB_SHAPES.items()),
+    *(("AWSRoute53RecordSetConfig", n, s, route53_outputs) for n, s in R53_SHAPES.items()),
     *(("Pause", name, spec, pause_outputs) for name, spec in PAUSE_SHAPES.items()),
     *(("VersionBlocklist", n, spec, blocklist_outputs) for n, spec in BLOCKLIST_SHAPES.items()),
 ]
