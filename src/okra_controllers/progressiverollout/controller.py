@@ -37,7 +37,9 @@ from okra_controllers.api.kinds import (
     ANALYSIS_RUN,
     APPLICATION,
     APPLICATION_SET,
+    CLUSTER_FREEZE,
     FREEZE,
+    NAMESPACE,
     PROGRESSIVE_ROLLOUT,
     SECRET,
 )
@@ -54,8 +56,10 @@ from okra_controllers.clusters.connect import (
 from okra_controllers.freeze.watch import (
     hold_of,
     objects_for_freeze,
+    objects_for_namespace,
     report_held,
     seconds_to_next,
+    sources,
 )
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import common_fields, notifier_for
@@ -226,7 +230,7 @@ class ProgressiveRolloutReconciler:
         self.appsets: Store = mgr.informer_for(APPLICATION_SET).store
         self.secrets: Store = mgr.informer_for(SECRET).store
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
-        self.freezes: Store = mgr.informer_for(FREEZE).store
+        self.freezes = sources(mgr)
         self.events = events
         self.clock = clock
         self.notifier = notifier_for(mgr)
@@ -639,6 +643,8 @@ def setup(mgr: Manager, settings: Settings) -> None:
         .watches(APPLICATION_SET, rollouts_for_appset(rollouts))
         .watches(SECRET, rollouts_in_namespace(rollouts))
         .watches(FREEZE, objects_for_freeze(rollouts))
+        .watches(CLUSTER_FREEZE, objects_for_freeze(rollouts, rec.freezes.namespaces))
+        .watches(NAMESPACE, objects_for_namespace(rollouts, rec.freezes.cluster))
         .with_options(max_concurrent_reconciles=settings.concurrency)
         .complete(rec)
     )
