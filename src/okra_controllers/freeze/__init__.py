@@ -12,7 +12,7 @@ from okra_controllers.freeze.hold import (
     parse,
     when,
 )
-from okra_controllers.freeze.windows import Span, applies, next_start
+from okra_controllers.freeze.windows import Span, Window, applies, next_start
 
 __all__ = [
     "Applying",
@@ -20,6 +20,7 @@ __all__ = [
     "Invalid",
     "Parsed",
     "Span",
+    "Window",
     "applies",
     "hold_at",
     "label",
