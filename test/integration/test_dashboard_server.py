@@ -3,7 +3,8 @@ page, streams the rows as server-sent events (the whole state first, then only w
 changed), holds one informer per kind however many Cells there are, never reads a Secret
 (so no secret value can reach a page), answers only requests naming a loopback host, and
 guards its actions (a header a page of another origin cannot send; `--read-only`; the CLI's
-own refusals)."""
+own refusals). A system Cell is one row, its application Cells in it, and its actions are
+the CLI's for a system (`okra promote SYSTEM [--application NAME]`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
+from integration.test_cli import system_world
 from okra_controllers.cli.dashboard.server import HEADER, Dashboard
 from okra_runtime import GVK, Client
 from okra_testkit.envtest import ControlPlane
@@ -204,3 +206,64 @@ async def test_read_only_refuses_actions_and_tells_the_page(rt_client: Client, w
         first = await Frames(stream).next()
         assert first["meta"]["readOnly"] is True
         await stream.release()
+
+
+async def test_a_system_is_one_row_with_its_applications_and_acts_as_okra_does_on_one(
+    page: tuple[TestClient[Any, Any], Dashboard], rt_client: Client, world: str
+) -> None:
+    http, _ = page
+    ns = world
+    await system_world(rt_client, ns)  # shop: web paused at step 3/4 of v1 -> v2, api done
+    resp = await http.get("/api/events")
+    frames = Frames(resp)
+
+    def both_apps(_: Any) -> bool:
+        card = frames.rows.get("cells", {}).get(f"{ns}/shop") or {}
+        return [bool(a["child"]) for a in card.get("applications") or []] == [True, True]
+
+    await frames.until(both_apps)
+    # the application Cells are in the system's row, not rows of their own
+    assert set(frames.rows["cells"]) == {f"{ns}/web", f"{ns}/api", f"{ns}/shop"}
+    web, api = frames.rows["cells"][f"{ns}/shop"]["applications"]
+    assert (web["name"], web["child"]["step"], web["child"]["steps"]) == ("web", 3, 4)
+    assert (api["name"], api["phase"], api["child"]["phase"]) == ("api", "Synced", "Completed")
+
+    async def act(name: str, action: str, application: str | None = None) -> ClientResponse:
+        params = {"application": application} if application else {}
+        return await http.post(
+            f"/api/cells/{ns}/{name}/{action}", params=params, headers={HEADER: "1"}
+        )
+
+    # one application: only its Cell is written
+    resp_web = await act("shop", "promote", "web")
+    assert resp_web.status == 200, await resp_web.text()
+    assert "cell shop-web: ending the pause at step 3" in (await resp_web.json())["message"]
+    promote = "okra.mumo.co/promote"
+    web_cell = await rt_client.get(CELL, "shop-web", ns)
+    assert promote in web_cell["metadata"]["annotations"]
+    api_cell = await rt_client.get(CELL, "shop-api", ns)
+    assert promote not in (api_cell["metadata"].get("annotations") or {})
+    # the CLI's refusals, naming the application
+    refused = await act("shop", "abort", "db")
+    assert refused.status == 409
+    assert (await refused.json())["error"] == (
+        "--application db: system shop has no such application (it has: web, api)"
+    )
+    refused = await act("web", "promote", "x")
+    assert refused.status == 409
+    assert "--application x: cell web is not a system" in (await refused.json())["error"]
+    assert (await act("shop", "lift", "web")).status == 404
+    freeze = await http.post(
+        f"/api/freezes/{ns}/f/lift", params={"application": "web"}, headers={HEADER: "1"}
+    )
+    assert freeze.status == 400
+
+    # the whole system: pause annotates the system, and the open stream shows it paused
+    paused = await act("shop", "pause")
+    assert paused.status == 200
+    assert (await paused.json())["message"].startswith("system shop: paused")
+    await frames.until(lambda _: frames.rows["cells"][f"{ns}/shop"]["paused"] is True)
+    resumed = await act("shop", "resume")
+    assert (await resumed.json())["message"].startswith("system shop: resumed")
+    await frames.until(lambda _: frames.rows["cells"][f"{ns}/shop"]["paused"] is False)
+    await resp.release()

@@ -13,7 +13,11 @@ stands, while mycluster-web-2-v2 is not in EKS yet: the Cell waits and says so, 
 once the cluster arrives, web walks to its new pair in steps of 10 (stepWeight: 10), api
 moves all at once (stepWeight: 100), backgroundjobs (DeleteBeforeCreate, no ALB) leaves its
 old cluster before its new one gets the application, and the system ends Completed with
-every application Synced. Both Cells are applied with `kubectl apply -f`, as a user applies
+every application Synced. Then the old set is applied again while api's check fails on its
+old cluster: the check is retried (the seed's "run all the checks with retries": 3 failed
+tries, `retries` defaulting to 2), then api waits the seed's 60 seconds ("Waiting 60 seconds
+before starting a rollback") and goes back to mycluster-api-v1, while web moves back to its
+old pair. Both Cells are applied with `kubectl apply -f`, as a user applies
 them. The weights are read from moto every 50 ms; a sampler checks the order of everything
 okra does against what it waits for.
 
@@ -26,10 +30,10 @@ What the test fills in the fixture (its `...` placeholders), and its only other 
   `matchLabels: {app: <application>}` (the label the ApplicationSets put on their
   Applications).
 - The `dd` checks: `query` is a Datadog query over the same `{{.Vars...}}` the sketch names,
-  and `analysis.provider: {datadog: {}}` is added (the sketch gives a query and no provider;
-  the Datadog address and keys are in the `datadog` Secret of okra's namespace, as for any
-  Datadog analysis), and `interval: 1s` (the default, 10s, would make web's ten steps
-  last over a minute and a half).
+  and `interval: 1s` (the default, 10s, would make web's ten steps last over a minute and a
+  half). As in the sketch they name no provider: okra-manager runs them on its default
+  metrics provider (`--default-metrics-provider '{"datadog": {}}'`; the Datadog address and
+  keys are in the `datadog` Secret of okra's namespace, as for any Datadog analysis).
 - The precheck `run-test`: `image` is the node's busybox (imported into the node), `command`
   is `sh -c`, `args` a script that prints a line and exits 0.
 - web's `alb.forwardConfig.targetGroup.arn: ...`: the sketch says beside it that `arn` does not
@@ -91,11 +95,13 @@ pytestmark = pytest.mark.timeout(900)
 
 
 class Datadog:
-    """GET /api/v1/query: one series whose last point is 0 (no errors), for any query; 403
-    unless both keys match. `queries` are the queries asked, in order."""
+    """GET /api/v1/query: one series whose last point is 0 (no errors) for any query, or 1
+    (over the seed's max, 0.1) for a query about a cluster in `failing`; 403 unless both keys
+    match. `queries` are the queries asked, in order."""
 
     def __init__(self) -> None:
         self.queries: list[str] = []
+        self.failing: set[str] = set()
 
     async def query(self, request: web.Request) -> web.Response:
         if (
@@ -105,7 +111,8 @@ class Datadog:
             return web.json_response({"errors": ["Forbidden"]}, status=403)
         q = request.query["query"]
         self.queries.append(q)
-        point = [int(float(request.query["to"]) * 1000), 0.0]
+        bad = any(f"cluster:{c}," in q for c in self.failing)
+        point = [int(float(request.query["to"]) * 1000), 1.0 if bad else 0.0]
         return web.json_response(
             {"status": "ok", "query": q, "series": [{"metric": "errors", "pointlist": [point]}]}
         )
@@ -188,7 +195,6 @@ def seed_cell(namespace: str, listener: str, tgs: dict[str, str]) -> dict[str, A
                 "sum:trace.http.request.errors{cluster:" + cluster + ",listener:"
                 "{{.Vars.albListenerARN}},target_group:{{.Vars.targetGroupARN}}}.as_rate()"
             )
-            check["analysis"]["provider"] = {"datadog": {}}
             check["analysis"]["interval"] = "1s"
     job = apps["backgroundjobs"]["prechecks"][0]["job"]["template"]["spec"]
     assert job == {"image": "...", "command": "...", "args": "..."}
@@ -308,6 +314,56 @@ async def kubectl_apply(plane: ControlPlane, doc: dict[str, Any]) -> None:
     await asyncio.to_thread(plane.kubectl, "apply", "-f", "-", input_text=yaml.safe_dump(doc))
 
 
+async def back_to_the_old_set_api_failing(
+    plane: ControlPlane,
+    c: Client,
+    ns: str,
+    datadog: Datadog,
+    seed: dict[str, Any],
+    tgs: dict[str, str],
+    elb: Any,
+    env: Env,
+) -> None:
+    """The old set applied again, api's check failing on mycluster-api-v0: retried three
+    times, then the seed's wait (60 s, no failurePolicy in the seed), then api back on
+    mycluster-api-v1; web moves back to its old pair meanwhile."""
+    datadog.failing.add("mycluster-api-v0")
+    about_v0 = "cluster:mycluster-api-v0,"
+    await kubectl_apply(plane, old_cell(seed, tgs))
+
+    async def api() -> dict[str, Any]:
+        st = (await c.get(CELL, SYSTEM, ns)).get("status") or {}
+        return next((a for a in st.get("applications") or [] if a["name"] == "api"), {})
+
+    async def waiting() -> bool:
+        return "Waiting 60 seconds before starting a rollback" in (await api()).get("message", "")
+
+    assert await eventually(waiting, within=240, interval=0.2), await api()
+    decided = time.monotonic()
+    st = await api()
+    assert st["phase"] == "CheckFailed", st
+    assert "failed 3 tries in a row (retries: 2)" in st["message"], st
+    # each try is a run of the check since the step began: three runs, each one failing
+    assert sum(about_v0 in q for q in datadog.queries) >= 3, datadog.queries
+    assert await shares(elb, env, tgs, "api") == {"old": 100}  # blue/green: all moved
+
+    async def reverted() -> bool:
+        return (await api()).get("phase") == "Reverted"
+
+    assert await eventually(reverted, within=180, interval=0.2), await api()
+    waited = time.monotonic() - decided
+    # the seed's 60 s, less what it took to see the decision (a loaded machine samples late)
+    assert waited >= 50, waited
+    st = await api()
+    assert st["message"].endswith("rolled back: traffic back to mycluster-api-v1"), st
+    assert await shares(elb, env, tgs, "api") == {"new": 100}
+
+    async def web_back() -> bool:
+        return await shares(elb, env, tgs, "web") == {"old": 100}
+
+    assert await eventually(web_back, within=240, interval=0.5), await shares(elb, env, tgs, "web")
+
+
 async def test_seed_002_system_cell_migrates_web_api_and_backgroundjobs(
     argo: ArgoCD,
     fleet: Fleet,
@@ -352,7 +408,12 @@ async def test_seed_002_system_cell_migrates_web_api_and_backgroundjobs(
             control_plane,
             env.through(eks.proxy),
             tmp_path / "okra-manager.log",
-            args=["--cluster-poll-interval", "1"],
+            args=[
+                "--cluster-poll-interval",
+                "1",
+                "--default-metrics-provider",
+                '{"datadog": {}}',
+            ],
         )
         with okra:
             await kubectl_apply(control_plane, old_cell(seed, tgs))
@@ -452,6 +513,9 @@ async def test_seed_002_system_cell_migrates_web_api_and_backgroundjobs(
             jobs = (await rt_client.list(JOB, ns)).items
             assert len(jobs) == 2
             assert all(j["status"].get("succeeded") == 1 for j in jobs), jobs
+            await back_to_the_old_set_api_failing(
+                control_plane, rt_client, ns, datadog, seed, tgs, elb, env
+            )
         # nothing went wrong, its shutdown included (the clusters' connections closed)
         assert okra.error_lines() == [], okra.last_lines()
         policy = iampolicy.load()

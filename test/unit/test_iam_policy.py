@@ -47,9 +47,14 @@ IAM_PREFIX = {
     "sts": "sts",
     "cloudwatch": "cloudwatch",
     "route53": "route53",
+    "ec2": "ec2",
 }
 """botocore service name -> IAM action prefix (they differ: elbv2, and cloudwatch signs as
 `monitoring`). A service missing here fails the test: add it and its actions to the policy."""
+
+LOCAL_SERVICES = {"ec2"}
+"""Services whose operation names overlap others' (EC2 has DescribeTags, as ELBv2 has): their
+operations count only in the modules that make a client of theirs."""
 
 AMP_ACTIONS = {
     "/api/v1/query": "aps:QueryMetrics",
@@ -109,13 +114,19 @@ def code_actions() -> dict[str, frozenset[str]]:
     def add(action: str, rel: str) -> None:
         found.setdefault(action, set()).add(rel)
 
+    made_in = {
+        (rel, svc)
+        for rel, c in calls
+        if _func_name(c) in ("client", "create_client")
+        and (svc := _literal(c.args[0] if c.args else None))
+    }
     for rel, c in calls:
         name = _func_name(c)
         if name == "generate_presigned_url":
             name = _literal(c.args[0] if c.args else None)
         for svc in sorted(services):
             op = _operations(svc).get(name or "")
-            if op is None:
+            if op is None or (svc in LOCAL_SERVICES and (rel, svc) not in made_in):
                 continue
             add(f"{IAM_PREFIX[svc]}:{op}", rel)
             if any(k.arg == "Tags" for k in c.keywords):

@@ -126,10 +126,14 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
         {
             "generators": [{"awseks": {"clusterSelector": {"matchTags": {"role": "web"}}}}],
             "bindingTemplate": {
-                "spec": {"targetGroup": {"name": "web", "vpcID": "vpc-1"}, "targets": TARGETS}
+                "spec": {
+                    "targetGroupARN": TG,
+                    "targetGroup": {"name": "web", "vpcID": "vpc-1"},
+                    "targets": TARGETS,
+                }
             },
         },
-        "bindingTemplate.spec.targetGroup is not read",
+        "bindingTemplate.spec.targetGroup (a group each binding creates) is not read beside",
     ),
     (
         "set-binding-selector-tags-only",

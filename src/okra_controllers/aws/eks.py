@@ -43,6 +43,9 @@ class EksCluster:
     ca_data: str = field(repr=False)
     """certificateAuthority.data: base64 PEM, exactly what Argo CD's caData wants."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    vpc_id: str = ""
+    """resourcesVpcConfig.vpcId ("" when EKS does not say)."""
+    subnet_ids: tuple[str, ...] = ()
 
 
 class AwsReadError(Exception):
@@ -138,6 +141,7 @@ async def _walk(aws: AwsConfig, page_size: int) -> EksClusters:
                         out.unknown.append(name)
                         out.errors.append(f"DescribeCluster {name}: {e}")
                         return
+                vpc = c.get("resourcesVpcConfig") or {}
                 out.clusters.append(
                     EksCluster(
                         name=c["name"],
@@ -145,6 +149,8 @@ async def _walk(aws: AwsConfig, page_size: int) -> EksClusters:
                         endpoint=c.get("endpoint") or "",
                         ca_data=(c.get("certificateAuthority") or {}).get("data") or "",
                         tags=dict(c.get("tags") or {}),
+                        vpc_id=str(vpc.get("vpcId") or ""),
+                        subnet_ids=tuple(str(s) for s in vpc.get("subnetIds") or ()),
                     )
                 )
 
@@ -152,3 +158,17 @@ async def _walk(aws: AwsConfig, page_size: int) -> EksClusters:
     except (ClientError, BotoCoreError) as e:
         raise AwsReadError(f"EKS ListClusters: {_aws_message(e)}") from e
     return out
+
+
+async def subnet_vpcs(aws: AwsConfig, subnet_ids: list[str]) -> dict[str, str]:
+    """subnet id -> its VPC, in one EC2 DescribeSubnets call: the VPC of an EKS cluster
+    whose DescribeCluster answer has no `vpcId` (EKS gives it; some emulators do not).
+    Raises `AwsReadError`."""
+    if not subnet_ids:
+        return {}
+    try:
+        async with aws.client("ec2") as ec2:
+            out = await ec2.describe_subnets(SubnetIds=sorted(set(subnet_ids)))
+    except (ClientError, BotoCoreError) as e:
+        raise AwsReadError(f"EC2 DescribeSubnets: {_aws_message(e)}") from e
+    return {str(s["SubnetId"]): str(s["VpcId"]) for s in out.get("Subnets") or []}

@@ -1,12 +1,19 @@
 """The AWSTargetGroupBinding controller, in observe → plan → act → report.
 
 observe: the binding; the Argo CD cluster Secrets of its namespace that its entries name
-(`clusterName`, matched against the `name` in the Secret, else the Secret's own name) or select
-(`clusterSelector`); the Nodes of each of those clusters, concurrently and each with its own
-timeout, through a cached connection (`ClusterConnections`); one DescribeTargetHealth for what
-the group holds. plan: `plan.plan` (pure). act: CreateTargetGroup when the binding has no ARN
-(an existing group of that name is reused), then at most one RegisterTargets and one
-DeregisterTargets, none when the group already holds exactly what is wanted. report: the ARN
+(`clusterName`, matched against the `name` in the Secret, else the Secret's own name, else its
+`awsAuthConfig.clusterName`: the EKS cluster's name, as an `awseks` generator writes it) or select
+(`clusterSelector`); a `clusterName` no Secret names is looked for in EKS (the shared ListClusters
+walk) and reached at its endpoint with an EKS token, as the `awseks` generator reaches it; the
+Nodes of each of those clusters, concurrently and each with its own timeout, through a cached
+connection (`ClusterConnections`); one DescribeTargetHealth for what
+the group holds. plan: `plan.plan` (pure). act: CreateTargetGroup when the binding has no ARN,
+tagged `okra.mumo.co/targetgroupbinding=<namespace>/<name>` (a group of that name that exists
+already is adopted when it has no such tag, taken back when the tag names this binding, refused
+when it names another), then at most one RegisterTargets and one
+DeregisterTargets, none when the group already holds exactly what is wanted; when the group
+changed (another `targetGroupARN`, or `targetGroup.name`), what the binding's status says it
+registered in the previous group is deregistered from it first. report: the ARN
 and per-entry targets in status, a `Synced` condition, Events.
 
 Deletion: the finalizer `okra.mumo.co/targetgroupbinding`, added just before the binding's first
@@ -27,7 +34,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-from collections.abc import Callable
+import functools
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -44,15 +52,18 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import (
 )
 from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
 from okra_controllers.aws.errors import hint, refused
 from okra_controllers.aws.recent import RecentAnswers
 from okra_controllers.clusters.connect import (
+    EKS_KEY_PREFIX,
     SECRET_TYPE_LABEL,
     ClusterConnections,
     ClusterSecretError,
     parse_cluster_secret,
 )
 from okra_controllers.targetgroupbinding.plan import Node, ObservedCluster, Plan, Target, plan
+from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.labels import selector_from_dict
@@ -65,6 +76,8 @@ if TYPE_CHECKING:
     from okra_controllers.settings import Settings
 
 FINALIZER = "okra.mumo.co/targetgroupbinding"
+OWNER_TAG = "okra.mumo.co/targetgroupbinding"
+"""The AWS tag on a target group a binding created: `<namespace>/<name>` of the binding."""
 RESYNC = 30.0
 CLUSTER_TIMEOUT = 10.0
 """Seconds one cluster may take to list its Nodes before it is reported unreachable."""
@@ -118,6 +131,19 @@ def _node(raw: dict[str, Any]) -> Node:
     )
 
 
+def _server(secret: dict[str, Any]) -> str:
+    try:
+        return parse_cluster_secret(secret).server
+    except ClusterSecretError:
+        return str(secret["metadata"]["name"])
+
+
+def group_name(arn: str) -> str:
+    """`arn:...:targetgroup/web/0123` → `web` ("" for anything else)."""
+    _, sep, rest = arn.partition(":targetgroup/")
+    return rest.split("/", 1)[0] if sep else ""
+
+
 def _show(ids: list[str]) -> str:
     more = len(ids) - MAX_IDS_IN_EVENT
     return ", ".join(ids[:MAX_IDS_IN_EVENT]) + (f" and {more} more" if more > 0 else "")
@@ -152,34 +178,46 @@ class TargetGroupBindingReconciler:
 
     def _clusters(
         self, ns: str, tgb: AWSTargetGroupBinding
-    ) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]], dict[str, ObservedCluster]]:
+    ) -> tuple[
+        dict[str, list[str]], dict[str, dict[str, Any]], dict[str, ObservedCluster], dict[str, str]
+    ]:
         """Entry → cluster names; cluster name → its Secret; clusters known to be unreadable
-        (no Secret names them, or their Secret is unusable)."""
+        (their Secret is unusable); clusters no Secret names → why (looked for in EKS)."""
         secrets = self.secrets.list(ns, f"{SECRET_TYPE_LABEL}=cluster")
         by_name: dict[str, dict[str, Any]] = {}
+        by_eks_name: dict[str, dict[str, Any]] = {}
         bad: dict[str, str] = {}
         for s in sorted(secrets, key=lambda s: s["metadata"]["name"]):
             try:
-                by_name.setdefault(parse_cluster_secret(s).name, s)
+                parsed = parse_cluster_secret(s)
             except ClusterSecretError as e:
                 bad[s["metadata"]["name"]] = str(e)
+                continue
+            by_name.setdefault(parsed.name, s)
+            if parsed.aws_auth is not None:
+                by_eks_name.setdefault(parsed.aws_auth.cluster_name, s)
         clusters_of: dict[str, list[str]] = {}
         used: dict[str, dict[str, Any]] = {}
         failed: dict[str, ObservedCluster] = {}
+        unnamed: dict[str, str] = {}
         for t in tgb.spec.targets:
             if t.cluster_name is not None:
                 name = t.cluster_name
-                secret = by_name.get(name) or next(
-                    (s for s in by_name.values() if s["metadata"]["name"] == name), None
+                secret = (
+                    by_name.get(name)
+                    or next((s for s in by_name.values() if s["metadata"]["name"] == name), None)
+                    or by_eks_name.get(name)
                 )
                 clusters_of[t.name] = [name]
                 if secret is not None:
                     used[name] = secret
+                elif name in bad:
+                    failed[name] = ObservedCluster(name, None, bad[name])
                 else:
-                    why = bad.get(name) or (
-                        f"no Argo CD cluster Secret in namespace {ns} names cluster {name}"
+                    unnamed[name] = (
+                        f"no Argo CD cluster Secret in namespace {ns} names cluster {name} "
+                        "(by its name, or by awsAuthConfig.clusterName)"
                     )
-                    failed[name] = ObservedCluster(name, None, why)
             elif t.cluster_selector is not None:
                 sel = selector_from_dict(t.cluster_selector.model_dump(by_alias=True))
                 names = []
@@ -193,13 +231,63 @@ class TargetGroupBindingReconciler:
                         names.append(sname)
                         failed[sname] = ObservedCluster(sname, None, why)
                 clusters_of[t.name] = names
-        return clusters_of, used, failed
+        return clusters_of, used, failed, unnamed
 
-    async def _nodes(self, name: str, secret: dict[str, Any]) -> ObservedCluster:
-        server = ""
+    async def _observe(
+        self, ns: str, tgb: AWSTargetGroupBinding
+    ) -> tuple[dict[str, list[str]], dict[str, ObservedCluster]]:
+        """Entry → cluster names, and cluster name → what was read there: through the Secrets
+        naming the clusters, else from EKS."""
+        clusters_of, used, failed, unnamed = self._clusters(ns, tgb)
+
+        async def from_secrets() -> list[ObservedCluster]:
+            return list(
+                await asyncio.gather(
+                    *(
+                        self._nodes(
+                            n, _server(s), functools.partial(self.connections.client_for, s)
+                        )
+                        for n, s in sorted(used.items())
+                    )
+                )
+            )
+
+        reads, eks_reads = await asyncio.gather(from_secrets(), self._from_eks(unnamed))
+        observed = {**failed, **{c.name: c for c in [*reads, *eks_reads]}}
+        return clusters_of, observed
+
+    async def _from_eks(self, unnamed: dict[str, str]) -> list[ObservedCluster]:
+        """The Nodes of the clusters no Secret names, reached as EKS clusters of okra's own
+        account and region (DescribeCluster's endpoint and CA, an EKS token), as an `awseks`
+        generator reaches them; or why not (`unnamed`: the reason no Secret was found)."""
+        if not unnamed:
+            return []
         try:
-            server = parse_cluster_secret(secret).server
-            client = await self.connections.client_for(secret)
+            found = await observe_eks(self.aws, max_age=min(SHARE_SECONDS, self.resync / 6))
+        except AwsReadError as e:
+            return [ObservedCluster(n, None, f"{why}; {e}") for n, why in sorted(unnamed.items())]
+        described = {c.name: c for c in found.clusters}
+        out: list[ObservedCluster] = []
+        reads = []
+        for name, why in sorted(unnamed.items()):
+            c = described.get(name)
+            if c is None or c.status in ("DELETING", "FAILED"):
+                out.append(ObservedCluster(name, None, f"{why}, and EKS has no cluster {name}"))
+            elif c.status != "ACTIVE" or not c.endpoint:
+                out.append(ObservedCluster(name, None, f"EKS cluster {name} is {c.status}"))
+            else:
+                reads.append(
+                    self._nodes(
+                        name, c.endpoint, functools.partial(self.connections.client_for_eks, c)
+                    )
+                )
+        return out + list(await asyncio.gather(*reads))
+
+    async def _nodes(
+        self, name: str, server: str, connect: Callable[[], Awaitable[Client]]
+    ) -> ObservedCluster:
+        try:
+            client = await connect()
             items = await asyncio.wait_for(client.list(NODE), CLUSTER_TIMEOUT)
         except TimeoutError:
             return ObservedCluster(name, None, f"no answer from {server} in {CLUSTER_TIMEOUT:g}s")
@@ -209,15 +297,41 @@ class TargetGroupBindingReconciler:
         return ObservedCluster(name, tuple(_node(n) for n in items.items))
 
     async def _ensure_group(
-        self, elb: Any, spec: TargetGroupSpec, default_port: int
-    ) -> tuple[str, bool]:
-        """The ARN of the group named `spec.name`, created if missing; True if created."""
+        self, elb: Any, spec: TargetGroupSpec, default_port: int, owner: str
+    ) -> tuple[str, str]:
+        """(ARN, how) of the group named `spec.name`: `created` now, with the tag `OWNER_TAG`
+        naming `owner` (the binding, `<namespace>/<name>`); `adopted` when it existed without
+        that tag (made by hand or by another tool: its targets become the binding's); "" when
+        the tag names this binding already (created before its ARN was recorded). A group whose
+        tag names another binding is refused: two bindings would undo each other's targets."""
         try:
             out = await elb.describe_target_groups(Names=[spec.name])
-            return str(out["TargetGroups"][0]["TargetGroupArn"]), False
         except ClientError as e:
             if _code(e) != "TargetGroupNotFound":
                 raise _aws_error("DescribeTargetGroups", e) from None
+        else:
+            arn = str(out["TargetGroups"][0]["TargetGroupArn"])
+            try:
+                tags = await elb.describe_tags(ResourceArns=[arn])
+            except (ClientError, BotoCoreError) as e:
+                raise _aws_error("DescribeTags", e) from None
+            holder = next(
+                (
+                    str(t.get("Value", ""))
+                    for d in tags.get("TagDescriptions") or []
+                    for t in d.get("Tags") or []
+                    if t.get("Key") == OWNER_TAG
+                ),
+                None,
+            )
+            if holder is None:
+                return arn, "adopted"
+            if holder == owner:
+                return arn, ""
+            raise AwsRefusedError(
+                f"target group {spec.name} belongs to AWSTargetGroupBinding {holder} (its tag "
+                f"{OWNER_TAG}); name another group in spec.targetGroup.name"
+            )
         try:
             out = await elb.create_target_group(
                 Name=spec.name,
@@ -225,10 +339,11 @@ class TargetGroupBindingReconciler:
                 Port=spec.port or default_port,
                 VpcId=spec.vpc_id,
                 TargetType=spec.target_type,
+                Tags=[{"Key": OWNER_TAG, "Value": owner}],
             )
         except (ClientError, BotoCoreError) as e:
             raise _aws_error("CreateTargetGroup", e) from None
-        return str(out["TargetGroups"][0]["TargetGroupArn"]), True
+        return str(out["TargetGroups"][0]["TargetGroupArn"]), "created"
 
     async def _registered(self, elb: Any, arn: str) -> set[Target] | None:
         """The group's targets (draining ones are gone already); None if the group is gone.
@@ -271,34 +386,29 @@ class TargetGroupBindingReconciler:
         ns = req.namespace
         old = tgb.status or AWSTargetGroupBindingStatus()
 
-        clusters_of, used, failed = self._clusters(ns, tgb)
-        reads = await asyncio.gather(*(self._nodes(n, s) for n, s in sorted(used.items())))
-        observed = {**failed, **{c.name: c for c in reads}}
+        clusters_of, observed = await self._observe(ns, tgb)
         await self._forget_gone_secrets()
 
         arn = tgb.spec.target_group_arn or ""
-        created = False
+        created = ""
         p: Plan | None = None
         error = ""
         refusal = False
         try:
             async with self.aws.client("elbv2") as elb:
                 if not arn and tgb.spec.target_group is not None:
-                    default_port = tgb.spec.targets[0].port if tgb.spec.targets else 80
-                    arn = old.target_group_arn or ""
-                    registered = await self._registered(elb, arn) if arn else None
-                    if registered is None:
-                        arn, created = await self._ensure_group(
-                            elb, tgb.spec.target_group, default_port
-                        )
-                        self._missing.forget(arn)  # AWS has just shown it
-                        registered = await self._registered(elb, arn)
+                    arn, created, registered = await self._own_group(elb, tgb, old, req)
                 else:
                     registered = await self._registered(elb, arn)
                 if registered is None:
                     raise AwsRefusedError(
                         f"target group {arn} does not exist; check spec.targetGroupARN"
                     )
+                try:
+                    await self._leave_previous(elb, raw, old, arn)
+                except AwsError:
+                    arn = old.target_group_arn or arn  # status names the group holding ours
+                    raise
                 p = plan(tgb.spec.targets, clusters_of, observed, registered, old.targets or [])
                 ours = p.register or any(e.ids for e in p.entries)
                 if ours and FINALIZER not in (raw["metadata"].get("finalizers") or []):
@@ -330,8 +440,16 @@ class TargetGroupBindingReconciler:
                 registered=len(p.register),
                 deregistered=len(p.deregister),
             )
-        if created:
+        if created == "created":
             self.events.event(raw, "Normal", "TargetGroupCreated", f"target group {arn} created")
+        elif created == "adopted":
+            self.events.event(
+                raw,
+                "Normal",
+                "TargetGroupAdopted",
+                f"target group {arn} existed without the tag {OWNER_TAG}: its targets are "
+                "now this binding's",
+            )
         if p is not None and not error:
             if p.register:
                 ids = [f"{i}:{port}" for i, port in p.register]
@@ -355,6 +473,61 @@ class TargetGroupBindingReconciler:
         except (ConflictError, NotFoundError):
             return None
 
+    async def _own_group(
+        self,
+        elb: Any,
+        tgb: AWSTargetGroupBinding,
+        old: AWSTargetGroupBindingStatus,
+        req: Request,
+    ) -> tuple[str, str, set[Target] | None]:
+        """The group `spec.targetGroup` describes: (ARN, how it was come by: see
+        `_ensure_group`, its targets). The one status records while it is the one named and
+        exists; else found or created by name."""
+        spec = tgb.spec.target_group
+        assert spec is not None
+        arn = old.target_group_arn or ""
+        if group_name(arn) != spec.name:
+            arn = ""  # another group is asked for now
+        registered = await self._registered(elb, arn) if arn else None
+        if registered is not None:
+            return arn, "", registered
+        default_port = tgb.spec.targets[0].port if tgb.spec.targets else 80
+        owner = f"{req.namespace}/{req.name}"
+        arn, how = await self._ensure_group(elb, spec, default_port, owner)
+        self._missing.forget(arn)  # AWS has just shown it
+        return arn, how, await self._registered(elb, arn)
+
+    async def _leave_previous(
+        self, elb: Any, raw: dict[str, Any], old: AWSTargetGroupBindingStatus, arn: str
+    ) -> None:
+        """When the binding's group is no longer the one its status names (another
+        `targetGroupARN`, a renamed `targetGroup`), deregister from that one what it had."""
+        previous = old.target_group_arn or ""
+        if not previous or previous == arn:
+            return
+        left = await self._deregister_ours(elb, previous, old)
+        if left:
+            shown = _show([f"{i}:{port}" for i, port in left])
+            self.events.event(raw, "Normal", "TargetsDeregistered", f"from {previous}: {shown}")
+
+    async def _deregister_ours(
+        self, elb: Any, arn: str, old: AWSTargetGroupBindingStatus
+    ) -> list[Target]:
+        """Deregister from `arn` what `old` (the binding's last status) says it registered and
+        the group still holds (one DeregisterTargets, none when nothing is left); what was
+        deregistered. A group that is gone holds nothing."""
+        ours = {(i, t.port) for t in old.targets or [] for i in t.ids}
+        if not ours:
+            return []
+        registered = await self._registered(elb, arn)
+        gone = sorted(ours & (registered or set()))
+        if gone:
+            try:
+                await elb.deregister_targets(TargetGroupArn=arn, Targets=_targets(tuple(gone)))
+            except (ClientError, BotoCoreError) as e:
+                raise _aws_error("DeregisterTargets", e) from None
+        return gone
+
     async def _finalize(self, raw: dict[str, Any]) -> Result | None:
         """Deregister what status says this binding registered, then let it go."""
         finalizers = raw["metadata"].get("finalizers") or []
@@ -365,20 +538,11 @@ class TargetGroupBindingReconciler:
         except ValidationError:
             old = AWSTargetGroupBindingStatus()
         arn = str((raw.get("spec") or {}).get("targetGroupARN") or old.target_group_arn or "")
-        ours = {(i, t.port) for t in old.targets or [] for i in t.ids}
         gone: list[Target] = []
-        if arn and ours:
+        if arn and old.targets:
             try:
                 async with self.aws.client("elbv2") as elb:
-                    registered = await self._registered(elb, arn)
-                    gone = sorted(ours & (registered or set()))
-                    if gone:
-                        try:
-                            await elb.deregister_targets(
-                                TargetGroupArn=arn, Targets=_targets(tuple(gone))
-                            )
-                        except (ClientError, BotoCoreError) as e:
-                            raise _aws_error("DeregisterTargets", e) from None
+                    gone = await self._deregister_ours(elb, arn, old)
             except (AwsError, BotoCoreError) as e:
                 self.events.event(raw, "Warning", "AWSError", f"deregistering targets: {e}")
                 raise
@@ -398,7 +562,7 @@ class TargetGroupBindingReconciler:
 
     async def _forget_gone_secrets(self) -> None:
         live = {s["metadata"].get("uid") for s in self.secrets.list()}
-        await self.connections.retain(lambda key: key in live)
+        await self.connections.retain(lambda key: key.startswith(EKS_KEY_PREFIX) or key in live)
 
     # -- report ----------------------------------------------------------------
 

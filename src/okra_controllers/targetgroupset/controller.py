@@ -3,7 +3,11 @@
 observe: the set; the Argo CD cluster Secrets its `argocdClusters` generators select (cache, the
 set's namespace); for each cluster, concurrently and each with its own timeout, the
 TargetGroupBindings matching `bindingSelector` in all namespaces, through a cached connection
-(`ClusterConnections`, rebuilt when the Secret changes); with `awsTargetGroups` generators, one
+(`ClusterConnections`, rebuilt when the Secret changes; a cluster that does not serve the
+TargetGroupBinding kind has none); for the EKS clusters of `awseks` generators with a
+`bindingTemplate`, their VPC (DescribeCluster's `vpcId`, else one DescribeSubnets for all that
+lack it) and `okra.mumo.co/version` tag; the ARN each generated AWSTargetGroupBinding reports in
+its status (for a cluster's own group); with `awsTargetGroups` generators, one
 batched AWS read of every target group and its tags (`elbv2.tagged_target_groups`: the listing
 page by page, tags 20 ARNs a call), shared by the sets reconciled within a few seconds of it,
 plus EKS's clusters (shared the same way) when a generator reads versions from them; the
@@ -26,12 +30,10 @@ its own status is written).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
+import dataclasses
 import datetime
 import functools
-import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -57,13 +59,18 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
 )
 from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
+from okra_controllers.aws.eks import (
+    SHARE_SECONDS,
+    AwsReadError,
+    EksCluster,
+    observe_eks,
+    subnet_vpcs,
+)
 from okra_controllers.aws.elbv2 import TaggedTargetGroup, tagged_target_groups
 from okra_controllers.aws.errors import error_code, hint
 from okra_controllers.clusters.connect import (
+    EKS_KEY_PREFIX,
     SECRET_TYPE_LABEL,
-    ArgoCluster,
-    AwsAuth,
     ClusterConnections,
     ClusterSecretError,
     parse_cluster_secret,
@@ -71,9 +78,11 @@ from okra_controllers.clusters.connect import (
 from okra_controllers.targetgroupset.plan import (
     BINDING_ANNOTATION,
     CLUSTER_ANNOTATION,
+    GENERATED_BINDING_ANNOTATION,
     HASH_ANNOTATION,
     SET_LABEL,
     TARGET_GROUP_ANNOTATION,
+    VERSION_KEY,
     Binding,
     Existing,
     ObservedCluster,
@@ -83,7 +92,7 @@ from okra_controllers.targetgroupset.plan import (
 )
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
-from okra_runtime.errors import ApiError, ConflictError, NotFoundError
+from okra_runtime.errors import ApiError, ConflictError, NoKindMatchError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.labels import selector_from_dict
@@ -188,6 +197,9 @@ class TargetGroupSetReconciler:
             )
         except TimeoutError:
             return ObservedCluster(name, None, f"no answer from {server} in {CLUSTER_TIMEOUT:g}s")
+        except (NoKindMatchError, NotFoundError):
+            # No TargetGroupBinding kind: no AWS Load Balancer Controller, so no bindings.
+            return ObservedCluster(name, (), vars=variables)
         except Exception as e:  # one cluster's failure must not stop the others
             return ObservedCluster(name, None, _describe(server, e))
         bindings = tuple(
@@ -233,6 +245,7 @@ class TargetGroupSetReconciler:
             for name in found.unknown
             if name not in taken
         ]
+        vpcs = await self._vpcs(tgs, found.clusters)
         reads: list[Awaitable[ObservedCluster]] = []
         for c in sorted(found.clusters, key=lambda c: c.name):
             if c.name in taken or not any(
@@ -259,20 +272,41 @@ class TargetGroupSetReconciler:
                 )
             else:
                 server = c.endpoint
-                try:
-                    ca = base64.b64decode(c.ca_data, validate=True) if c.ca_data else None
-                except binascii.Error:
-                    out.append(ObservedCluster(c.name, None, "EKS CA data is not base64"))
-                    continue
-                direct = ArgoCluster(
-                    name=c.name, server=c.endpoint, ca_data=ca, aws_auth=AwsAuth(c.name)
+                connect = functools.partial(self.connections.client_for_eks, c)
+            vpc, why = vpcs.get(c.name, ("", "not read"))
+            reads.append(
+                _with_eks(
+                    self._read(c.name, server, variables, connect, binding_selector),
+                    vpc,
+                    why,
+                    c.tags.get(VERSION_KEY),
                 )
-                version = hashlib.sha256(f"{c.endpoint}\n{c.ca_data}".encode()).hexdigest()
-                connect = functools.partial(
-                    self.connections.client_for_cluster, f"eks:{c.name}", version, direct
-                )
-            reads.append(self._read(c.name, server, variables, connect, binding_selector))
+            )
         return out + list(await asyncio.gather(*reads))
+
+    async def _vpcs(
+        self, tgs: AWSTargetGroupSet, clusters: Sequence[EksCluster]
+    ) -> dict[str, tuple[str, str]]:
+        """EKS cluster name -> (its VPC, why "" when unknown); read only for a set with a
+        `bindingTemplate` (the VPC is where a cluster's own target group is created). EKS says
+        `vpcId`; when it does not, the VPC of the cluster's first subnet (one DescribeSubnets)."""
+        if tgs.spec.binding_template is None:
+            return {}
+        out = {c.name: (c.vpc_id, "") for c in clusters if c.vpc_id}
+        ask = {c.name: c.subnet_ids[0] for c in clusters if not c.vpc_id and c.subnet_ids}
+        for c in clusters:
+            if not c.vpc_id and not c.subnet_ids:
+                out[c.name] = ("", f"EKS gives no VPC or subnet for cluster {c.name}")
+        if not ask:
+            return out
+        try:
+            by_subnet = await subnet_vpcs(self.aws, list(ask.values()))
+        except AwsReadError as e:
+            return out | {name: ("", str(e)) for name in ask}
+        for name, subnet in ask.items():
+            vpc = by_subnet.get(subnet, "")
+            out[name] = (vpc, "" if vpc else f"subnet {subnet} of cluster {name} not found")
+        return out
 
     async def _read_tagged(self) -> tuple[TaggedTargetGroup, ...]:
         """Every target group with its tags; one read answers every set reconciled within a
@@ -330,7 +364,7 @@ class TargetGroupSetReconciler:
         tagged, aws_error = await self._observe_tagged(tgs)
         p = plan(req.name, uid, ns, tgs.spec, observed, existing, existing_bindings, tagged)
         live = {s["metadata"].get("uid") for s in self.secrets.list()}
-        await self.connections.retain(lambda key: key.startswith("eks:") or key in live)
+        await self.connections.retain(lambda key: key.startswith(EKS_KEY_PREFIX) or key in live)
 
         # act
         errors: list[str] = []
@@ -367,6 +401,11 @@ class TargetGroupSetReconciler:
                 ann = obj["metadata"]["annotations"]
                 if TARGET_GROUP_ANNOTATION in ann:
                     source = f"target group {ann[TARGET_GROUP_ANNOTATION]} (found by its tags)"
+                elif BINDING_ANNOTATION not in ann:
+                    made = ann.get(GENERATED_BINDING_ANNOTATION)
+                    source = f"cluster {ann[CLUSTER_ANNOTATION]}" + (
+                        f" (the target group of AWSTargetGroupBinding {made})" if made else ""
+                    )
                 else:
                     source = f"{ann[BINDING_ANNOTATION]} in cluster {ann[CLUSTER_ANNOTATION]}"
                 self.events.event(
@@ -404,11 +443,13 @@ class TargetGroupSetReconciler:
             tg = ((current or {}).get("metadata", {}).get("annotations") or {}).get(
                 TARGET_GROUP_ANNOTATION
             )
-            why = (
-                f"target group {tg} is gone from AWS or no longer selected"
-                if tg
-                else "its TargetGroupBinding is gone"
-            )
+            annotations = (current or {}).get("metadata", {}).get("annotations") or {}
+            if tg:
+                why = f"target group {tg} is gone from AWS or no longer selected"
+            elif current is not None and BINDING_ANNOTATION not in annotations:
+                why = "its cluster is no longer selected or the template changed"
+            else:
+                why = "its TargetGroupBinding is gone"
             self.events.event(raw, "Normal", reason, f"{gvk.kind} {name}: {why}")
 
     # Long on purpose: every status field and Event of one pass, written in one place.
@@ -536,6 +577,13 @@ class TargetGroupSetReconciler:
         )
 
 
+async def _with_eks(
+    read: Awaitable[ObservedCluster], vpc: str, why: str, version: str | None
+) -> ObservedCluster:
+    """What `read` observed, as an EKS cluster's: its VPC and version tag."""
+    return dataclasses.replace(await read, vpc_id=vpc, vpc_message=why, version=version)
+
+
 def _aws_message(e: BaseException) -> str:
     """What AWS said, and what to do about it when there is advice."""
     if isinstance(e, ClientError):
@@ -556,10 +604,20 @@ def _generated(store: Store, set_uid: str, set_name: str) -> list[Existing]:
             (o["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, ""),
             (o["metadata"].get("annotations") or {}).get(HASH_ANNOTATION, ""),
             (o["metadata"].get("annotations") or {}).get(TARGET_GROUP_ANNOTATION, ""),
+            str((o.get("status") or {}).get("targetGroupARN") or ""),
+            _not_synced(o),
         )
         for o in store.by_index(OWNER_INDEX, set_uid)
         if (o["metadata"].get("labels") or {}).get(SET_LABEL) == set_name
     ]
+
+
+def _not_synced(obj: dict[str, Any]) -> str:
+    """The message of a generated binding's `Synced` condition when it is False ("" else)."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Synced" and c.get("status") == "False":
+            return str(c.get("message") or c.get("reason") or "not synced")[:500]
+    return ""
 
 
 def _describe(server: str, e: BaseException) -> str:

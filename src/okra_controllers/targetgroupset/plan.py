@@ -21,6 +21,25 @@ Rules:
   that is not a valid object name, one used twice, or a spec the AWSTargetGroupBinding API
   rejects is a template error of that cluster.
 
+One binding per cluster, that creates its target group (seed 000: no AWS Load Balancer
+Controller needed):
+- A reachable cluster is planned this way when `bindingTemplate` is given without
+  `targetGroupARN`, and either the template gives `targetGroup` or the cluster is an EKS
+  cluster (`awseks`; its VPC is known) in which no TargetGroupBinding with an ARN was found.
+  Its TargetGroupBindings, if any, are then not read for groups.
+- The binding: named by the template (default `<set>-<cluster>`), labels and annotations as
+  above (no binding annotation: it comes from no TargetGroupBinding), its spec the template's
+  with `targetGroup` filled in: `name` defaults to the binding's name (at most 32 characters of
+  `[A-Za-z0-9-]`; a longer one is cut and ends in a hash of the full name), `vpcID` to the
+  cluster's VPC (a cluster whose VPC is not known and a template without `vpcID` is a template
+  error of that cluster).
+- The AWSTargetGroup: named `<set>-<cluster>`, `spec.arn` the ARN the binding reports in its
+  status (`okra.mumo.co/awstargetgroupbinding` names the binding). Until the binding reports
+  one, no group is made, and one that exists is kept as it is.
+- An EKS cluster's `okra.mumo.co/version` tag becomes the version label (`okra.mumo.co/version`)
+  of the cluster's AWSTargetGroups, in both ways, when the template sets no such label and the
+  tag is a valid label value.
+
 Target groups found by AWS tags (`awsTargetGroups` generators), with no cluster in between:
 - A target group matches the first generator all of whose `matchTags` it carries. One
   AWSTargetGroup per matching group, named `<set>-<target group name>` (made DNS-safe as
@@ -67,6 +86,11 @@ SET_LABEL = "okra.mumo.co/targetgroupset"
 CLUSTER_ANNOTATION = "okra.mumo.co/cluster"
 BINDING_ANNOTATION = "okra.mumo.co/targetgroupbinding"
 HASH_ANNOTATION = "okra.mumo.co/template-hash"
+GENERATED_BINDING_ANNOTATION = "okra.mumo.co/awstargetgroupbinding"
+"""On an AWSTargetGroup of a cluster's own group: the AWSTargetGroupBinding that created it."""
+VERSION_KEY = "okra.mumo.co/version"
+"""The EKS cluster tag copied, as this label, onto the cluster's AWSTargetGroups."""
+MAX_TARGET_GROUP_NAME = 32
 TARGET_GROUP_ANNOTATION = "okra.mumo.co/target-group"
 """On an AWSTargetGroup found by AWS tags: the target group's name in AWS."""
 MAX_PROBLEMS = 20
@@ -91,6 +115,12 @@ class ObservedCluster:
     message: str = ""
     vars: Mapping[str, Any] = field(default_factory=dict)
     """Template variables: `{"cluster": {"name": ...}, "awseks": {"cluster": {...}}}`."""
+    vpc_id: str | None = None
+    """For an EKS cluster (`awseks`): its VPC, "" when it could not be learnt (`vpc_message`
+    says why); None for a cluster that is not one."""
+    vpc_message: str = ""
+    version: str | None = None
+    """For an EKS cluster: its `okra.mumo.co/version` tag."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +145,10 @@ class Existing:
     template_hash: str
     target_group: str = ""
     """Set on those found by AWS tags: the target group's name (`okra.mumo.co/target-group`)."""
+    arn: str = ""
+    """Of a generated AWSTargetGroupBinding: the ARN its status reports."""
+    problem: str = ""
+    """Of a generated AWSTargetGroupBinding: its `Synced` condition's message when False."""
 
 
 @dataclass(frozen=True)
@@ -181,17 +215,15 @@ def _owned_metadata(
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
     cluster: ObservedCluster,
-    binding: Binding,
+    binding: Binding | None,
 ) -> dict[str, Any]:
+    """`binding`: the TargetGroupBinding the object comes from (None for a cluster's own)."""
+    source = {BINDING_ANNOTATION: f"{binding.namespace}/{binding.name}"} if binding else {}
     return {
         "name": name,
         "namespace": namespace,
         "labels": {**labels, SET_LABEL: set_name},
-        "annotations": {
-            **annotations,
-            CLUSTER_ANNOTATION: cluster.name,
-            BINDING_ANNOTATION: f"{binding.namespace}/{binding.name}",
-        },
+        "annotations": {**annotations, CLUSTER_ANNOTATION: cluster.name, **source},
         "ownerReferences": [
             {
                 "apiVersion": API_VERSION,
@@ -205,33 +237,75 @@ def _owned_metadata(
     }
 
 
+def _group_labels(spec: AWSTargetGroupSetSpec, cluster: ObservedCluster) -> dict[str, str]:
+    """The template's labels, and the EKS cluster's version tag when they give no version."""
+    labels = render_labels(spec.template.metadata.labels, _variables(cluster))
+    version = cluster.version
+    if VERSION_KEY not in labels and version and valid_label_value(version):
+        labels[VERSION_KEY] = version
+    return labels
+
+
 def desired_target_group(
     set_name: str,
     set_uid: str,
     namespace: str,
     spec: AWSTargetGroupSetSpec,
     cluster: ObservedCluster,
-    binding: Binding,
+    binding: Binding | None,
+    arn: str = "",
+    generated_binding: str = "",
 ) -> dict[str, Any]:
+    """The AWSTargetGroup for `binding` of `cluster`; with `binding` None, the cluster's own
+    group, `arn` reported by its generated binding `generated_binding`."""
     variables = _variables(cluster)
     meta = spec.template.metadata
+    name = (
+        dns_name(set_name, cluster.name, binding.namespace, binding.name)
+        if binding
+        else dns_name(set_name, cluster.name)
+    )
+    annotations = {k: render(v, variables) for k, v in meta.annotations.items()}
+    if binding is None:
+        annotations[GENERATED_BINDING_ANNOTATION] = generated_binding
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "AWSTargetGroup",
         "metadata": _owned_metadata(
-            dns_name(set_name, cluster.name, binding.namespace, binding.name),
+            name,
             set_name,
             set_uid,
             namespace,
-            render_labels(meta.labels, variables),
-            {k: render(v, variables) for k, v in meta.annotations.items()},
+            _group_labels(spec, cluster),
+            annotations,
             cluster,
             binding,
         ),
-        "spec": {"arn": binding.arn},
+        "spec": {"arn": binding.arn if binding else arn},
     }
     obj["metadata"]["annotations"][HASH_ANNOTATION] = _hash(obj)
     return obj
+
+
+def target_group_name(name: str) -> str:
+    """An ELBv2 target group name from `name`: `[A-Za-z0-9-]`, at most 32 characters, no
+    hyphen at either end (a longer one is cut and ends in 8 hex characters of the full name's
+    SHA-256)."""
+    clean = re.sub(r"[^A-Za-z0-9-]+", "-", name)
+    clean = re.sub(r"-{2,}", "-", clean).strip("-") or "x"
+    if len(clean) <= MAX_TARGET_GROUP_NAME:
+        return clean
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{clean[: MAX_TARGET_GROUP_NAME - 9].rstrip('-')}-{digest}"
+
+
+def owns_group(template: TargetGroupBindingTemplate | None, cluster: ObservedCluster) -> bool:
+    """Whether `cluster` (reachable) gets one binding that creates its own target group."""
+    if template is None or template.spec.target_group_arn or cluster.bindings is None:
+        return False
+    if template.spec.target_group is not None:
+        return True
+    return cluster.vpc_id is not None and not any(b.arn for b in cluster.bindings)
 
 
 def desired_binding(
@@ -240,10 +314,11 @@ def desired_binding(
     namespace: str,
     template: TargetGroupBindingTemplate,
     cluster: ObservedCluster,
-    binding: Binding,
+    binding: Binding | None,
     group_name: str,
 ) -> dict[str, Any]:
-    """The AWSTargetGroupBinding generated beside the AWSTargetGroup `group_name`."""
+    """The AWSTargetGroupBinding generated beside the AWSTargetGroup `group_name`: for
+    `binding` of `cluster`, or (None) the cluster's own, which creates its target group."""
     variables = _variables(cluster)
     meta = template.metadata
     name = render(unquoted_name(meta.name), variables) if meta.name else group_name
@@ -254,7 +329,18 @@ def desired_binding(
     body = render_strings(
         template.spec.model_dump(mode="json", by_alias=True, exclude_unset=True), variables
     )
-    if not body.get("targetGroupARN"):
+    if binding is None:
+        group = body.setdefault("targetGroup", {})
+        group.setdefault("name", target_group_name(name))
+        if "vpcID" not in group:
+            if not cluster.vpc_id:
+                why = cluster.vpc_message or f"cluster {cluster.name} is not an EKS cluster"
+                raise TemplateError(
+                    f"the VPC to create the target group in is not known ({why}): write "
+                    "bindingTemplate.spec.targetGroup.vpcID"
+                )
+            group["vpcID"] = cluster.vpc_id
+    elif not body.get("targetGroupARN"):
         body["targetGroupARN"] = binding.arn
     try:
         AWSTargetGroupBindingSpec.model_validate(body)
@@ -302,6 +388,59 @@ def _to_delete(
     )
 
 
+def _plan_cluster(
+    set_name: str,
+    set_uid: str,
+    namespace: str,
+    spec: AWSTargetGroupSetSpec,
+    c: ObservedCluster,
+    existing_bindings: Sequence[Existing],
+    binding_owner: Mapping[str, str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """The AWSTargetGroups and AWSTargetGroupBindings of reachable cluster `c`, and why its
+    own group is not made yet ("" when it is, or it has none); `TemplateError` if the
+    templates cannot be rendered for it."""
+    assert c.bindings is not None
+    waiting = ""
+    groups: list[dict[str, Any]] = []
+    bindings: list[dict[str, Any]] = []
+    found = sorted((b for b in c.bindings if b.arn), key=lambda b: (b.namespace, b.name))
+    sources: list[Binding | None] = [None] if owns_group(spec.binding_template, c) else list(found)
+    for b in sources:
+        if b is None:
+            group_name = dns_name(set_name, c.name)
+        else:
+            group = desired_target_group(set_name, set_uid, namespace, spec, c, b)
+            groups.append(group)
+            group_name = group["metadata"]["name"]
+        if spec.binding_template is None:
+            continue
+        tgb = desired_binding(set_name, set_uid, namespace, spec.binding_template, c, b, group_name)
+        tgb_name = tgb["metadata"]["name"]
+        if tgb_name in binding_owner or any(o["metadata"]["name"] == tgb_name for o in bindings):
+            other = binding_owner.get(tgb_name)
+            where = f"also for cluster {other}" if other else f"in cluster {c.name}"
+            raise TemplateError(
+                f"bindingTemplate name {tgb_name!r} is generated twice ({where});"
+                " make it unique per TargetGroupBinding"
+            )
+        bindings.append(tgb)
+        if b is not None:
+            continue
+        have = next((e for e in existing_bindings if e.name == tgb_name), None)
+        if have is not None and have.arn:
+            groups.append(
+                desired_target_group(
+                    set_name, set_uid, namespace, spec, c, None, have.arn, tgb_name
+                )
+            )
+        else:
+            waiting = f"waiting for AWSTargetGroupBinding {tgb_name} to report its target group"
+            if have is not None and have.problem:
+                waiting += f" (it says: {have.problem})"
+    return groups, bindings, waiting
+
+
 def plan(
     set_name: str,
     set_uid: str,
@@ -325,6 +464,8 @@ def plan(
     }
     results: list[ClusterResult] = []
     kept_clusters: set[str] = set()
+    kept_groups: set[str] = set()
+    """Own groups whose binding has not reported an ARN yet: kept as they are."""
     for c in sorted(clusters, key=lambda c: c.name):
         if c.bindings is None:
             kept_clusters.add(c.name)
@@ -332,30 +473,9 @@ def plan(
             results.append(ClusterResult(c.name, False, c.message, kept))
             continue
         try:
-            groups: list[dict[str, Any]] = []
-            bindings: list[dict[str, Any]] = []
-            for b in sorted(c.bindings, key=lambda b: (b.namespace, b.name)):
-                if not b.arn:
-                    continue
-                group = desired_target_group(set_name, set_uid, namespace, spec, c, b)
-                groups.append(group)
-                if spec.binding_template is None:
-                    continue
-                group_name = group["metadata"]["name"]
-                tgb = desired_binding(
-                    set_name, set_uid, namespace, spec.binding_template, c, b, group_name
-                )
-                tgb_name = tgb["metadata"]["name"]
-                if tgb_name in binding_owner or any(
-                    o["metadata"]["name"] == tgb_name for o in bindings
-                ):
-                    other = binding_owner.get(tgb_name)
-                    where = f"also for cluster {other}" if other else f"in cluster {c.name}"
-                    raise TemplateError(
-                        f"bindingTemplate name {tgb_name!r} is generated twice ({where});"
-                        " make it unique per TargetGroupBinding"
-                    )
-                bindings.append(tgb)
+            groups, bindings, waiting = _plan_cluster(
+                set_name, set_uid, namespace, spec, c, existing_bindings, binding_owner
+            )
         except TemplateError as e:
             kept_clusters.add(c.name)
             kept = sum(1 for e2 in existing if e2.cluster == c.name)
@@ -366,15 +486,28 @@ def plan(
         for o in bindings:
             desired_bindings[o["metadata"]["name"]] = o
             binding_owner[o["metadata"]["name"]] = c.name
-        skipped = sum(1 for b in c.bindings if not b.arn)
-        msg = f"{skipped} binding(s) without spec.targetGroupARN skipped" if skipped else ""
-        results.append(ClusterResult(c.name, True, msg, len(groups)))
+        count = len(groups)
+        if waiting:
+            kept_groups.add(dns_name(set_name, c.name))
+            count += sum(1 for e in existing if e.name == dns_name(set_name, c.name))
+            msg = waiting
+        else:
+            own = owns_group(spec.binding_template, c)
+            skipped = 0 if own else sum(1 for b in c.bindings if not b.arn)
+            msg = f"{skipped} binding(s) without spec.targetGroupARN skipped" if skipped else ""
+        results.append(ClusterResult(c.name, True, msg, count))
     tag_apply, tag_delete, tag_result = _plan_tagged(
         set_name, set_uid, namespace, spec, tagged, from_tags, set(desired)
     )
     return Plan(
         apply=_to_apply(desired, existing) + tag_apply,
-        delete=tuple(sorted(_to_delete(desired, existing, kept_clusters) + tag_delete)),
+        delete=tuple(
+            sorted(
+                n
+                for n in _to_delete(desired, existing, kept_clusters) + tag_delete
+                if n not in kept_groups
+            )
+        ),
         clusters=tuple(results),
         desired=len(desired) + (tag_result.target_groups if tag_result else 0),
         apply_bindings=_to_apply(desired_bindings, existing_bindings),

@@ -8,7 +8,13 @@ AWSTargetGroup; `{{.cluster.name}}`, `{{.cluster.labels.KEY}}`, `{{.awseks.clust
 `{{.awseks.cluster.tags.KEY}}` are substituted, which is how a cluster's version tag becomes the
 target group's version label). `bindingTemplate`, optional, is the metadata and spec of an
 AWSTargetGroupBinding generated beside each AWSTargetGroup, with the same substitution in every
-string; its `targetGroupARN` defaults to the discovered TargetGroupBinding's.
+string; its `targetGroupARN` defaults to the discovered TargetGroupBinding's. A cluster of an
+`awseks` generator that has no TargetGroupBinding (no AWS Load Balancer Controller: seed 000's
+example) gets one binding from the template that creates a target group in the cluster's VPC
+and registers the nodes its targets select, and one AWSTargetGroup with that group's ARN (as
+does every cluster when the template gives `targetGroup`). An `awseks` cluster's tag
+`okra.mumo.co/version` becomes the version label of its AWSTargetGroups when the template sets
+none.
 
 okra's own generator `awsTargetGroups` needs no cluster at all: it selects the account's
 target groups by their tags (`targetGroupSelector.matchTags`), as Terraform or CloudFormation
@@ -141,28 +147,32 @@ class BindingTemplateMetadata(TemplateMetadata):
 
 class TargetGroupTemplateSpec(ApiModel):
     """An AWSTargetGroupBinding's `targetGroup`, before substitution (so no name pattern here:
-    the generated binding is checked once rendered)."""
+    the generated binding is checked once rendered). Every field may be left out: `name`
+    defaults to the generated binding's name (cut to 32 characters, with a hash, when longer),
+    `vpcID` to the EKS cluster's VPC, `port` to the first target's."""
 
-    name: str = Field(min_length=1)
+    name: str | None = Field(default=None, min_length=1)
     protocol: str = "HTTP"
     port: int | None = Field(default=None, ge=1, le=65535)
-    vpc_id: str = Field(alias="vpcID", min_length=1)
+    vpc_id: str | None = Field(default=None, alias="vpcID", min_length=1)
     target_type: str = "instance"
 
 
 class BindingTemplateSpec(ApiModel):
-    """An AWSTargetGroupBinding's spec, before substitution; `targetGroupARN` defaults to the
-    ARN of the TargetGroupBinding the binding is generated for (so a `targetGroup` to create
-    would never be read: refused)."""
+    """An AWSTargetGroupBinding's spec, before substitution. Which target group each generated
+    binding fills: `targetGroupARN` if given; else, beside each TargetGroupBinding found in a
+    cluster, that binding's group; else (`targetGroup` given, or an `awseks` cluster with no
+    TargetGroupBinding) one group per cluster that the binding creates (`targetGroup`, its
+    fields defaulted from the cluster)."""
 
     model_config = ApiModel.model_config | {
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": "!has(self.targetGroup)",
-                    "message": "bindingTemplate.spec.targetGroup is not read: each generated "
-                    "binding forwards to the target group of the cluster's TargetGroupBinding "
-                    "(or bindingTemplate.spec.targetGroupARN); remove it",
+                    "rule": "!has(self.targetGroupARN) || !has(self.targetGroup)",
+                    "message": "bindingTemplate.spec.targetGroup (a group each binding creates) "
+                    "is not read beside bindingTemplate.spec.targetGroupARN (an existing "
+                    "group): remove one of them",
                 }
             ]
         }
@@ -173,6 +183,16 @@ class BindingTemplateSpec(ApiModel):
     )
     target_group: TargetGroupTemplateSpec | None = None
     targets: list[TargetSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_group(self) -> BindingTemplateSpec:
+        if self.target_group_arn and self.target_group is not None:
+            raise ValueError(
+                "bindingTemplate.spec.targetGroup (a group each binding creates) is not read "
+                "beside bindingTemplate.spec.targetGroupARN (an existing group): remove one "
+                "of them"
+            )
+        return self
 
 
 class TargetGroupBindingTemplate(ApiModel):
@@ -208,9 +228,12 @@ class AWSTargetGroupSetSpec(ApiModel):
     """TargetGroupBindings (elbv2.k8s.aws/v1beta1, any namespace) whose labels match."""
     template: TargetGroupTemplate = Field(default_factory=TargetGroupTemplate)
     binding_template: TargetGroupBindingTemplate | None = None
-    """When given, an AWSTargetGroupBinding is generated beside each AWSTargetGroup found
-    through a TargetGroupBinding (not beside those of `awsTargetGroups`: whatever made those
-    target groups registers their targets)."""
+    """When given, AWSTargetGroupBindings are generated: beside each AWSTargetGroup found
+    through a TargetGroupBinding; and, for an `awseks` cluster with no TargetGroupBinding (no
+    AWS Load Balancer Controller), or for every cluster when the template has `targetGroup`,
+    one per cluster that creates its target group and registers the cluster's nodes, with an
+    AWSTargetGroup for it (not for `awsTargetGroups`: whatever made those target groups
+    registers their targets)."""
     arn: str | None = Field(default=None, max_length=ARN_MAX_LENGTH)
     """In the original okra's Go API, read by nothing; ignored."""
 

@@ -1,7 +1,7 @@
 """`okra dashboard`: an aiohttp server that shows the cluster as okra sees it, live.
 
 Reading: one informer per kind (Cells, their load balancer configs, AnalysisRuns,
-VersionBlocklists, AWSTargetGroups, ClusterSets, ProgressiveRollouts, okra's Events),
+VersionBlocklists, AWSTargetGroups, ClusterSets, ProgressiveRollouts, Checks, okra's Events),
 never one per Cell, with the user's kubeconfig. A kind the user may not read (RBAC) or
 that is not installed stays empty and the page says why. Secrets are never read.
 
@@ -13,7 +13,9 @@ the Cell page's whole detail when it changed. The page never polls.
 
 Acting: `POST /api/{cells|rollouts|freezes}/{ns}/{name}/{action}` runs the CLI's own
 command functions (`okra promote`, `promote --full`, `abort`, `retry`, `pause`, `resume`,
-`unfreeze` as `lift`) with the user's credentials; their messages, or the API server's
+`unfreeze` as `lift`) with the user's credentials; on a system Cell they act on every
+application Cell of the system, or with `?application=NAME` on one (`cli.fanout`, as
+`okra promote SYSTEM --application NAME` does); their messages, or the API server's
 refusal (a 403 is the user's RBAC), come back as JSON for the page to show. `--read-only`
 refuses them (and the page hides them). A POST must carry the `X-Okra-Dashboard` header,
 which a page of another origin cannot send without a CORS preflight that this server never
@@ -41,6 +43,7 @@ from okra_controllers.api.kinds import (
     ANALYSIS_RUN,
     BLOCKLIST,
     CELL,
+    CHECK,
     CLUSTERSET,
     EVENT,
     FREEZE,
@@ -54,10 +57,12 @@ from okra_controllers.cell.observe import (
     ROUTE53_CONFIG_KIND,
     config_kind,
 )
+from okra_controllers.cell.system.names import APP_LABEL
 from okra_controllers.cli import fanout, progressive
 from okra_controllers.cli import freeze as freeze_cli
-from okra_controllers.cli.dashboard import model
+from okra_controllers.cli.dashboard import model, systems
 from okra_controllers.cli.kube import CliError, Context, on_interrupt, reading
+from okra_controllers.cli.system import is_system
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError
 from okra_runtime.gvk import GVK
@@ -76,20 +81,24 @@ LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 Obj = dict[str, Any]
 Action = Callable[[Context, str], Awaitable[int]]
+CellAction = Callable[[Context, str, str | None], Awaitable[int]]
 
 
 def _ns(**kw: Any) -> argparse.Namespace:
     return argparse.Namespace(**kw)
 
 
-CELL_ACTIONS: dict[str, Action] = {
-    # a system Cell: each acts on every application Cell of the system (see cli.fanout)
-    "promote": lambda ctx, n: fanout.cmd_promote(ctx, _ns(cell=n, full=False)),
-    "promote-full": lambda ctx, n: fanout.cmd_promote(ctx, _ns(cell=n, full=True)),
-    "abort": lambda ctx, n: fanout.cmd_abort(ctx, _ns(cell=n)),
-    "retry": lambda ctx, n: fanout.cmd_retry(ctx, _ns(cell=n, version=None)),
-    "pause": lambda ctx, n: fanout.cmd_pause(ctx, _ns(cell=n)),
-    "resume": lambda ctx, n: fanout.cmd_promote(ctx, _ns(cell=n, full=False)),
+CELL_ACTIONS: dict[str, CellAction] = {
+    # The CLI's own commands (cli.fanout): on a system Cell each acts on every application
+    # Cell of the system, or with an application (`?application=NAME`) on that one.
+    "promote": lambda ctx, n, a: fanout.cmd_promote(ctx, _ns(cell=n, full=False, application=a)),
+    "promote-full": lambda ctx, n, a: fanout.cmd_promote(
+        ctx, _ns(cell=n, full=True, application=a)
+    ),
+    "abort": lambda ctx, n, a: fanout.cmd_abort(ctx, _ns(cell=n, application=a)),
+    "retry": lambda ctx, n, a: fanout.cmd_retry(ctx, _ns(cell=n, version=None, application=a)),
+    "pause": lambda ctx, n, a: fanout.cmd_pause(ctx, _ns(cell=n, application=a)),
+    "resume": lambda ctx, n, a: fanout.cmd_resume(ctx, _ns(cell=n, application=a)),
 }
 FREEZE_ACTIONS: dict[str, Action] = {
     "lift": lambda ctx, n: freeze_cli.cmd_unfreeze(ctx, _ns(name=n)),
@@ -130,6 +139,7 @@ class Dashboard:
         self.rollouts = inf(PROGRESSIVE_ROLLOUT)
         self.events = inf(EVENT, OKRA_EVENTS)
         self.freezes = inf(FREEZE)
+        self.checks = inf(CHECK)
         self.informers = [
             self.cells,
             *self.configs.values(),
@@ -140,6 +150,7 @@ class Dashboard:
             self.rollouts,
             self.events,
             self.freezes,
+            self.checks,
         ]
         for i in self.informers:
             i.add_handler(
@@ -170,14 +181,25 @@ class Dashboard:
         at = now()
         runs = self._runs_by_name()
         cells: dict[str, Obj] = {}
-        for cell in self.cells.store.raw_items().values():
+        every = self.cells.store.raw_items()
+        found = {k: c for k, c in every.items() if is_system(c)}
+        children: dict[str, dict[str, tuple[Obj, Obj, Obj | None]]] = {}
+        for cell in every.values():
             config = self._config(cell)
             row = model.cell_row(
                 cell, config, runs.get(str((cell.get("metadata") or {}).get("namespace")), {})
             )
-            cells[row["key"]] = row
             self.history.record(row["key"], model.aws_weights(cell, config), at)
-        for gone in set(self.history.points) - set(cells):
+            system = systems.system_of(cell, found)
+            if system is None:
+                cells[row["key"]] = row
+            else:  # shown in its system's card
+                app = str((cell["metadata"].get("labels") or {})[APP_LABEL])
+                children.setdefault(system, {})[app] = (cell, row, config)
+        checks = list(self.checks.store.raw_items().values())
+        for k, system_cell in found.items():
+            cells[k] = systems.system_row(system_cell, children.get(k, {}), checks)
+        for gone in set(self.history.points) - set(every):
             self.history.forget(gone)
         self.rows = {
             "cells": cells,
@@ -308,8 +330,15 @@ class Dashboard:
             return web.json_response({"error": f"missing {HEADER} header"}, status=400)
         if self.read_only:
             return web.json_response({"error": "the dashboard is read-only"}, status=405)
-        table = {"cells": CELL_ACTIONS, "freezes": FREEZE_ACTIONS}.get(kind, ROLLOUT_ACTIONS)
-        run = table.get(action)
+        application = request.query.get("application") or None
+        run: Action | None
+        if kind == "cells":
+            cell_run = CELL_ACTIONS.get(action)
+            run = None if cell_run is None else (lambda c, n: cell_run(c, n, application))
+        elif application is not None:
+            return web.json_response({"error": "application: only a Cell has some"}, status=400)
+        else:
+            run = (FREEZE_ACTIONS if kind == "freezes" else ROLLOUT_ACTIONS).get(action)
         if run is None:
             return web.json_response({"error": f"unknown action {action}"}, status=404)
         out, err = io.StringIO(), io.StringIO()

@@ -48,11 +48,11 @@ function connect() {
 
 // Beside the weights as AWS shows them: what the target groups served at the last traffic
 // reading (spec.trafficConfirmation), the verdict and why.
-function trafficLine(t) {
+function trafficLine(t, id) {
   if (!t) return "";
   const split = t.versions.map((v) => `${esc(v.version)} ${v.observed == null ? "-" : esc(v.observed)}`).join(" · ");
   const cls = { Confirmed: "Completed", Diverged: "Failed", Failed: "Failed" }[t.verdict] || "Paused";
-  return `<div id="cell-traffic" class="weights" data-verdict="${esc(t.verdict)}">as traffic shows them: <span data-traffic="${split}">${split}</span> ${badge(t.verdict, cls)} <span class="muted">${esc(t.message)}</span></div>`;
+  return `<div ${id === undefined ? `id="cell-traffic"` : ""} class="weights traffic" data-verdict="${esc(t.verdict)}">as traffic shows them: <span data-traffic="${split}">${split}</span> ${badge(t.verdict, cls)} <span class="muted">${esc(t.message)}</span></div>`;
 }
 
 function weightBar(weights, synced) {
@@ -73,8 +73,9 @@ function step(row) {
   return row.step ? `step ${row.step} of ${row.steps}` : (row.steps ? `${row.steps} steps` : "-");
 }
 
-function actions(kind, row) {
+function actions(kind, row, app) {
   if (state.meta.readOnly) return "";
+  if (kind === "systems") return systemActions(row, app);
   const list = kind === "cells"
     ? [["promote", "Promote", "primary"], ["promote-full", "Promote fully", ""],
        [row.paused ? "resume" : "pause", row.paused ? "Resume" : "Pause", ""],
@@ -138,12 +139,78 @@ function measurementChart(metric) {
   return `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">${pts}<text x="2" y="10">${label(hi)}</text><text x="2" y="${H - 2}">${label(lo)}</text></svg>`;
 }
 
+// -- system Cells ------------------------------------------------------------------
+
+// A system's buttons (app undefined: the whole system, as `okra promote SYSTEM`) or one
+// application's (as `okra promote SYSTEM --application NAME`).
+function systemActions(s, app) {
+  const paused = app ? !!(app.child && app.child.paused) : s.paused;
+  const list = [["promote", "Promote", "primary"], [paused ? "resume" : "pause", paused ? "Resume" : "Pause", ""],
+    ["abort", "Abort", "danger"], ["retry", "Retry", ""]];
+  const scope = app ? ` data-application="${esc(app.name)}"` : "";
+  return `<div class="actions">${list.map(([a, label, cls]) =>
+    `<button class="${cls}" data-kind="cells" data-system="1" data-ns="${esc(s.namespace)}" data-name="${esc(s.name)}"${scope} data-action="${a}">${label}</button>`).join("")}</div>`;
+}
+
+function systemCluster(c) {
+  const state = c.ready ? badge("ready", "Completed")
+    : `${badge("waiting", "Paused")}${c.since ? ` <span class="muted">for <span data-since="${esc(c.since)}">${ago(c.since)}</span></span>` : ""}`;
+  return `<div class="cluster" data-cluster="${esc(c.name)}" data-ready="${c.ready}">${state} <b>${esc(c.name)}</b>${c.eks && c.eks !== c.name ? ` <span class="muted">EKS ${esc(c.eks)}</span>` : ""}${c.message ? ` <span class="muted">${esc(c.message)}</span>` : ""}</div>`;
+}
+
+// Where an application comes from and goes to: each version with its clusters and the
+// weight AWS shows for each cluster's target group.
+function appVersions(a) {
+  const on = (version) => a.clusterWeights.filter((w) => w.version === version)
+    .map((w) => `${esc(w.cluster)}${w.weight === null || w.weight === undefined ? "" : ` ${w.weight}`}`).join(", ") || "no cluster";
+  if (!a.version) return `<span class="muted">no cluster set yet</span>`;
+  if (!a.servingVersion || a.servingVersion === a.version) return `<b>${esc(a.version)}</b> serving: ${on(a.version)}`;
+  return `${esc(a.servingVersion)} serving: ${on(a.servingVersion)} → <b>${esc(a.version)}</b>: ${on(a.version)}`;
+}
+
+function appCheck(c) {
+  const last = c.passed === true ? badge("✓ passed", "Completed") : c.passed === false ? badge("✗ failed", "Failed") : `<span class="muted">not run yet</span>`;
+  const value = c.value === null || c.value === undefined ? "" : ` ${esc(c.value)}`;
+  return `<div class="check" data-check="${esc(c.name)}">check <b>${esc(c.check)}</b>${c.cluster ? ` on ${esc(c.cluster)}` : ""}: ${last}${value}${c.lastRun ? ` <span class="muted"><span data-since="${esc(c.lastRun)}">${ago(c.lastRun)}</span> ago</span>` : ""}${c.failed ? ` <span class="muted">${c.failed} failed in a row</span>` : ""}${c.message ? ` <span class="muted">${esc(c.message)}</span>` : ""}</div>`;
+}
+
+function appBlock(s, a) {
+  const c = a.child;
+  const link = a.cell ? `<a href="#/cell/${encodeURIComponent(s.namespace)}/${encodeURIComponent(a.cell)}">${esc(a.name)}</a>` : esc(a.name);
+  const cellState = c ? ` <span class="muted">Cell ${esc(a.cell)}:</span> ${badge(c.phase)}${c.paused ? " " + badge("paused") : ""}${c.aborted ? " " + badge("aborted") : ""} <span class="muted">${step(c)}</span>` : ` <span class="muted">no Cell yet</span>`;
+  return `<div class="application" data-application="${esc(a.name)}" data-phase="${esc(a.phase)}">
+    <div><b>${link}</b> ${badge(a.phase)}${cellState}</div>
+    <div class="versions">${appVersions(a)}</div>
+    <div class="weights-cell">${c ? weightBar(c.weights, c.synced) : `<span class="muted">-</span>`}</div>
+    ${c ? trafficLine(c.traffic, "") : ""}
+    ${a.checks.map(appCheck).join("")}
+    ${a.rollbackAt ? `<div class="muted">rollback ${countdown(a.rollbackAt, "in {s}s")}</div>` : ""}
+    ${a.message ? `<div class="muted">${esc(a.message)}</div>` : ""}
+    ${actions("systems", s, a)}</div>`;
+}
+
+// A system Cell: its clusters, then each application with its Cell's rollout.
+function systemCard(s) {
+  return `<div class="card system" data-key="${esc(s.key)}" data-phase="${esc(s.phase)}" data-paused="${s.paused}">
+    <div><b>${esc(s.name)}</b> <span class="muted">${esc(s.namespace)} · system of ${s.clusters.length} clusters, ${s.applications.length} applications</span>
+    ${badge(s.phase)} ${s.health ? badge(s.health) : ""}${s.paused ? " " + badge("paused") : ""}</div>
+    ${s.message ? `<p class="muted">${esc(s.message)}</p>` : ""}
+    ${actions("systems", s)}
+    <div class="system-grid"><div><h3>Clusters</h3>${s.clusters.map(systemCluster).join("") || `<div class="muted">not looked at yet</div>`}</div>
+    <div><h3>Applications</h3>${s.applications.map((a) => appBlock(s, a)).join("")}</div></div></div>`;
+}
+
 // -- pages -------------------------------------------------------------------------
 
 function cellsPage() {
-  const rows = Object.values(state.cells)
-    .filter((r) => !filterText || `${r.namespace}/${r.name} ${r.phase} ${r.stable} ${r.canary}`.toLowerCase().includes(filterText))
+  const words = (r) => r.system
+    ? `${r.namespace}/${r.name} ${r.phase} ${r.applications.map((a) => `${a.name} ${a.phase} ${a.version} ${a.servingVersion}`).join(" ")}`
+    : `${r.namespace}/${r.name} ${r.phase} ${r.stable} ${r.canary}`;
+  const all = Object.values(state.cells)
+    .filter((r) => !filterText || words(r).toLowerCase().includes(filterText))
     .sort((a, b) => a.key.localeCompare(b.key));
+  const cards = all.filter((r) => r.system).map(systemCard).join("");
+  const rows = all.filter((r) => !r.system);
   const body = rows.map((r) => `<tr data-key="${esc(r.key)}">
     <td><a href="#/cell/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}">${esc(r.name)}</a><div class="muted">${esc(r.namespace)}</div></td>
     <td>${badge(r.phase)} ${r.health ? badge(r.health) : ""}${r.aborted ? " " + badge("aborted") : ""}</td>
@@ -155,8 +222,8 @@ function cellsPage() {
   // The head never changes while the list is shown, so the filter box keeps its focus.
   return { key: "cells", head: `<h1>Cells</h1>
     <input id="filter" class="filter" placeholder="filter by name, namespace, phase, version">`,
-  body: `<p class="muted">${rows.length} of ${total}</p><table id="cells"><thead><tr><th>CELL</th><th>PHASE</th><th>STABLE → CANARY</th><th>STEP</th><th>WEIGHTS (AWS)</th><th>ANALYSIS</th><th>MESSAGE</th></tr></thead>
-    <tbody>${body || `<tr><td colspan="7" class="muted">${state.meta.synced ? "No Cells." : "Reading…"}</td></tr>`}</tbody></table>` };
+  body: `<p class="muted">${all.length} of ${total}</p>${cards}${cards && !rows.length ? "" : `<table id="cells"><thead><tr><th>CELL</th><th>PHASE</th><th>STABLE → CANARY</th><th>STEP</th><th>WEIGHTS (AWS)</th><th>ANALYSIS</th><th>MESSAGE</th></tr></thead>
+    <tbody>${body || `<tr><td colspan="7" class="muted">${state.meta.synced ? "No Cells." : "Reading…"}</td></tr>`}</tbody></table>`}` };
 }
 
 function cellPage(r) {
@@ -298,24 +365,29 @@ function confirmThen(text, then) {
   $("confirm-no").onclick = () => { $("confirm").hidden = true; };
 }
 
-async function act(kind, ns, name, action) {
-  const res = await fetch(`/api/${kind}/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${action}`,
+async function act(kind, ns, name, action, application) {
+  const query = application ? `?application=${encodeURIComponent(application)}` : "";
+  const res = await fetch(`/api/${kind}/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${action}${query}`,
     { method: "POST", headers: { "X-Okra-Dashboard": "1" } });
   const body = await res.json().catch(() => ({ error: res.statusText }));
+  const what = application ? `application ${application} of ${ns}/${name}` : `${ns}/${name}`;
   if (res.ok) notice(body.message || `${action}: done`, false);
-  else if (body.forbidden) notice(`Forbidden: your Kubernetes user may not ${action} ${ns}/${name} (RBAC). The API server said: ${body.error}`, true);
-  else notice(`${action} ${ns}/${name} failed: ${body.error}`, true);
+  else if (body.forbidden) notice(`Forbidden: your Kubernetes user may not ${action} ${what} (RBAC). The API server said: ${body.error}`, true);
+  else notice(`${action} ${what} failed: ${body.error}`, true);
 }
 
 document.addEventListener("click", (e) => {
   const b = e.target.closest("button[data-action]");
   if (!b) return;
-  const { kind, ns, name, action } = b.dataset;
-  const what = kind === "cells" ? "Cell" : kind === "freezes" ? "Freeze" : "ProgressiveRollout";
-  confirmThen(`${b.textContent} ${what} ${ns}/${name}?`, () => act(kind, ns, name, action));
+  const { kind, ns, name, action, application, system } = b.dataset;
+  const what = system
+    ? (application ? `application ${application} of system ${ns}/${name}` : `system ${ns}/${name} (every application)`)
+    : `${kind === "cells" ? "Cell" : kind === "freezes" ? "Freeze" : "ProgressiveRollout"} ${ns}/${name}`;
+  confirmThen(`${b.textContent} ${what}?`, () => act(kind, ns, name, action, application));
 });
 
 setInterval(() => {
+  document.querySelectorAll("[data-since]").forEach((el) => { el.textContent = ago(el.dataset.since); });
   document.querySelectorAll("[data-until]").forEach((el) => {
     const left = Math.max(0, Math.round((Date.parse(el.dataset.until) - Date.now()) / 1000));
     el.textContent = (el.dataset.format || "{s}s left").replace("{s}", left);
