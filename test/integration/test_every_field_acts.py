@@ -55,8 +55,10 @@ from integration.walk_lb import (
 )
 from integration.walk_small import (
     BLOCKLIST_SHAPES,
+    CLUSTERSET_SHAPES,
     PAUSE_SHAPES,
     blocklist_outputs,
+    clusterset_outputs,
     pause_outputs,
 )
 from okra_controllers.api.v1alpha1.cell import Cell, CellRoute53, CellSpec
@@ -211,7 +213,6 @@ NOT_WALKED: dict[str, str] = {
     "AWSTargetGroupSet": "which clusters and TargetGroupBindings a set reads is decided while "
     "observing (EKS tags, cluster Secrets, bindings read inside clusters); as above",
     "AWSTargetGroup": "no optional spec field (spec.arn is required)",
-    "ClusterSet": "not walked yet: which EKS clusters it reads is decided while observing",
     "ProgressiveRollout": "not walked yet: progressiverollout/plan.py",
     "Freeze": "not walked yet: freeze/windows.py decides when a Freeze holds",
     "ClusterFreeze": "not walked yet: as Freeze; freeze/hold.py decides which namespaces its "
@@ -342,6 +343,7 @@ SHAPES: list[tuple[str, str, dict[str, Any], Judge]] = [
     *(("AWSApplicationLoadBalancerConfig", n, s, alb_outputs) for n, s in ALB_SHAPES.items()),
     *(("AWSNetworkLoadBalancerConfig", n, s, nlb_outputs) for n, s in NLB_SHAPES.items()),
     *(("AWSRoute53RecordSetConfig", n, s, route53_outputs) for n, s in R53_SHAPES.items()),
+    *(("ClusterSet", n, s, clusterset_outputs) for n, s in CLUSTERSET_SHAPES.items()),
     *(("Pause", name, spec, pause_outputs) for name, spec in PAUSE_SHAPES.items()),
     *(("VersionBlocklist", n, spec, blocklist_outputs) for n, spec in BLOCKLIST_SHAPES.items()),
 ]
