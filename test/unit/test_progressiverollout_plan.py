@@ -9,12 +9,15 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from okra_controllers.api.v1alpha1.progressiverollout import (
     ProgressiveRolloutSpec,
     ProgressiveRolloutStatus,
+    SelectorRequirement,
 )
 from okra_controllers.progressiverollout.plan import (
     App,
@@ -256,7 +259,8 @@ def check_invariants(sim: Sim, p: Plan) -> None:
         flying = in_flight(status, i)
         assert len(flying) <= limit, f"stage {stage.name}: {flying} in flight, limit {limit}"
         if stage.topology_key:
-            domains = [CLUSTERS.get(c, {}).get(stage.topology_key) for c in flying]
+            labels = {a.cluster: a.labels for a in sim.apps.values()}
+            domains = [labels.get(c, {}).get(stage.topology_key) for c in flying]
             assert len(domains) == len(set(domains)), f"two in flight in one domain: {flying}"
         if ss.phase != "Pending":
             earlier = stages[:i]
@@ -747,6 +751,22 @@ def test_bad_input_gets_a_message_saying_what_to_fix() -> None:
     assert "syncPolicy.automated" in (p.status.message or "")
     assert p.events
     assert p.events[0].type == "Warning"
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ({"key": "tier", "operator": "In"}, "operator In on 'tier' needs values"),
+        ({"key": "tier", "operator": "NotIn", "values": []}, "operator NotIn on 'tier' needs"),
+        ({"key": "tier", "operator": "Exists", "values": ["a"]}, "'tier' takes no values"),
+    ],
+)
+def test_a_selector_requirement_takes_values_as_its_operator_says(
+    bad: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(ValidationError, match=said):
+        SelectorRequirement.model_validate(bad)
+    SelectorRequirement.model_validate({"key": "tier", "operator": "DoesNotExist"})
 
 
 def test_a_stage_selecting_nothing_holds_with_a_message_and_never_skips_ahead() -> None:

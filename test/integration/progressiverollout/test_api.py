@@ -135,6 +135,25 @@ async def test_the_seed_example_is_accepted_unchanged_apart_from_the_group(
             "url",
             "should match",
         ),
+        (
+            lambda o: o["spec"]["stages"][0].update(requeue={"attempts": 3}),
+            "requeue.selector",
+            "remove requeue",
+        ),
+        (
+            lambda o: o["spec"]["stages"][0]["clusters"]["selector"].update(
+                matchExpressions=[{"key": "tier", "operator": "In"}]
+            ),
+            "matchExpressions",
+            "need values",
+        ),
+        (
+            lambda o: o["spec"]["stages"][0]["clusters"]["selector"].update(
+                matchExpressions=[{"key": "tier", "operator": "Exists", "values": ["a"]}]
+            ),
+            "matchExpressions",
+            "remove values",
+        ),
     ],
 )
 async def test_bad_input_is_refused_naming_the_field(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1.analysis import DURATION_PATTERN, Argument
 from okra_controllers.api.v1alpha1.common import (
@@ -46,9 +46,33 @@ class SourceRef(ApiModel):
 
 
 class SelectorRequirement(ApiModel):
+    """As a Kubernetes label selector's: `In` and `NotIn` need `values`, `Exists` and
+    `DoesNotExist` take none."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "(self.operator in ['In', 'NotIn']) == "
+                    "(has(self.values) && size(self.values) > 0)",
+                    "message": "matchExpressions: operators In and NotIn need values (write "
+                    "values: [...]); Exists and DoesNotExist take none (remove values)",
+                }
+            ]
+        }
+    }
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _values_as_operator_needs(self) -> SelectorRequirement:
+        if (self.operator in ("In", "NotIn")) != bool(self.values):
+            raise ValueError(
+                f"matchExpressions: operator {self.operator} on {self.key!r} "
+                + ("needs values" if self.operator in ("In", "NotIn") else "takes no values")
+            )
+        return self
 
 
 class ClusterSelector(ApiModel):
@@ -64,8 +88,24 @@ class StageClusters(ApiModel):
 
 class Requeue(ApiModel):
     """Clusters matching `selector` (e.g. `drained: "true"`) are skipped and tried again every
-    `interval`; a cluster still matching after `attempts` tries fails the stage."""
+    `interval`; a cluster still matching after `attempts` tries fails the stage. The selector
+    must name a label: an empty one would requeue nothing."""
 
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.selector) && ((has(self.selector.matchLabels) && "
+                    "size(self.selector.matchLabels) > 0) || "
+                    "(has(self.selector.matchExpressions) && "
+                    "size(self.selector.matchExpressions) > 0))",
+                    "message": "requeue.selector: name the label of the clusters to requeue "
+                    '(e.g. matchLabels: {drained: "true"}); an empty selector requeues '
+                    "nothing, so remove requeue instead",
+                }
+            ]
+        }
+    }
     selector: ClusterSelector = Field(default_factory=ClusterSelector)
     attempts: int = Field(default=5, ge=1, le=1000)
     interval: str = Field(default="30m", pattern=DURATION_PATTERN)
