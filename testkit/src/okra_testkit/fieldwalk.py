@@ -45,6 +45,8 @@ PATTERN_VALUES: dict[str, tuple[str, ...]] = {
         "9s",
     ),
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": ("walked", "walked-2"),
+    r"^argoproj\.io(/v1alpha1)?$": ("argoproj.io", "argoproj.io/v1alpha1"),
+    "^https?://": ("https://walked.example/hook", "http://walked.example/hook"),
     r"^[0-9A-Za-z][A-Za-z0-9_-]*$": ("walked", "walked-2"),
     r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$": ("walked", "walked2"),
     r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$": ("walked", "walked-2"),
