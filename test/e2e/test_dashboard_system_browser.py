@@ -7,7 +7,9 @@ open, the card shows the late cluster the system waits for; Pause on the card pa
 system (`okra pause SYSTEM`), so once the cluster is there every application holds at the
 weights AWS shows; Promote on the card (`okra promote SYSTEM`: resume, then each
 application's Cell) sets them all moving, and the page shows each application's weights
-advancing step by step to the new clusters, without a reload.
+advancing step by step to the new clusters, without a reload. A user with the okra-viewer
+role reads the card, and the API server refuses their Pause, of the system and of one
+application alike: the page says so, and nothing is written.
 """
 
 from __future__ import annotations
@@ -20,11 +22,19 @@ from typing import Any
 
 import pytest
 
-from e2e.test_dashboard_browser import Dashboard, browser, page_until, screenshot, text_has
+from e2e.test_dashboard_browser import (
+    Dashboard,
+    browser,
+    page_until,
+    screenshot,
+    text_has,
+    viewer_role,
+)
 from integration.test_system_cell import REPO, System, application, running
 from okra_runtime import GVK, Client
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.controlplane import UNPRIVILEGED
 from okra_testkit.localeks import LocalEks
 from okra_testkit.seed import LoadBalancer, Seeder
 from support import ErrorRates, eventually, serve_error_rates
@@ -56,6 +66,10 @@ new MutationObserver(note).observe(document.body, {subtree: true, childList: tru
 """
 """Records in the page each weights text every application of the card shows, with when it
 first showed it, and each line its Checks showed."""
+
+
+HIDE_NOTICE = "document.getElementById('notice').hidden = true;"
+"""Hides the last action's message, so that the next one's is the one on the page."""
 
 
 def share(weights: str, version: str) -> int:
@@ -228,7 +242,7 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
             await page_until(browser, text_has("system sys: resumed"), "promote's message")
             done = (
                 f'const c = document.querySelector("{card}"); return '
-                "c.dataset.phase === 'Completed' && c.dataset.paused === 'false' && "
+                "!!c && c.dataset.phase === 'Completed' && c.dataset.paused === 'false' && "
                 "[...c.querySelectorAll('.application[data-application]')].every((a) => "
                 "a.dataset.phase === 'Synced' && a.querySelector('[data-weights]')"
                 ".dataset.weights === 'v2 100')"
@@ -243,6 +257,36 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
             board.stop()
         await s.weights_become(alb.listener_arn, 10, {"web-1-v2": 50, "web-2-v2": 50})
         await s.weights_become(alb.listener_arn, 11, {"api-v2": 100})
+
+        # A viewer (okra-viewer's rules) reads the card and is refused its actions by the
+        # API server, for the system and for one application alike: the page says so.
+        for obj in viewer_role(ns):
+            await rt_client.create(obj)
+        viewer = Dashboard(
+            control_plane.kubeconfig(UNPRIVILEGED), ns, tmp_path / "dashboard-viewer.log"
+        )
+        try:
+            await asyncio.to_thread(browser.get, viewer.url)
+            await page_until(browser, done, "the system, read as a viewer")
+            for button, question in (
+                (
+                    f"{card} > .actions button[data-action='pause']",
+                    f"Pause system {ns}/sys (every application)?",
+                ),
+                (
+                    f"{app_sel.format('web')} button[data-action='pause']",
+                    f"Pause application web of system {ns}/sys?",
+                ),
+            ):
+                await asyncio.to_thread(browser.execute_script, HIDE_NOTICE)
+                await click_and_confirm_on(browser, button, question)
+                said = "Forbidden: your Kubernetes user may not pause "
+                await page_until(browser, text_has(said, "RBAC", "forbidden"), "the refusal")
+        finally:
+            viewer.stop()
+        cells = {c["metadata"]["name"]: c for c in (await rt_client.list(CELL, ns)).items}
+        assert "okra.mumo.co/pause" not in (cells["sys"]["metadata"].get("annotations") or {})
+        assert "okra.mumo.co/pause" not in (cells["sys-web"]["metadata"].get("annotations") or {})
 
     # What the open page showed of each application: held at v1 until the click, then its
     # share on v2 walking up step by step (never back), through 50 to 100.
