@@ -418,3 +418,71 @@ async def test_a_failed_check_waits_its_delay_across_a_restart_then_rolls_web_ba
         ]
         assert len(said) == 1, said
         assert_whole_pairs(s.rule_writes(), {"b-1", "b-2"})
+
+
+async def test_replacing_one_cluster_keeps_the_other_s_share_then_a_failed_check_restores_it(
+    world: tuple[System, LoadBalancer], rt_client: Client, namespace: str, rates: ErrorRates
+) -> None:
+    """web served by {a, b} is moved to {a, c}: at every reading of the rule from moto, a
+    has its 50 and b's share walks to c (steps of 25: 13, 25, ...); every rule write okra
+    sends lists a once, at 50, and totals 100. c's check then fails: the rollback puts
+    the rule back to exactly {a: 50, b: 50}."""
+    s, alb = world
+    a, b = await s.cluster("a", "web"), await s.cluster("b", "web")
+    web = application("web", "web", alb.listener_arn, 10, 25, rates.url)
+    web["failurePolicy"] = {"type": "Rollback", "delaySeconds": 0}
+    await rt_client.create(
+        {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "Cell",
+            "metadata": {"name": "sys", "namespace": namespace},
+            "spec": {"clusters": [a, b], "applications": [web]},
+        }
+    )
+    async with running(rt_client, namespace, s.eks.config):
+
+        async def completed() -> bool:
+            return (await s.status()).get("phase") == "Completed"
+
+        assert await eventually(completed, within=90), await s.debug()
+        await s.weights_become(alb.listener_arn, 10, {"a": 50, "b": 50})
+        s.record_rule_writes()
+        c = await s.cluster("c", "web")
+        await s.set_clusters([a, c])
+
+        readings: list[dict[str, int]] = []
+
+        async def walked_then_reverted() -> bool:
+            w = await s.weights(alb.listener_arn, 10)
+            if not readings or readings[-1] != w:
+                readings.append(w)
+            if w.get("c", 0) >= 25:
+                rates.values["c"] = 0.5  # half way: c's check fails from now on
+            apps = (await s.status()).get("applications") or []
+            return bool(apps) and apps[0].get("phase") == "Reverted"
+
+        assert await eventually(walked_then_reverted, within=120, interval=0.05), (
+            readings,
+            await s.debug(),
+        )
+        await s.weights_become(alb.listener_arn, 10, {"a": 50, "b": 50})
+        readings.append(await s.weights(alb.listener_arn, 10))
+        # a's share never moved; b's walked to c in the planned steps, then came back
+        assert all(r.get("a") == 50 and sum(r.values()) == 100 for r in readings), readings
+        walk = [
+            {"a": 50, "b": 50},
+            {"a": 50, "b": 37, "c": 13},
+            {"a": 50, "b": 25, "c": 25},
+            {"a": 50, "b": 12, "c": 38},
+        ]
+        back = readings.index({"a": 50, "b": 50}, 1)
+        assert readings[:back] == walk[:back], readings
+        assert back >= 3, readings  # it reached c: 25 before the check failed
+        assert set(map(str, readings[back:])) == {str({"a": 50, "b": 50})}, readings
+        writes = s.rule_writes()
+        assert writes, "no ModifyRule recorded"
+        assert all(w["a"] == 50 and sum(w.values()) == 100 for w in writes), writes
+        assert writes[-1] == {"a": 50, "b": 50}
+        app = (await s.status())["applications"][0]
+        assert (app["version"], app["servingVersion"], app["serving"]) == ("v2", "v1", ["a", "b"])
+        assert "check sys-web-errors-c failed" in app["message"]

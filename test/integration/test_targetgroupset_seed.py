@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from integration.test_seed_manifests import FIXTURE, normalised
-from integration.test_targetgroupset import CELL, TARGET_GROUP, Env, running
+from integration.test_targetgroupset import CELL, SECRET, TARGET_GROUP, Env, running
 from okra_controllers.albconfig.controller import setup as setup_albconfigs
 from okra_controllers.api.kinds import AWS_TARGET_GROUP_BINDING, NODE
 from okra_controllers.cell.controller import setup as setup_cells
@@ -28,8 +28,10 @@ from okra_controllers.targetgroupbinding.controller import OWNER_TAG
 from okra_controllers.targetgroupbinding.controller import register as register_bindings
 from okra_runtime import Client, Manager
 from okra_testkit.albtraffic import RequestFeeder
+from okra_testkit.eksauth import TokenReviewServer
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.localeks import LocalEks
 from okra_testkit.seed import Seeder
 from support import LogCapture, eventually
 
@@ -232,7 +234,7 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
                 return (
                     bool(arn2)
                     and st.get("stableVersion") == "2.0.0"
-                    and (await weights()).get(arn2) == 100
+                    and await weights() == {arn2: 100}
                 )
 
             assert await eventually(v2_served, within=90), (
@@ -267,3 +269,77 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
     finally:
         for n in nodes:
             await rt_client.delete(NODE, n, missing_ok=True)
+
+
+async def test_with_no_argo_cd_secret_the_set_and_its_binding_reach_the_eks_cluster_directly(
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    workload_plane: ControlPlane,
+    tmp_path: Path,
+    moto: MotoServer,
+    eks_webhook: TokenReviewServer,
+    logs: LogCapture,
+) -> None:
+    """Seed 000's set with no Argo CD cluster Secret anywhere: the EKS cluster (a control plane
+    of its own that accepts EKS tokens, behind moto's DescribeCluster) is reached at its endpoint
+    with an EKS token by the set and by the binding it generates, which registers its node."""
+    async with LocalEks(moto, webhook=eks_webhook, controller_manager=False) as eks:
+        seed = Seeder(eks.config)
+        network = await seed.network()
+        cluster = f"direct-{uuid.uuid4().hex[:8]}"
+        tags = {"role": "web", "okra.mumo.co/version": "3.0.0"}
+        plane = await eks.cluster(cluster, network, tags=tags)
+        [instance] = await seed.instances(1, network)
+        workload = await Client.from_kubeconfig(plane.kubeconfig())
+        try:
+            await workload.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": "n1", "labels": {"type": "node"}},
+                    "spec": {"providerID": f"aws:///us-east-1a/{instance}"},
+                }
+            )
+
+            def bindings(mgr: Manager) -> None:
+                register_bindings(mgr, eks.config, resync=1.0)
+
+            async with running(
+                rt_client,
+                namespace,
+                control_plane,
+                workload_plane,
+                tmp_path,
+                logs,
+                eks.config,
+                bindings,
+            ) as e:
+                await e.mgmt.create(seed_set(namespace))
+
+                async def group() -> dict[str, Any]:
+                    items = (await e.mgmt.list(TARGET_GROUP, namespace)).items
+                    return next(iter(items), {})
+
+                async def served() -> bool:
+                    arn = str((await group()).get("spec", {}).get("arn") or "")
+                    if not arn:
+                        return False
+                    async with eks.config.client("elbv2") as elb:
+                        out = await elb.describe_target_health(TargetGroupArn=arn)
+                    ids = {d["Target"]["Id"] for d in out["TargetHealthDescriptions"]}
+                    return ids == {instance}
+
+                binding = f"web-{cluster}"
+
+                async def debug() -> Any:
+                    b = await e.mgmt.get(AWS_TARGET_GROUP_BINDING, binding, namespace)
+                    return (await e.status(), b.get("status"))
+
+                assert await eventually(served, within=60), await debug()
+                g = await group()
+                assert g["metadata"]["name"] == binding
+                assert g["metadata"]["labels"]["okra.mumo.co/version"] == "3.0.0"
+                assert (await e.mgmt.list(SECRET, namespace)).items == []
+        finally:
+            await workload.close()

@@ -386,16 +386,120 @@ def test_what_the_cell_cannot_do_is_said_per_application() -> None:
     assert w.status.phase == "Failed"
 
 
-def test_an_overlapping_set_is_refused_and_the_serving_set_keeps_serving() -> None:
-    apps = [app("web", "web", 50)]
+def by_cluster(w: SystemWorld, name: str) -> dict[str, int]:
+    """The application's weights as AWS shows them, by ARN's cluster (a kept cluster has
+    two objects, one per version, and the rule lists it once)."""
+    forward = w.children[name].forward or ()
+    out: dict[str, int] = {}
+    for f in forward:
+        c = f.arn.split("/")[1]
+        assert c not in out, f"{c} listed twice: {forward}"
+        out[c] = f.weight
+    return out
+
+
+def replacing_one(step: int, checks: bool = False, **kw: Any) -> SystemWorld:
+    """web on {web-1-v1, web-2-v1}, moved to {web-1-v1, web-3}."""
+    apps = [app("web", "web", step, checks=checks, **kw)]
     w = SystemWorld(system(V1[:2], apps))
     w.run(12)
+    assert by_cluster(w, "web") == {"web-1-v1": 50, "web-2-v1": 50}
     w.up("web-3", "web")
     w.spec = system([V1[0], cluster("web-3", "web")], apps)
-    w.run(5)
+    w.history.clear()
+    return w
+
+
+def readings(w: SystemWorld, ticks: int) -> list[dict[str, int]]:
+    out = [by_cluster(w, "web")]
+    for _ in range(ticks):
+        w.tick()
+        now = by_cluster(w, "web")
+        if not out or out[-1] != now:
+            out.append(now)
+    return out
+
+
+def test_replacing_one_cluster_keeps_the_other_s_share_and_walks_the_leaving_one_s() -> None:
+    w = replacing_one(25)
+    seen = readings(w, 40)
+    assert seen == [
+        {"web-1-v1": 50, "web-2-v1": 50},
+        {"web-1-v1": 50, "web-2-v1": 37, "web-3": 13},
+        {"web-1-v1": 50, "web-2-v1": 25, "web-3": 25},
+        {"web-1-v1": 50, "web-2-v1": 12, "web-3": 38},
+        {"web-1-v1": 50, "web-3": 50},
+    ]
+    assert (w.app("web").version, w.app("web").phase) == ("v2", "Synced")
+    assert w.app("web").serving == ["web-1-v1", "web-3"]
+    assert w.status.phase == "Completed"
+    # once v2 serves, the kept cluster has one object again, with its usual name
+    assert sorted(t["metadata"]["name"] for t in w.objects["tgs"]) == [
+        "sys-web-web-1-v1",
+        "sys-web-web-3",
+    ]
+    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-3": 50}
+
+
+def test_while_it_walks_the_kept_cluster_has_an_object_per_version() -> None:
+    w = replacing_one(50, checks=True)
+    w.check_passes = lambda name: not name.endswith("web-3")
+    w.run(6)
+    tgs = {
+        t["metadata"]["name"]: t["metadata"]["labels"][version_key("sys", "web")]
+        for t in w.objects["tgs"]
+    }
+    assert tgs == {
+        "sys-web-web-1-v1": "v1",
+        "sys-web-web-2-v1": "v1",
+        "sys-web-web-1-v1-v2": "v2",
+        "sys-web-web-3": "v2",
+    }
+    assert w.app("web").weight == 50
+
+
+def test_a_failed_check_restores_the_weights_before_the_walk_exactly() -> None:
+    w = replacing_one(25, checks=True, failurePolicy={"type": "Rollback", "delaySeconds": 0})
+    passing = {"now": True}
+    w.check_passes = lambda name: passing["now"] or not name.endswith("web-3")
+    seen = [by_cluster(w, "web")]
+    for _ in range(40):
+        w.tick()
+        now = by_cluster(w, "web")
+        if not seen or seen[-1] != now:
+            seen.append(now)
+        if now.get("web-3") == 25:
+            passing["now"] = False  # at half way, web-3's check starts failing
+    assert w.app("web").phase == "Reverted", w.app("web")
+    assert seen[:3] == [
+        {"web-1-v1": 50, "web-2-v1": 50},
+        {"web-1-v1": 50, "web-2-v1": 37, "web-3": 13},
+        {"web-1-v1": 50, "web-2-v1": 25, "web-3": 25},
+    ]
+    assert seen[-1] == {"web-1-v1": 50, "web-2-v1": 50}
+    assert all(r["web-1-v1"] == 50 for r in seen)
+
+
+def test_what_aws_cannot_express_or_okra_cannot_yet_do_is_refused_by_name() -> None:
+    many = [cluster(f"w{i}", "web") for i in range(6)]
+    apps = [app("web", "web", 50)]
+    w = SystemWorld(system(many[:3], apps))
+    w.run(12)
+    for c in many[3:]:
+        w.up(c["name"], "web")
+    w.spec = system([many[0], *many[3:]], apps)  # 3 serving + 3 arriving: 6 in one rule
+    w.run(3)
     assert w.app("web").phase == "Error"
-    assert "web-1-v1 serve the application now and are in its new set too" in w.app("web").message
-    assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
+    assert "routes to 6 target groups at once, but an ALB forward action holds at most 5" in (
+        w.app("web").message
+    )
+    assert by_cluster(w, "web") == {"w0": 33, "w1": 33, "w2": 34}
+    confirmed = replacing_one(50, trafficConfirmation={"minRequests": 10})
+    confirmed.run(3)
+    assert confirmed.app("web").phase == "Error"
+    assert confirmed.app("web").message.startswith(
+        "trafficConfirmation: cluster(s) web-1-v1 serve the application now"
+    )
 
 
 def test_going_back_to_the_serving_set_reuses_its_version() -> None:

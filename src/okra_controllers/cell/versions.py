@@ -3,7 +3,8 @@
 A target group's version is the value of the first label in the Cell's
 version labels that it carries, read as semver (`v1.2.3`, `1.2`, `2`; a
 leading `v` is fine, missing minor/patch count as 0). A value that does not
-parse is reported and the target group ignored.
+parse is reported and the target group ignored. Two of one version with the same
+ARN count once.
 """
 
 from __future__ import annotations
@@ -68,8 +69,14 @@ def group_target_groups(
         key = next((t for t, p in parsed.items() if p.parsed == v.parsed), v.text)
         parsed.setdefault(key, v)
         by_version.setdefault(key, []).append(TargetGroup(name, arn, parsed[key]))
-    for tgs in by_version.values():
+    for key, tgs in by_version.items():
+        # two objects of one version naming one ARN are one target group (a system Cell
+        # renaming the object of a cluster it kept leaves both for a moment)
         tgs.sort(key=lambda t: t.name)
+        once: dict[str, TargetGroup] = {}
+        for t in tgs:
+            once.setdefault(t.arn or t.name, t)  # a cluster Secret has no ARN: by name
+        by_version[key] = list(once.values())
     return Grouped(
         by_version,
         sorted(parsed.values(), key=lambda v: v.parsed),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import os
 import ssl
@@ -33,6 +34,7 @@ import aiohttp
 import structlog
 
 from okra_controllers.aws.config import AwsConfig, shared_session
+from okra_controllers.aws.eks import EksCluster
 from okra_runtime.client import Client, RetryPolicy
 from okra_runtime.kubeconfig import ApiClient, Configuration
 
@@ -40,6 +42,8 @@ log = structlog.get_logger("okra.clusters")
 
 SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
 EKS_TOKEN_PREFIX = "k8s-aws-v1."
+EKS_KEY_PREFIX = "eks:"
+"""Connections to EKS clusters reached without a Secret are cached under `eks:<name>`."""
 EKS_TOKEN_EXPIRES = 60
 """Seconds the presigned URL is valid for (as `aws eks get-token`); EKS accepts the token for
 15 minutes from signing regardless."""
@@ -216,6 +220,20 @@ class ClusterConnections:
             auth="eks" if cluster.bearer_token is None else "bearer",
         )
         return client
+
+    async def client_for_eks(self, cluster: EksCluster) -> Client:
+        """A client for an EKS cluster no Secret names, at the endpoint and CA its
+        DescribeCluster gave, authenticated with EKS tokens of okra's own AWS identity; cached
+        under `eks:<name>` (`EKS_KEY_PREFIX`), rebuilt when the endpoint or CA changes."""
+        try:
+            ca = base64.b64decode(cluster.ca_data, validate=True) if cluster.ca_data else None
+        except binascii.Error:
+            raise ClusterSecretError("EKS CA data is not base64") from None
+        direct = ArgoCluster(
+            name=cluster.name, server=cluster.endpoint, ca_data=ca, aws_auth=AwsAuth(cluster.name)
+        )
+        version = hashlib.sha256(f"{cluster.endpoint}\n{cluster.ca_data}".encode()).hexdigest()
+        return await self.client_for_cluster(f"{EKS_KEY_PREFIX}{cluster.name}", version, direct)
 
     async def forget(self, uid: str) -> None:
         """Close the connection made from a Secret that is gone."""

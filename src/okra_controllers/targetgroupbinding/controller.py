@@ -3,8 +3,10 @@
 observe: the binding; the Argo CD cluster Secrets of its namespace that its entries name
 (`clusterName`, matched against the `name` in the Secret, else the Secret's own name, else its
 `awsAuthConfig.clusterName`: the EKS cluster's name, as an `awseks` generator writes it) or select
-(`clusterSelector`); the Nodes of each of those clusters, concurrently and each with its own
-timeout, through a cached connection (`ClusterConnections`); one DescribeTargetHealth for what
+(`clusterSelector`); a `clusterName` no Secret names is looked for in EKS (the shared ListClusters
+walk) and reached at its endpoint with an EKS token, as the `awseks` generator reaches it; the
+Nodes of each of those clusters, concurrently and each with its own timeout, through a cached
+connection (`ClusterConnections`); one DescribeTargetHealth for what
 the group holds. plan: `plan.plan` (pure). act: CreateTargetGroup when the binding has no ARN,
 tagged `okra.mumo.co/targetgroupbinding=<namespace>/<name>` (a group of that name that exists
 already is adopted when it has no such tag, taken back when the tag names this binding, refused
@@ -30,7 +32,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-from collections.abc import Callable
+import functools
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -47,15 +50,18 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import (
 )
 from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
 from okra_controllers.aws.errors import hint, refused
 from okra_controllers.aws.recent import RecentAnswers
 from okra_controllers.clusters.connect import (
+    EKS_KEY_PREFIX,
     SECRET_TYPE_LABEL,
     ClusterConnections,
     ClusterSecretError,
     parse_cluster_secret,
 )
 from okra_controllers.targetgroupbinding.plan import Node, ObservedCluster, Plan, Target, plan
+from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.labels import selector_from_dict
@@ -123,6 +129,13 @@ def _node(raw: dict[str, Any]) -> Node:
     )
 
 
+def _server(secret: dict[str, Any]) -> str:
+    try:
+        return parse_cluster_secret(secret).server
+    except ClusterSecretError:
+        return str(secret["metadata"]["name"])
+
+
 def group_name(arn: str) -> str:
     """`arn:...:targetgroup/web/0123` → `web` ("" for anything else)."""
     _, sep, rest = arn.partition(":targetgroup/")
@@ -163,9 +176,11 @@ class TargetGroupBindingReconciler:
 
     def _clusters(
         self, ns: str, tgb: AWSTargetGroupBinding
-    ) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]], dict[str, ObservedCluster]]:
+    ) -> tuple[
+        dict[str, list[str]], dict[str, dict[str, Any]], dict[str, ObservedCluster], dict[str, str]
+    ]:
         """Entry → cluster names; cluster name → its Secret; clusters known to be unreadable
-        (no Secret names them, or their Secret is unusable)."""
+        (their Secret is unusable); clusters no Secret names → why (looked for in EKS)."""
         secrets = self.secrets.list(ns, f"{SECRET_TYPE_LABEL}=cluster")
         by_name: dict[str, dict[str, Any]] = {}
         by_eks_name: dict[str, dict[str, Any]] = {}
@@ -182,6 +197,7 @@ class TargetGroupBindingReconciler:
         clusters_of: dict[str, list[str]] = {}
         used: dict[str, dict[str, Any]] = {}
         failed: dict[str, ObservedCluster] = {}
+        unnamed: dict[str, str] = {}
         for t in tgb.spec.targets:
             if t.cluster_name is not None:
                 name = t.cluster_name
@@ -193,12 +209,13 @@ class TargetGroupBindingReconciler:
                 clusters_of[t.name] = [name]
                 if secret is not None:
                     used[name] = secret
+                elif name in bad:
+                    failed[name] = ObservedCluster(name, None, bad[name])
                 else:
-                    why = bad.get(name) or (
+                    unnamed[name] = (
                         f"no Argo CD cluster Secret in namespace {ns} names cluster {name} "
                         "(by its name, or by awsAuthConfig.clusterName)"
                     )
-                    failed[name] = ObservedCluster(name, None, why)
             elif t.cluster_selector is not None:
                 sel = selector_from_dict(t.cluster_selector.model_dump(by_alias=True))
                 names = []
@@ -212,13 +229,63 @@ class TargetGroupBindingReconciler:
                         names.append(sname)
                         failed[sname] = ObservedCluster(sname, None, why)
                 clusters_of[t.name] = names
-        return clusters_of, used, failed
+        return clusters_of, used, failed, unnamed
 
-    async def _nodes(self, name: str, secret: dict[str, Any]) -> ObservedCluster:
-        server = ""
+    async def _observe(
+        self, ns: str, tgb: AWSTargetGroupBinding
+    ) -> tuple[dict[str, list[str]], dict[str, ObservedCluster]]:
+        """Entry → cluster names, and cluster name → what was read there: through the Secrets
+        naming the clusters, else from EKS."""
+        clusters_of, used, failed, unnamed = self._clusters(ns, tgb)
+
+        async def from_secrets() -> list[ObservedCluster]:
+            return list(
+                await asyncio.gather(
+                    *(
+                        self._nodes(
+                            n, _server(s), functools.partial(self.connections.client_for, s)
+                        )
+                        for n, s in sorted(used.items())
+                    )
+                )
+            )
+
+        reads, eks_reads = await asyncio.gather(from_secrets(), self._from_eks(unnamed))
+        observed = {**failed, **{c.name: c for c in [*reads, *eks_reads]}}
+        return clusters_of, observed
+
+    async def _from_eks(self, unnamed: dict[str, str]) -> list[ObservedCluster]:
+        """The Nodes of the clusters no Secret names, reached as EKS clusters of okra's own
+        account and region (DescribeCluster's endpoint and CA, an EKS token), as an `awseks`
+        generator reaches them; or why not (`unnamed`: the reason no Secret was found)."""
+        if not unnamed:
+            return []
         try:
-            server = parse_cluster_secret(secret).server
-            client = await self.connections.client_for(secret)
+            found = await observe_eks(self.aws, max_age=min(SHARE_SECONDS, self.resync / 6))
+        except AwsReadError as e:
+            return [ObservedCluster(n, None, f"{why}; {e}") for n, why in sorted(unnamed.items())]
+        described = {c.name: c for c in found.clusters}
+        out: list[ObservedCluster] = []
+        reads = []
+        for name, why in sorted(unnamed.items()):
+            c = described.get(name)
+            if c is None or c.status in ("DELETING", "FAILED"):
+                out.append(ObservedCluster(name, None, f"{why}, and EKS has no cluster {name}"))
+            elif c.status != "ACTIVE" or not c.endpoint:
+                out.append(ObservedCluster(name, None, f"EKS cluster {name} is {c.status}"))
+            else:
+                reads.append(
+                    self._nodes(
+                        name, c.endpoint, functools.partial(self.connections.client_for_eks, c)
+                    )
+                )
+        return out + list(await asyncio.gather(*reads))
+
+    async def _nodes(
+        self, name: str, server: str, connect: Callable[[], Awaitable[Client]]
+    ) -> ObservedCluster:
+        try:
+            client = await connect()
             items = await asyncio.wait_for(client.list(NODE), CLUSTER_TIMEOUT)
         except TimeoutError:
             return ObservedCluster(name, None, f"no answer from {server} in {CLUSTER_TIMEOUT:g}s")
@@ -317,9 +384,7 @@ class TargetGroupBindingReconciler:
         ns = req.namespace
         old = tgb.status or AWSTargetGroupBindingStatus()
 
-        clusters_of, used, failed = self._clusters(ns, tgb)
-        reads = await asyncio.gather(*(self._nodes(n, s) for n, s in sorted(used.items())))
-        observed = {**failed, **{c.name: c for c in reads}}
+        clusters_of, observed = await self._observe(ns, tgb)
         await self._forget_gone_secrets()
 
         arn = tgb.spec.target_group_arn or ""
@@ -454,7 +519,7 @@ class TargetGroupBindingReconciler:
 
     async def _forget_gone_secrets(self) -> None:
         live = {s["metadata"].get("uid") for s in self.secrets.list()}
-        await self.connections.retain(lambda key: key in live)
+        await self.connections.retain(lambda key: key.startswith(EKS_KEY_PREFIX) or key in live)
 
     # -- report ----------------------------------------------------------------
 

@@ -26,13 +26,10 @@ its own status is written).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import dataclasses
 import datetime
 import functools
-import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -68,9 +65,8 @@ from okra_controllers.aws.eks import (
 from okra_controllers.aws.elbv2 import TaggedTargetGroup, tagged_target_groups
 from okra_controllers.aws.errors import error_code, hint
 from okra_controllers.clusters.connect import (
+    EKS_KEY_PREFIX,
     SECRET_TYPE_LABEL,
-    ArgoCluster,
-    AwsAuth,
     ClusterConnections,
     ClusterSecretError,
     parse_cluster_secret,
@@ -272,18 +268,7 @@ class TargetGroupSetReconciler:
                 )
             else:
                 server = c.endpoint
-                try:
-                    ca = base64.b64decode(c.ca_data, validate=True) if c.ca_data else None
-                except binascii.Error:
-                    out.append(ObservedCluster(c.name, None, "EKS CA data is not base64"))
-                    continue
-                direct = ArgoCluster(
-                    name=c.name, server=c.endpoint, ca_data=ca, aws_auth=AwsAuth(c.name)
-                )
-                version = hashlib.sha256(f"{c.endpoint}\n{c.ca_data}".encode()).hexdigest()
-                connect = functools.partial(
-                    self.connections.client_for_cluster, f"eks:{c.name}", version, direct
-                )
+                connect = functools.partial(self.connections.client_for_eks, c)
             vpc, why = vpcs.get(c.name, ("", "not read"))
             reads.append(
                 _with_eks(
@@ -375,7 +360,7 @@ class TargetGroupSetReconciler:
         tagged, aws_error = await self._observe_tagged(tgs)
         p = plan(req.name, uid, ns, tgs.spec, observed, existing, existing_bindings, tagged)
         live = {s["metadata"].get("uid") for s in self.secrets.list()}
-        await self.connections.retain(lambda key: key.startswith("eks:") or key in live)
+        await self.connections.retain(lambda key: key.startswith(EKS_KEY_PREFIX) or key in live)
 
         # act
         errors: list[str] = []

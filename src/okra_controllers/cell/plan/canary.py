@@ -31,13 +31,16 @@ from okra_controllers.cell.plan.model import (
     RunRequest,
 )
 from okra_controllers.cell.plan.names import rollout_id, run_name
-from okra_controllers.cell.plan.status import set_phase
+from okra_controllers.cell.plan.status import hold, set_phase
 from okra_controllers.cell.plan.strategy import pause_expiry, step_hash, weight_before
 from okra_controllers.cell.plan.weights import (
     applied,
     forward_for,
     forward_hash,
+    overlap,
     same_weights,
+    walk_forward,
+    walked_share,
     weights_status,
 )
 from okra_controllers.cell.versions import Version
@@ -66,9 +69,12 @@ class Walk:
     def at(self, weight: int) -> tuple[Forward, ...]:
         """The forward list with the canary at `weight` and the stable at the rest."""
         by_version = self.o.grouped.by_version
-        return forward_for(
-            [(by_version[self.stable.text], 100 - weight), (by_version[self.canary.text], weight)]
-        )
+        return walk_forward(by_version[self.stable.text], by_version[self.canary.text], weight)
+
+    def share(self, forward: tuple[Forward, ...]) -> int:
+        """How far `forward` is along the walk, in percent (the status' canaryWeight)."""
+        by_version = self.o.grouped.by_version
+        return walked_share(forward, by_version[self.stable.text], by_version[self.canary.text])
 
     def ensure_run(self, name: str, analysis: StepAnalysis, bg: bool) -> str:
         """The run's phase; the run asked for when it does not exist yet."""
@@ -85,6 +91,15 @@ class Walk:
 def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[CanaryStep]) -> Plan:
     """The canary from `stable` to `to`: prechecks, the steps, then the end."""
     st = p.status
+    shared = overlap(o.grouped.by_version[stable.text], o.grouped.by_version[to.text])
+    if o.spec.traffic_confirmation is not None and shared:
+        message = (
+            f"spec.trafficConfirmation: target group(s) {', '.join(shared)} are in both "
+            f"{stable.text} and {to.text}, and the requests one target group served cannot "
+            "be told apart by version: remove trafficConfirmation, or give the versions "
+            "no target group in common"
+        )
+        return hold(p, o, "Degraded", message, Event("Warning", "InvalidSpec", message))
     if o.freeze is not None and not under_way(p, o, to):
         return hold_start(p, o, to, stable)
     start_if_new(p, o, stable, to)
@@ -167,7 +182,7 @@ def prechecking(w: Walk, said: str) -> Plan:
     st.phase = "Init"
     p.forward = w.at(weight_before(w.steps, w.i))
     weights_status(p)
-    st.canary_weight = sum(f.weight for f in p.forward if f.version == w.canary.text)
+    st.canary_weight = w.share(p.forward)
     set_phase(p, w.o, "Progressing", f"Init: {said}; no traffic moves to {w.canary.text}")
     return p
 
@@ -364,7 +379,7 @@ def report(w: Walk) -> Plan:
     p, st, to = w.p, w.p.status, w.canary
     assert p.forward is not None
     weights_status(p)
-    st.canary_weight = sum(f.weight for f in p.forward if f.version == to.text)
+    st.canary_weight = w.share(p.forward)
     st.stable_version = w.stable.text
     if w.paused:
         st.paused_reason = (

@@ -137,12 +137,12 @@ def hold_annotations(pause: bool, promote: str | None, abort: str | None) -> dic
     return out
 
 
-def target_group(o: SystemObserved, app: str, cluster: str, arn: str, version: str) -> Obj:
+def target_group(o: SystemObserved, app: str, name: str, arn: str, version: str) -> Obj:
     return {
         "apiVersion": API_VERSION,
         "kind": "AWSTargetGroup",
         "metadata": {
-            "name": dns(o.name, app, cluster),
+            "name": name,
             "namespace": o.namespace,
             "labels": {**labels(o, app), version_key(o.name, app): version},
         },

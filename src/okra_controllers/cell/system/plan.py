@@ -33,6 +33,7 @@ from okra_controllers.api.v1alpha1.system import (
     SystemApplication,
     SystemCluster,
 )
+from okra_controllers.cell.plan.loadbalancer import MAX_FORWARD
 from okra_controllers.cell.plan.model import Event
 from okra_controllers.cell.system.children import (
     check_objects,
@@ -147,17 +148,11 @@ def _app(
     problem = problem or arn_problem
     want = [c.name for c in clusters]
     if not problem and want != a.clusters:
-        overlap = sorted(set(want) & set(a.serving)) if want != a.serving else []
-        if overlap:
-            problem = (
-                f"cluster(s) {', '.join(overlap)} serve the application now and are in its "
-                "new set too: okra moves an application between sets of clusters that do "
-                "not share one"
-            )
-        elif not ready.ready:
+        problem = _overlap_problem(o, app, want, a.serving, arns)
+        if not problem and not ready.ready:
             w.waiting_for_clusters = True
             a.message = f"waiting for clusters before moving: {'; '.join(ready.waiting)}"
-        else:
+        elif not problem:
             _new_version(o, p, a, want, cst)
     w.problem = problem
     if a.version and a.serving_version and a.version != a.serving_version and not problem:
@@ -166,6 +161,49 @@ def _app(
     _progress(o, p, w, cst)
     a.weight = _weight(app, a, cst)
     return w
+
+
+def _overlap_problem(
+    o: SystemObserved,
+    app: SystemApplication,
+    want: list[str],
+    serving: list[str],
+    arns: dict[str, str],
+) -> str:
+    """What keeps the application from walking from the `serving` clusters to `want`
+    (clusters in both keep their share, docs/system-cells.md): the load balancer's limit
+    on the target groups one forward action holds, and what okra cannot do yet with a
+    cluster in both sets."""
+    if want == serving:
+        return ""
+    kept = sorted(set(want) & set(serving))
+    if app.alb is not None:
+        # a serving cluster no longer in spec.clusters: its own target group
+        by_name = {c.name: c for c in o.spec.clusters or []}
+        union = set(arns.values()) | {
+            arn_for(app, by_name[n], o)[0] or n if n in by_name else n for n in serving
+        }
+        if len(union) > MAX_FORWARD:
+            return (
+                f"moving from {', '.join(serving)} to {', '.join(want)} routes to "
+                f"{len(union)} target groups at once, but an ALB forward action holds at "
+                f"most {MAX_FORWARD}: move in two changes of spec.clusters"
+            )
+    if not kept:
+        return ""
+    if app.argocd is not None:
+        return (
+            f"cluster(s) {', '.join(kept)} serve the application now and are in its new "
+            "set too: with argocd, okra moves an application between sets of clusters "
+            "that do not share one (without argocd, a kept cluster keeps its share)"
+        )
+    if app.traffic_confirmation is not None:
+        return (
+            f"trafficConfirmation: cluster(s) {', '.join(kept)} serve the application "
+            "now and are in its new set too, and the requests one target group served "
+            "cannot be told apart by set: remove trafficConfirmation for this move"
+        )
+    return ""
 
 
 def _weight(app: SystemApplication, a: ApplicationStatus, cst: CellStatus) -> int | None:
@@ -405,11 +443,15 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
         for n in names:
             c = by_name.get(n)
             if app.alb is not None:
+                # a cluster kept from the serving set has a second object for the version
+                # it is going to (the two versions' weights on it are planned as one)
+                kept = version != a.serving_version and n in a.serving
+                name = dns(o.name, app.name, n, version) if kept else dns(o.name, app.name, n)
                 arn, _ = arn_for(app, c, o)
                 if arn:
-                    p.target_groups.append(target_group(o, app.name, n, arn, version))
+                    p.target_groups.append(target_group(o, app.name, name, arn, version))
                 else:  # no longer in spec.clusters: the object keeps what it says
-                    p.keep.add(("AWSTargetGroup", dns(o.name, app.name, n)))
+                    p.keep.add(("AWSTargetGroup", name))
             secret = (o.clusters.get(n) or ClusterSeen()).secret
             if app.argocd is not None and secret is not None:
                 wanted_secrets[secret] = version
