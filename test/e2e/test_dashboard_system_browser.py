@@ -189,7 +189,7 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
             await page_until(browser, text_has("system sys: paused"), "pause's message")
             await page_until(
                 browser,
-                f"return document.querySelector(\"{card}\").dataset.paused === 'true'",
+                f"return document.querySelector(\"{card}\")?.dataset.paused === 'true'",
                 "the system paused",
             )
 
@@ -226,7 +226,7 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
             ready = f"document.querySelector(\"{card} [data-cluster='web-2-v2']\")"
             await page_until(
                 browser,
-                f"return {ready}.dataset.ready === 'true' && {held}",
+                f"return !!{ready} && {ready}.dataset.ready === 'true' && {held}",
                 "every application held on the new set",
             )
             assert await s.weights(alb.listener_arn, 10) == {"web-1-v1": 50, "web-2-v1": 50}
@@ -244,8 +244,8 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
                 f'const c = document.querySelector("{card}"); return '
                 "!!c && c.dataset.phase === 'Completed' && c.dataset.paused === 'false' && "
                 "[...c.querySelectorAll('.application[data-application]')].every((a) => "
-                "a.dataset.phase === 'Synced' && a.querySelector('[data-weights]')"
-                ".dataset.weights === 'v2 100')"
+                "a.dataset.phase === 'Synced' && "
+                "a.querySelector(\"[data-weights='v2 100']\") !== null)"
             )
             await page_until(browser, done, "every application at v2", within=180)
             screenshot(browser, "system")
