@@ -24,7 +24,7 @@ import structlog
 from pydantic import ValidationError
 
 from okra_controllers.analysis.check_controller import QUERY_PROVIDERS
-from okra_controllers.api.kinds import APPLICATION
+from okra_controllers.api.kinds import APP_PROJECT, APPLICATION
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig, close_clients
 from okra_controllers.registry import CACHE_SELECTORS, CONTROLLERS, REQUIRED_KINDS
@@ -300,7 +300,16 @@ async def run(a: argparse.Namespace) -> int:
             ),
         )
         enabled = [c for c in a.controllers.split(",") if c and await _served(client, c)]
-        settings = dataclasses.replace(settings, argocd=await _kind_served(client, APPLICATION))
+        settings = dataclasses.replace(
+            settings,
+            argocd=await _kind_served(client, APPLICATION),
+            argocd_projects=await _kind_served(client, APP_PROJECT),
+        )
+        if "progressiverollout" in enabled and not settings.argocd_projects:
+            log.warning(
+                "Argo CD's AppProject kind is not served: ProgressiveRollouts do not check "
+                "sync windows and destinations (install appproject-crd.yaml, then restart)"
+            )
         for name in enabled:
             CONTROLLERS[name](mgr, settings)
         log.info(

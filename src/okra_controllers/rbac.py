@@ -313,10 +313,11 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(CORE, "secrets", verbs=READ),
         EVENTS,
     ),
-    # Rolls an ApplicationSet's Applications out: reads the ApplicationSet, its Applications
-    # and the Argo CD cluster Secrets (labels), writes `operation` on Applications (a merge
-    # patch; a json patch removes okra's unstarted ones when a rollout is deleted, hence its
-    # finalizer), and starts AnalysisRuns from okra's or Argo Rollouts' templates.
+    # Rolls an ApplicationSet's Applications out: reads the ApplicationSet, its Applications,
+    # their AppProjects (sync windows, destinations) and the Argo CD cluster Secrets (labels),
+    # writes `operation` on Applications (a merge patch; a json patch removes okra's unstarted
+    # ones when a rollout is deleted, hence its finalizer), and starts AnalysisRuns from okra's
+    # or Argo Rollouts' templates.
     # Notifications: the ConfigMap `okra-notifications` (services) and its Secret.
     "progressiverollout": _because(
         "the ProgressiveRollout controller (progressiverollout/controller.py), not run by"
@@ -325,6 +326,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         *_primary("progressiverollouts", verbs=(*READ, "update", "patch"), owner=True),
         rule(ARGO_GROUP, "applications", verbs=(*READ, "patch")),
         rule(ARGO_GROUP, "applicationsets", verbs=READ),
+        rule(ARGO_GROUP, "appprojects", verbs=READ),
         rule(CORE, "secrets", verbs=READ),
         rule(GROUP, "analysisruns", verbs=KEEP),
         PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),

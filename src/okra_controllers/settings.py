@@ -29,6 +29,10 @@ class Settings:
     drift_check: float = 60.0  # seconds between looks at each listener rule (drift repair)
     argocd: bool = False
     """Argo CD's Application kind is served: Cells with `spec.argocd` watch Applications."""
+    argocd_projects: bool = False
+    """Argo CD's AppProject kind is served: ProgressiveRollouts honour each Application's
+    project (sync windows, destinations). Without it they check none (and say so): an
+    informer on a kind that is not served would never sync and hold every controller back."""
     default_metrics_provider: Mapping[str, Any] | None = None
     """`--default-metrics-provider`: the provider of Checks (and system-Cell checks) that
     name none; its credentials as for any provider (Secrets in okra's namespace, AWS)."""

@@ -66,7 +66,7 @@ class App:
         self.commits[revision] = marker
         return revision
 
-    def appset(self) -> dict[str, Any]:
+    def appset(self, project: str = "default") -> dict[str, Any]:
         assert self.argocd.git is not None
         return {
             "apiVersion": "argoproj.io/v1alpha1",
@@ -77,7 +77,7 @@ class App:
                 "template": {
                     "metadata": {"name": "{{name}}-" + self.suffix},
                     "spec": {
-                        "project": "default",
+                        "project": project,
                         "source": {
                             "repoURL": self.argocd.git.url,
                             "path": self.name,
@@ -88,6 +88,21 @@ class App:
                         "syncPolicy": {"syncOptions": ["CreateNamespace=true"]},
                     },
                 },
+            },
+        }
+
+    def project(self, **spec: Any) -> dict[str, Any]:
+        """An Argo CD AppProject of this test (`proj-<suffix>`): any source, any kind; the
+        destinations and sync windows given (every destination by default)."""
+        return {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "AppProject",
+            "metadata": {"name": f"proj-{self.suffix}", "namespace": self.argocd.namespace},
+            "spec": {
+                "sourceRepos": ["*"],
+                "destinations": [{"server": "*", "namespace": "*"}],
+                "clusterResourceWhitelist": [{"group": "*", "kind": "*"}],
+                **spec,
             },
         }
 

@@ -486,3 +486,106 @@ async def test_replacing_one_cluster_keeps_the_other_s_share_then_a_failed_check
         app = (await s.status())["applications"][0]
         assert (app["version"], app["servingVersion"], app["serving"]) == ("v2", "v1", ["a", "b"])
         assert "check sys-web-errors-c failed" in app["message"]
+
+
+async def test_a_kept_cluster_walks_to_completion_then_okra_abort_restores_the_pair(
+    world: tuple[System, LoadBalancer],
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    rates: ErrorRates,
+) -> None:
+    """{k, l} to {k, m} to the end: k at 50 in every reading and write, and once {k, m}
+    serves, k's second AWSTargetGroup is gone and the walk's end needed no write of its
+    own. Then {k, m} to {k, n}, n's check failing with failurePolicy Stop: held at the
+    first step, `okra abort sys --application web` puts back {k: 50, m: 50} exactly (the
+    module's clusters are named apart: EKS in moto is shared by its tests)."""
+    s, alb = world
+    a, b = await s.cluster("k", "web"), await s.cluster("l", "web")
+    web = application("web", "web", alb.listener_arn, 10, 50, rates.url)
+    web["failurePolicy"] = {"type": "Stop"}
+    await rt_client.create(
+        {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "Cell",
+            "metadata": {"name": "sys", "namespace": namespace},
+            "spec": {"clusters": [a, b], "applications": [web]},
+        }
+    )
+    readings: list[dict[str, int]] = []
+
+    async def reading() -> dict[str, int]:
+        w = await s.weights(alb.listener_arn, 10)
+        if not readings or readings[-1] != w:
+            readings.append(w)
+        return w
+
+    async def web_app() -> dict[str, Any]:
+        return next(iter((await s.status()).get("applications") or []), {})
+
+    async with running(rt_client, namespace, s.eks.config):
+
+        async def completed() -> bool:
+            await reading()
+            return (await s.status()).get("phase") == "Completed"
+
+        assert await eventually(completed, within=90), await s.debug()
+        await s.weights_become(alb.listener_arn, 10, {"k": 50, "l": 50})
+        s.record_rule_writes()
+        readings.clear()
+        c = await s.cluster("m", "web")
+        await s.set_clusters([a, c])
+
+        async def on_a_c() -> bool:
+            w = await reading()
+            app = await web_app()
+            return w == {"k": 50, "m": 50} and (app.get("phase"), app.get("version")) == (
+                "Synced",
+                "v2",
+            )
+
+        assert await eventually(on_a_c, within=90, interval=0.05), (readings, await s.debug())
+        assert readings == [
+            {"k": 50, "l": 50},
+            {"k": 50, "l": 25, "m": 25},
+            {"k": 50, "m": 50},
+        ], readings
+
+        async def one_object_each() -> bool:
+            tgs = (await s.debug())["targetGroups"]
+            return sorted(tgs) == ["sys-web-k", "sys-web-m"]
+
+        assert await eventually(one_object_each, within=30), await s.debug()
+        assert s.rule_writes() == [{"k": 50, "l": 25, "m": 25}, {"k": 50, "m": 50}]
+
+        rates.values["n"] = 0.5  # above max 0.1: n's check fails, Stop holds the walk
+        readings.clear()
+        d = await s.cluster("n", "web")
+        await s.set_clusters([a, d])
+
+        async def stopped() -> bool:
+            await reading()
+            return (await web_app()).get("phase") == "Stopped"
+
+        assert await eventually(stopped, within=90, interval=0.05), (readings, await s.debug())
+        assert await s.weights(alb.listener_arn, 10) == {"k": 50, "m": 25, "n": 25}
+        code, out, err = await okra_cli(
+            control_plane, namespace, "abort", "sys", "--application", "web"
+        )
+        assert code == 0, err
+        assert out.startswith("cell sys-web: aborting rollout")
+        await s.weights_become(alb.listener_arn, 10, {"k": 50, "m": 50})
+        await reading()
+        assert readings == [
+            {"k": 50, "m": 50},
+            {"k": 50, "m": 25, "n": 25},
+            {"k": 50, "m": 50},
+        ], readings
+        writes = s.rule_writes()
+        assert all(w["k"] == 50 and sum(w.values()) == 100 for w in writes), writes
+        assert writes[-1] == {"k": 50, "m": 50}
+
+        async def reverted() -> bool:  # no longer "stays where it is": it went back
+            return (await web_app()).get("phase") == "Reverted"
+
+        assert await eventually(reverted, within=30), await s.debug()

@@ -21,7 +21,7 @@ import pytest
 from okra_controllers.api.kinds import AWS_TARGET_GROUP_BINDING
 from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBinding
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.targetgroupbinding.controller import FINALIZER, register
+from okra_controllers.targetgroupbinding.controller import FINALIZER, OWNER_TAG, register
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.controller import Controller
 from okra_runtime.crdgen import write_crds
@@ -292,6 +292,85 @@ async def test_an_empty_arn_creates_the_group_once_and_records_it(env: Env) -> N
     assert await eventually(resynced_twice, within=15)
     assert env.calls["elbv2:CreateTargetGroup"] == 1
     assert env.calls["elbv2:RegisterTargets"] == 1
+
+
+async def test_a_renamed_group_is_created_and_the_previous_one_emptied(env: Env) -> None:
+    """`targetGroup.name` changed: the binding creates the newly named group (tagged as its
+    own), registers its targets there and deregisters them from the group it had."""
+    [instance] = await env.seed.instances(1, env.network)
+    first, second = f"{env.suite}-a", f"{env.suite}-b"
+    spec = {
+        "targetGroup": {"name": first, "vpcID": env.network.vpc_id},
+        "targets": [{"name": "one", "ids": [instance], "port": 8080}],
+    }
+    await env.mgmt.create(binding("renamed", env.namespace, spec))
+
+    async def in_group(name: str) -> str:
+        st = await env.status("renamed")
+        arn = str(st.get("targetGroupARN") or "")
+        if f":targetgroup/{name}/" not in arn or (await env.synced("renamed")).get("status") != (
+            "True"
+        ):
+            return ""
+        return arn if await env.registered(arn) == {(instance, 8080)} else ""
+
+    async def moved_to(name: str) -> bool:
+        return bool(await in_group(name))
+
+    assert await eventually(lambda: moved_to(first), within=30), await env.status("renamed")
+    arn_a = await in_group(first)
+    await env.mgmt.patch(
+        AWS_TARGET_GROUP_BINDING,
+        "renamed",
+        {"spec": {"targetGroup": {"name": second}}},
+        namespace=env.namespace,
+    )
+    assert await eventually(lambda: moved_to(second), within=30), await env.status("renamed")
+    arn_b = await in_group(second)
+    assert arn_b != arn_a
+    assert await env.registered(arn_a) == set()
+    async with env.seed.config.client("elbv2") as elb:
+        tags = (await elb.describe_tags(ResourceArns=[arn_b]))["TagDescriptions"][0]["Tags"]
+    assert {"Key": OWNER_TAG, "Value": f"{env.namespace}/renamed"} in tags
+
+
+async def test_a_group_of_that_name_is_adopted_unless_another_binding_owns_it(env: Env) -> None:
+    """A group named by `targetGroup` exists already: made without okra's tag, it is adopted
+    (its other targets deregistered, an Event says so); tagged for another binding, refused."""
+    [ours, stranger] = await env.seed.instances(2, env.network)
+    untagged = await env.seed.target_group(f"{env.suite}-u", env.network, port=8080)
+    await env.seed.register_targets(untagged, [stranger], 8080)
+    other = f"{env.namespace}/someone-else"
+    await env.seed.target_group(f"{env.suite}-t", env.network, port=8080, tags={OWNER_TAG: other})
+    target = [{"name": "one", "ids": [ours], "port": 8080}]
+    for name, group in (("adopter", f"{env.suite}-u"), ("refused", f"{env.suite}-t")):
+        await env.mgmt.create(
+            binding(
+                name,
+                env.namespace,
+                {"targetGroup": {"name": group, "vpcID": env.network.vpc_id}, "targets": target},
+            )
+        )
+
+    async def adopted() -> bool:
+        return (await env.status("adopter")).get("targetGroupARN") == untagged and (
+            await env.registered(untagged) == {(ours, 8080)}
+        )
+
+    assert await eventually(adopted, within=30), await env.status("adopter")
+
+    async def refused() -> bool:
+        return (await env.synced("refused")).get("reason") == "AWSError"
+
+    assert await eventually(refused, within=30), await env.status("refused")
+    message = (await env.synced("refused"))["message"]
+    assert f"belongs to AWSTargetGroupBinding {other}" in message, message
+    assert "spec.targetGroup.name" in message
+    assert not (await env.status("refused")).get("targetGroupARN")
+    events = (await env.mgmt.list(GVK("", "v1", "Event"), env.namespace)).items
+    reasons = {(e["involvedObject"].get("name"), e["reason"]) for e in events}
+    assert ("adopter", "TargetGroupAdopted") in reasons, reasons
+    assert env.calls["elbv2:CreateTargetGroup"] == 0
 
 
 async def test_an_unreachable_cluster_keeps_its_targets_and_is_reported(

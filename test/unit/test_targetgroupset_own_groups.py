@@ -310,3 +310,21 @@ def test_a_long_binding_name_gives_a_valid_group_name() -> None:
     name = p.apply_bindings[0]["spec"]["targetGroup"]["name"]
     assert len(name) <= 32
     AWSTargetGroupBindingSpec.model_validate(p.apply_bindings[0]["spec"])
+
+
+def test_a_waiting_cluster_says_what_its_binding_reports() -> None:
+    spec = spec_of()
+    first = plan("web", "u", "ns", spec, [eks("c1")], [])
+    (b,) = first.apply_bindings
+    refused = Existing(
+        "web-c1",
+        "c1",
+        b["metadata"]["annotations"][HASH_ANNOTATION],
+        problem="CreateTargetGroup: AccessDenied",
+    )
+    p = plan("web", "u", "ns", spec, [eks("c1")], [], [refused])
+    assert p.clusters[0].message == (
+        "waiting for AWSTargetGroupBinding web-c1 to report its target group "
+        "(it says: CreateTargetGroup: AccessDenied)"
+    )
+    assert (p.apply, p.apply_bindings) == ((), ())

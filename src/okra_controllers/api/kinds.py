@@ -75,6 +75,7 @@ DEPLOYMENT = GVK("apps", "v1", "Deployment")
 ARGO_GROUP = "argoproj.io"
 APPLICATION = GVK(ARGO_GROUP, "v1alpha1", "Application")
 APPLICATION_SET = GVK(ARGO_GROUP, "v1alpha1", "ApplicationSet")
+APP_PROJECT = GVK(ARGO_GROUP, "v1alpha1", "AppProject")
 ARGO_ANALYSIS_TEMPLATE = GVK(ARGO_GROUP, "v1alpha1", "AnalysisTemplate")
 ARGO_CLUSTER_ANALYSIS_TEMPLATE = GVK(ARGO_GROUP, "v1alpha1", "ClusterAnalysisTemplate")
 
@@ -87,6 +88,7 @@ __all__ = [
     "ANALYSIS_TEMPLATE",
     "APPLICATION",
     "APPLICATION_SET",
+    "APP_PROJECT",
     "ARGO_ANALYSIS_TEMPLATE",
     "ARGO_CLUSTER_ANALYSIS_TEMPLATE",
     "ARGO_GROUP",

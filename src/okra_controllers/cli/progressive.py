@@ -66,6 +66,13 @@ def render(pr: Obj, apps: dict[str, Obj], runs: dict[str, Obj], now: datetime.da
     ]
     if stalled:
         lines.append(f"Stalled:       {stalled[0].get('message')}")
+    projects = [
+        c
+        for c in st.get("conditions") or []
+        if c.get("type") == "AppProjects" and c["status"] == "False"
+    ]
+    if projects:
+        lines.append(f"AppProjects:   {projects[0].get('message')}")
     specs = {s["name"]: s for s in spec.get("stages") or []}
     for i, ss in enumerate(st.get("stages") or []):
         stage = specs.get(ss["name"], {})

@@ -3,7 +3,7 @@ pure). The Cell and ProgressiveRollout controllers read Freezes from their cache
 with the `Hold` this gives them."""
 
 from okra_controllers.freeze.hold import Applying, Hold, Invalid, Parsed, hold_at, parse, when
-from okra_controllers.freeze.windows import Span, applies, next_start
+from okra_controllers.freeze.windows import Span, Window, applies, next_start
 
 __all__ = [
     "Applying",
@@ -11,6 +11,7 @@ __all__ = [
     "Invalid",
     "Parsed",
     "Span",
+    "Window",
     "applies",
     "hold_at",
     "next_start",

@@ -51,12 +51,17 @@ def _instant(naive: datetime.datetime, tz: zoneinfo.ZoneInfo, *, end: bool) -> d
 
 
 class Window:
-    """One `FreezeWindow`, ready to answer which of its occurrences cover an instant."""
+    """A recurring window (cron schedule, duration, time zone), ready to answer which of its
+    occurrences cover an instant: a `FreezeWindow` (`Window.of`), or an Argo CD sync window."""
 
-    def __init__(self, w: FreezeWindow) -> None:
-        self.schedule = w.schedule
-        self.tz = zoneinfo.ZoneInfo(w.time_zone)
-        self.duration = datetime.timedelta(seconds=parse_duration(w.duration))
+    def __init__(self, schedule: str, duration: datetime.timedelta, time_zone: str) -> None:
+        self.schedule = schedule
+        self.tz = zoneinfo.ZoneInfo(time_zone)
+        self.duration = duration
+
+    @classmethod
+    def of(cls, w: FreezeWindow) -> Window:
+        return cls(w.schedule, datetime.timedelta(seconds=parse_duration(w.duration)), w.time_zone)
 
     def _local(self, t: datetime.datetime) -> datetime.datetime:
         return t.astimezone(self.tz).replace(tzinfo=None)
@@ -116,7 +121,7 @@ def applies(spec: FreezeSpec, t: datetime.datetime) -> Span | None:
         return None
     if not spec.windows:
         return Span(spec.start, spec.until)
-    spans = [s for s in (Window(w).covering(t) for w in spec.windows) if s is not None]
+    spans = [s for s in (Window.of(w).covering(t) for w in spec.windows) if s is not None]
     if not spans:
         return None
     start = min(s.start for s in spans if s.start is not None)
@@ -128,7 +133,7 @@ def applies(spec: FreezeSpec, t: datetime.datetime) -> Span | None:
         if end - t > HORIZON:
             more = True
             break
-        after = [s for s in (Window(w).covering(end) for w in spec.windows) if s is not None]
+        after = [s for s in (Window.of(w).covering(end) for w in spec.windows) if s is not None]
         if not after:
             break
         last = max(after, key=_end_key)
@@ -154,7 +159,7 @@ def next_start(spec: FreezeSpec, t: datetime.datetime) -> datetime.datetime | No
         t = spec.start
     if not spec.windows:
         return None
-    first = min(Window(w).next_start(t) for w in spec.windows)
+    first = min(Window.of(w).next_start(t) for w in spec.windows)
     if spec.until is not None and first >= spec.until:
         return None
     return first

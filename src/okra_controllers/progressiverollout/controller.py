@@ -2,7 +2,8 @@
 
 observe: the ProgressiveRollout, its ApplicationSet, the Applications the ApplicationSet owns
 (ownerReferences), the Argo CD cluster Secrets of their destinations (labels), the other
-ProgressiveRollouts naming the same ApplicationSet, and the rollout's AnalysisRuns — all from
+ProgressiveRollouts naming the same ApplicationSet, the rollout's AnalysisRuns, and the Argo CD
+AppProjects of the namespace when the kind is served (`Settings.argocd_projects`) — all from
 caches. plan: `plan.plan` (pure). act: the status first (guarded by resourceVersion, so a plan
 made from a stale object writes nothing), then Argo CD sync operations, AnalysisRuns, webhook
 calls. report: status, conditions, Events, `okra_progressiverollout_*` metrics.
@@ -23,9 +24,12 @@ again.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import datetime
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -35,6 +39,7 @@ from prometheus_client import Counter, Gauge
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
 from okra_controllers.api.kinds import (
     ANALYSIS_RUN,
+    APP_PROJECT,
     APPLICATION,
     APPLICATION_SET,
     FREEZE,
@@ -64,10 +69,12 @@ from okra_controllers.progressiverollout.plan import (
     App,
     Observed,
     Plan,
+    Project,
     Requests,
     RunRequest,
     Sync,
     WebhookCall,
+    parse_project,
     plan,
 )
 from okra_runtime.cache import OWNER_INDEX, Store
@@ -135,6 +142,16 @@ WEBHOOKS = Counter(
 )
 
 
+@dataclass(frozen=True)
+class ClusterView:
+    """An Argo CD cluster Secret, as far as a rollout needs it."""
+
+    name: str
+    server: str
+    labels: dict[str, str]
+    project: str = ""
+
+
 def _info(op: dict[str, Any] | None) -> str | None:
     for item in (op or {}).get("info") or []:
         if item.get("name") == SYNC_ID_INFO:
@@ -149,9 +166,23 @@ def _automated(app: dict[str, Any]) -> bool:
     return bool(auto.get("enabled", True)) if isinstance(auto, dict) else True
 
 
-def application_view(app: dict[str, Any], cluster: str, labels: dict[str, str]) -> App:
-    """What the plan needs of an Argo CD Application."""
+def _secret_field(secret: dict[str, Any], key: str) -> str:
+    """One `data` field of a Secret, decoded ("" when absent or unreadable)."""
+    value = (secret.get("data") or {}).get(key)
+    if not value:
+        return str((secret.get("stringData") or {}).get(key) or "")
+    try:
+        return base64.b64decode(value).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+
+
+def application_view(
+    app: dict[str, Any], cluster: str, labels: dict[str, str], found: ClusterView | None = None
+) -> App:
+    """What the plan needs of an Argo CD Application (and of its cluster's Secret)."""
     status = app.get("status") or {}
+    dest = (app.get("spec") or {}).get("destination") or {}
     sync = status.get("sync") or {}
     op_state = status.get("operationState") or {}
     op = app.get("operation")
@@ -190,6 +221,12 @@ def application_view(app: dict[str, Any], cluster: str, labels: dict[str, str]) 
         reconciled_at=parse_time(status.get("reconciledAt")),
         unreachable="; ".join(errors) or None,
         multi_source=bool((app.get("spec") or {}).get("sources")),
+        project=str((app.get("spec") or {}).get("project") or "default"),
+        dest_server=str(dest.get("server") or ""),
+        dest_name=str(dest.get("name") or ""),
+        dest_namespace=str(dest.get("namespace") or ""),
+        cluster_server=found.server if found else str(dest.get("server") or ""),
+        cluster_project=found.project if found else "",
     )
 
 
@@ -219,6 +256,8 @@ class ProgressiveRolloutReconciler:
         mgr: Manager,
         events: EventRecorder,
         clock: Callable[[], datetime.datetime] = utcnow,
+        *,
+        projects: bool = False,
     ) -> None:
         self.client: Client = mgr.client
         self.rollouts: Store = mgr.informer_for(PROGRESSIVE_ROLLOUT).store
@@ -227,6 +266,8 @@ class ProgressiveRolloutReconciler:
         self.secrets: Store = mgr.informer_for(SECRET).store
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
         self.freezes: Store = mgr.informer_for(FREEZE).store
+        # Argo CD's AppProjects, when the kind is served (`Settings.argocd_projects`)
+        self.projects: Store | None = mgr.informer_for(APP_PROJECT).store if projects else None
         self.events = events
         self.clock = clock
         self.notifier = notifier_for(mgr)
@@ -252,11 +293,9 @@ class ProgressiveRolloutReconciler:
         name = str(first["metadata"]["name"])
         return None if name == pr.metadata.name else name
 
-    def _clusters(
-        self, ns: str
-    ) -> tuple[dict[str, tuple[str, dict[str, str]]], dict[str, tuple[str, dict[str, str]]]]:
-        by_server: dict[str, tuple[str, dict[str, str]]] = {}
-        by_name: dict[str, tuple[str, dict[str, str]]] = {}
+    def _clusters(self, ns: str) -> tuple[dict[str, ClusterView], dict[str, ClusterView]]:
+        by_server: dict[str, ClusterView] = {}
+        by_name: dict[str, ClusterView] = {}
         for s in self.secrets.list(ns):
             if (s["metadata"].get("labels") or {}).get(SECRET_TYPE_LABEL) != "cluster":
                 continue
@@ -265,8 +304,9 @@ class ProgressiveRolloutReconciler:
             except ClusterSecretError as e:
                 log.warning("unusable cluster secret", error=str(e))
                 continue
-            by_server[c.server] = (c.name, c.labels)
-            by_name[c.name] = (c.name, c.labels)
+            view = ClusterView(c.name, c.server, dict(c.labels), _secret_field(s, "project"))
+            by_server[c.server] = view
+            by_name[c.name] = view
         return by_server, by_name
 
     def _apps(self, ns: str, appset_uid: str) -> tuple[App, ...]:
@@ -276,9 +316,17 @@ class ProgressiveRolloutReconciler:
             dest = (a.get("spec") or {}).get("destination") or {}
             server = str(dest.get("server") or "").rstrip("/")
             found = by_server.get(server) or by_name.get(str(dest.get("name") or ""))
-            cluster, labels = found or (str(dest.get("name") or server), {})
-            out.append(application_view(a, cluster, dict(labels)))
+            cluster = found.name if found else str(dest.get("name") or server)
+            labels = dict(found.labels) if found else {}
+            out.append(application_view(a, cluster, labels, found))
         return tuple(sorted(out, key=lambda a: a.name))
+
+    def _projects(self, ns: str) -> dict[str, Project] | None:
+        if self.projects is None:
+            return None
+        return {
+            str(p["metadata"]["name"]): parse_project(p) for p in self.projects.list(ns, copy=False)
+        }
 
     def observe(self, pr: ProgressiveRollout, raw: dict[str, Any]) -> Observed:
         ns = pr.metadata.namespace or ""
@@ -306,6 +354,7 @@ class ProgressiveRolloutReconciler:
                 retry=annotations.get(RETRY),
             ),
             freeze=hold_of(self.freezes, raw, now),
+            projects=self._projects(ns),
         )
 
     # -- reconcile -------------------------------------------------------------
@@ -483,6 +532,7 @@ class ProgressiveRolloutReconciler:
             "Failed",
             "RollingBack",
             "RolledBack",
+            "Forbidden",
         ):
             CLUSTERS.labels(ns, name, phase).set(counts.get(phase, 0))
 
@@ -628,10 +678,14 @@ def rollouts_in_namespace(rollouts: Store) -> Callable[[dict[str, Any]], list[Re
 
 def setup(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["progressiverollout"]`)."""
-    rec = ProgressiveRolloutReconciler(mgr, mgr.event_recorder("progressiverollout-controller"))
+    rec = ProgressiveRolloutReconciler(
+        mgr,
+        mgr.event_recorder("progressiverollout-controller"),
+        projects=settings.argocd_projects,
+    )
     rollouts = mgr.informer_for(PROGRESSIVE_ROLLOUT).store
     appsets = mgr.informer_for(APPLICATION_SET).store
-    (
+    b = (
         mgr.builder("progressiverollout")
         .for_(PROGRESSIVE_ROLLOUT, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
         .owns(ANALYSIS_RUN)
@@ -640,5 +694,7 @@ def setup(mgr: Manager, settings: Settings) -> None:
         .watches(SECRET, rollouts_in_namespace(rollouts))
         .watches(FREEZE, objects_for_freeze(rollouts))
         .with_options(max_concurrent_reconciles=settings.concurrency)
-        .complete(rec)
     )
+    if settings.argocd_projects:
+        b = b.watches(APP_PROJECT, rollouts_in_namespace(rollouts))
+    b.complete(rec)

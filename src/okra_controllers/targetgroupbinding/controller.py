@@ -11,7 +11,9 @@ the group holds. plan: `plan.plan` (pure). act: CreateTargetGroup when the bindi
 tagged `okra.mumo.co/targetgroupbinding=<namespace>/<name>` (a group of that name that exists
 already is adopted when it has no such tag, taken back when the tag names this binding, refused
 when it names another), then at most one RegisterTargets and one
-DeregisterTargets, none when the group already holds exactly what is wanted. report: the ARN
+DeregisterTargets, none when the group already holds exactly what is wanted; when the group
+changed (another `targetGroupARN`, or `targetGroup.name`), what the binding's status says it
+registered in the previous group is deregistered from it first. report: the ARN
 and per-entry targets in status, a `Synced` condition, Events.
 
 Deletion: the finalizer `okra.mumo.co/targetgroupbinding`, added just before the binding's first
@@ -395,23 +397,18 @@ class TargetGroupBindingReconciler:
         try:
             async with self.aws.client("elbv2") as elb:
                 if not arn and tgb.spec.target_group is not None:
-                    default_port = tgb.spec.targets[0].port if tgb.spec.targets else 80
-                    arn = old.target_group_arn or ""
-                    if group_name(arn) != tgb.spec.target_group.name:
-                        arn = ""  # another group is asked for now
-                    registered = await self._registered(elb, arn) if arn else None
-                    if registered is None:
-                        arn, created = await self._ensure_group(
-                            elb, tgb.spec.target_group, default_port, f"{ns}/{req.name}"
-                        )
-                        self._missing.forget(arn)  # AWS has just shown it
-                        registered = await self._registered(elb, arn)
+                    arn, created, registered = await self._own_group(elb, tgb, old, req)
                 else:
                     registered = await self._registered(elb, arn)
                 if registered is None:
                     raise AwsRefusedError(
                         f"target group {arn} does not exist; check spec.targetGroupARN"
                     )
+                try:
+                    await self._leave_previous(elb, raw, old, arn)
+                except AwsError:
+                    arn = old.target_group_arn or arn  # status names the group holding ours
+                    raise
                 p = plan(tgb.spec.targets, clusters_of, observed, registered, old.targets or [])
                 ours = p.register or any(e.ids for e in p.entries)
                 if ours and FINALIZER not in (raw["metadata"].get("finalizers") or []):
@@ -476,6 +473,61 @@ class TargetGroupBindingReconciler:
         except (ConflictError, NotFoundError):
             return None
 
+    async def _own_group(
+        self,
+        elb: Any,
+        tgb: AWSTargetGroupBinding,
+        old: AWSTargetGroupBindingStatus,
+        req: Request,
+    ) -> tuple[str, str, set[Target] | None]:
+        """The group `spec.targetGroup` describes: (ARN, how it was come by: see
+        `_ensure_group`, its targets). The one status records while it is the one named and
+        exists; else found or created by name."""
+        spec = tgb.spec.target_group
+        assert spec is not None
+        arn = old.target_group_arn or ""
+        if group_name(arn) != spec.name:
+            arn = ""  # another group is asked for now
+        registered = await self._registered(elb, arn) if arn else None
+        if registered is not None:
+            return arn, "", registered
+        default_port = tgb.spec.targets[0].port if tgb.spec.targets else 80
+        owner = f"{req.namespace}/{req.name}"
+        arn, how = await self._ensure_group(elb, spec, default_port, owner)
+        self._missing.forget(arn)  # AWS has just shown it
+        return arn, how, await self._registered(elb, arn)
+
+    async def _leave_previous(
+        self, elb: Any, raw: dict[str, Any], old: AWSTargetGroupBindingStatus, arn: str
+    ) -> None:
+        """When the binding's group is no longer the one its status names (another
+        `targetGroupARN`, a renamed `targetGroup`), deregister from that one what it had."""
+        previous = old.target_group_arn or ""
+        if not previous or previous == arn:
+            return
+        left = await self._deregister_ours(elb, previous, old)
+        if left:
+            shown = _show([f"{i}:{port}" for i, port in left])
+            self.events.event(raw, "Normal", "TargetsDeregistered", f"from {previous}: {shown}")
+
+    async def _deregister_ours(
+        self, elb: Any, arn: str, old: AWSTargetGroupBindingStatus
+    ) -> list[Target]:
+        """Deregister from `arn` what `old` (the binding's last status) says it registered and
+        the group still holds (one DeregisterTargets, none when nothing is left); what was
+        deregistered. A group that is gone holds nothing."""
+        ours = {(i, t.port) for t in old.targets or [] for i in t.ids}
+        if not ours:
+            return []
+        registered = await self._registered(elb, arn)
+        gone = sorted(ours & (registered or set()))
+        if gone:
+            try:
+                await elb.deregister_targets(TargetGroupArn=arn, Targets=_targets(tuple(gone)))
+            except (ClientError, BotoCoreError) as e:
+                raise _aws_error("DeregisterTargets", e) from None
+        return gone
+
     async def _finalize(self, raw: dict[str, Any]) -> Result | None:
         """Deregister what status says this binding registered, then let it go."""
         finalizers = raw["metadata"].get("finalizers") or []
@@ -486,20 +538,11 @@ class TargetGroupBindingReconciler:
         except ValidationError:
             old = AWSTargetGroupBindingStatus()
         arn = str((raw.get("spec") or {}).get("targetGroupARN") or old.target_group_arn or "")
-        ours = {(i, t.port) for t in old.targets or [] for i in t.ids}
         gone: list[Target] = []
-        if arn and ours:
+        if arn and old.targets:
             try:
                 async with self.aws.client("elbv2") as elb:
-                    registered = await self._registered(elb, arn)
-                    gone = sorted(ours & (registered or set()))
-                    if gone:
-                        try:
-                            await elb.deregister_targets(
-                                TargetGroupArn=arn, Targets=_targets(tuple(gone))
-                            )
-                        except (ClientError, BotoCoreError) as e:
-                            raise _aws_error("DeregisterTargets", e) from None
+                    gone = await self._deregister_ours(elb, arn, old)
             except (AwsError, BotoCoreError) as e:
                 self.events.event(raw, "Warning", "AWSError", f"deregistering targets: {e}")
                 raise

@@ -3,7 +3,11 @@
 observe: the set; the Argo CD cluster Secrets its `argocdClusters` generators select (cache, the
 set's namespace); for each cluster, concurrently and each with its own timeout, the
 TargetGroupBindings matching `bindingSelector` in all namespaces, through a cached connection
-(`ClusterConnections`, rebuilt when the Secret changes); with `awsTargetGroups` generators, one
+(`ClusterConnections`, rebuilt when the Secret changes; a cluster that does not serve the
+TargetGroupBinding kind has none); for the EKS clusters of `awseks` generators with a
+`bindingTemplate`, their VPC (DescribeCluster's `vpcId`, else one DescribeSubnets for all that
+lack it) and `okra.mumo.co/version` tag; the ARN each generated AWSTargetGroupBinding reports in
+its status (for a cluster's own group); with `awsTargetGroups` generators, one
 batched AWS read of every target group and its tags (`elbv2.tagged_target_groups`: the listing
 page by page, tags 20 ARNs a call), shared by the sets reconciled within a few seconds of it,
 plus EKS's clusters (shared the same way) when a generator reads versions from them; the
@@ -601,10 +605,19 @@ def _generated(store: Store, set_uid: str, set_name: str) -> list[Existing]:
             (o["metadata"].get("annotations") or {}).get(HASH_ANNOTATION, ""),
             (o["metadata"].get("annotations") or {}).get(TARGET_GROUP_ANNOTATION, ""),
             str((o.get("status") or {}).get("targetGroupARN") or ""),
+            _not_synced(o),
         )
         for o in store.by_index(OWNER_INDEX, set_uid)
         if (o["metadata"].get("labels") or {}).get(SET_LABEL) == set_name
     ]
+
+
+def _not_synced(obj: dict[str, Any]) -> str:
+    """The message of a generated binding's `Synced` condition when it is False ("" else)."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Synced" and c.get("status") == "False":
+            return str(c.get("message") or c.get("reason") or "not synced")[:500]
+    return ""
 
 
 def _describe(server: str, e: BaseException) -> str:

@@ -147,6 +147,8 @@ class Existing:
     """Set on those found by AWS tags: the target group's name (`okra.mumo.co/target-group`)."""
     arn: str = ""
     """Of a generated AWSTargetGroupBinding: the ARN its status reports."""
+    problem: str = ""
+    """Of a generated AWSTargetGroupBinding: its `Synced` condition's message when False."""
 
 
 @dataclass(frozen=True)
@@ -425,13 +427,17 @@ def _plan_cluster(
         bindings.append(tgb)
         if b is not None:
             continue
-        arn = next((e.arn for e in existing_bindings if e.name == tgb_name), "")
-        if arn:
+        have = next((e for e in existing_bindings if e.name == tgb_name), None)
+        if have is not None and have.arn:
             groups.append(
-                desired_target_group(set_name, set_uid, namespace, spec, c, None, arn, tgb_name)
+                desired_target_group(
+                    set_name, set_uid, namespace, spec, c, None, have.arn, tgb_name
+                )
             )
         else:
             waiting = f"waiting for AWSTargetGroupBinding {tgb_name} to report its target group"
+            if have is not None and have.problem:
+                waiting += f" (it says: {have.problem})"
     return groups, bindings, waiting
 
 

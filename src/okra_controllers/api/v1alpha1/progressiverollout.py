@@ -158,6 +158,7 @@ ClusterPhase = Literal[
     "Failed",
     "RollingBack",
     "RolledBack",
+    "Forbidden",
 ]
 StagePhase = Literal["Pending", "Progressing", "Verifying", "Completed", "Failed"]
 RolloutPhase = Literal[

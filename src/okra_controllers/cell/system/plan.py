@@ -375,6 +375,13 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
         or FailurePolicy(delay_seconds=o.spec.rollback_delay_seconds)
     )
     said = said or cause_of(a.message)
+    if policy.type == "Stop" and cst.aborted:
+        # `okra abort` on a stopped application: its Cell sends the traffic back
+        back = f"back to {', '.join(a.serving)}" if a.serving else "off its new clusters"
+        done = "rolled back" if not cst.canary_weight else "rolling back"
+        a.phase = "Reverted" if not cst.canary_weight else "Reverting"
+        a.message, a.rollback_at = f"{said}; okra abort: {done}: traffic {back}", None
+        return
     if policy.type == "Stop":
         message = f"{said}; failurePolicy Stop: it stays where it is"
         if a.phase != "Stopped":
@@ -411,7 +418,13 @@ def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said:
         a.phase, a.message = "Reverting", f"{said}; rolling back: traffic {back}"
 
 
-WHAT_FOLLOWED = (". Waiting ", "; failurePolicy ", "; rolling back: ", "; rolled back: ")
+WHAT_FOLLOWED = (
+    ". Waiting ",
+    "; failurePolicy ",
+    "; rolling back: ",
+    "; rolled back: ",
+    "; okra abort: ",
+)
 """What `_failed` writes after a failed check's cause, in the application's message."""
 
 

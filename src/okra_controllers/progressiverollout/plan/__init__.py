@@ -29,18 +29,24 @@ to call, Events, and when to look again. No I/O, so every rule is tested directl
 - A cluster whose sync Argo CD started but that is not done within `progressDeadlineSeconds`
   fails the stage. A sync Argo CD has not picked up, or an unreachable cluster, only stalls
   (condition Stalled) and resumes by itself.
+- Argo CD projects: a cluster its Application's AppProject does not permit (destinations) is
+  never synced and is reported (Forbidden); one whose project's sync windows refuse a manual
+  sync now waits in its stage while the others go on (`projects`).
 - Failure: `Pause` holds everything (phase Failed) until `okra resume` retries the stage or a
   new revision arrives; `Rollback` syncs every cluster this rollout updated back to its
   previous revision, the most recently updated first, one at a time.
 
 One module per phase, each saying its one job: `model` (what the plan reads and returns),
-`members` (limits, selectors, a stage's clusters), `draft` (the plan being made, shared by the
-phases), `requests` (promote, abort, retry), `revision` (a new revision restarts), `stages` (the
-stages in order), `clusters` (one cluster: wait, sync, bake, verify; starting syncs), `verify`
-(analysis and webhooks), `failure` (pause or roll back), `compose` (`plan`, and the report).
+`members` (limits, selectors, a stage's clusters), `appproject` (Argo CD's project rules),
+`projects` (a cluster's AppProject: destinations, sync windows), `draft` (the plan being
+made, shared by the phases), `requests` (promote, abort, retry), `revision` (a new revision
+restarts), `stages` (the stages in order), `clusters` (one cluster: wait, sync, bake, verify;
+starting syncs), `verify` (analysis and webhooks), `failure` (pause or roll back), `compose`
+(`plan`, and the report).
 """
 
 from okra_controllers.api.v1alpha1.progressiverollout import WebhookResult
+from okra_controllers.progressiverollout.plan.appproject import Project, parse_project
 from okra_controllers.progressiverollout.plan.compose import plan
 from okra_controllers.progressiverollout.plan.failure import rollback_order
 from okra_controllers.progressiverollout.plan.members import (
@@ -67,6 +73,7 @@ __all__ = [
     "Event",
     "Observed",
     "Plan",
+    "Project",
     "Requests",
     "RunRequest",
     "Sync",
@@ -74,6 +81,7 @@ __all__ = [
     "WebhookResult",
     "max_clusters",
     "max_unavailable",
+    "parse_project",
     "plan",
     "rollback_order",
     "run_name",

@@ -30,6 +30,7 @@ from okra_controllers.progressiverollout.plan.model import (
     Sync,
     WebhookCall,
 )
+from okra_controllers.progressiverollout.plan.projects import check_project, held_by_argo_cd
 from okra_controllers.progressiverollout.plan.verify import webhook_payload
 
 
@@ -39,7 +40,7 @@ def run_cluster(
     app = d.apps.get(c.application)
     if app is None:
         return
-    if c.phase in ("Pending", "Requeued"):
+    if c.phase in ("Pending", "Requeued", "Forbidden"):
         wait_cluster(d, stage, c, app, revision)
     elif c.phase == "Syncing":
         sync_cluster(d, c, app, revision)
@@ -78,6 +79,7 @@ def wait_cluster(d: Draft, stage: Stage, c: ClusterStatus, app: App, revision: s
     if c.phase == "Requeued":
         c.phase, c.next_attempt = "Pending", None
         c.message = "no longer matches the requeue selector"
+    check_project(d, c, app)
 
 
 def sync_cluster(d: Draft, c: ClusterStatus, app: App, revision: str) -> None:
@@ -96,6 +98,8 @@ def sync_cluster(d: Draft, c: ClusterStatus, app: App, revision: str) -> None:
         if app.op_phase == "Succeeded" and app.op_revision == revision and app.fresh_at(revision):
             c.phase, c.healthy_since = "Baking", d.now
             c.message = f"Synced and Healthy at {short(revision)}"
+            return
+        if held_by_argo_cd(d, c, app):
             return
         if app.unreachable:
             d.stall(c, f"cluster {c.name} unreachable: {app.unreachable}")
@@ -191,7 +195,7 @@ def start_syncs(
         if c.phase != "Pending":
             continue
         app = d.apps.get(c.application)
-        if app is None or app.operation_running:
+        if app is None or app.operation_running or app.name in d.window_held:
             continue
         domain = app.labels.get(key) if key else None
         if key and domain in busy:

@@ -10,6 +10,7 @@ from okra_controllers.progressiverollout.plan.failure import roll_back
 from okra_controllers.progressiverollout.plan.freeze import report_freeze
 from okra_controllers.progressiverollout.plan.members import target_revision
 from okra_controllers.progressiverollout.plan.model import POLL, Observed, Plan
+from okra_controllers.progressiverollout.plan.projects import report_projects
 from okra_controllers.progressiverollout.plan.requests import handle_requests
 from okra_controllers.progressiverollout.plan.revision import align_stages, restart
 from okra_controllers.progressiverollout.plan.stages import progress
@@ -88,6 +89,7 @@ def plan(o: Observed) -> Plan:
 def finish(d: Draft) -> Plan:
     st = d.st
     report_freeze(d)
+    report_projects(d)
     if d.stalls:
         d.cond("Stalled", True, "Waiting", "; ".join(d.stalls))
     else:

@@ -27,6 +27,7 @@ class Draft:
         self.stalls: list[str] = []
         self.no_clusters: str | None = None
         self.held = False  # a freeze holds a stage or a sync back (plan/freeze.py)
+        self.window_held: dict[str, str] = {}  # application -> cluster (plan/projects.py)
 
     def event(self, type_: EventType, reason: str, message: str) -> None:
         self.p.events.append(Event(type_, reason, message))

@@ -16,6 +16,7 @@ from okra_controllers.api.v1alpha1.progressiverollout import (
     Webhook,
 )
 from okra_controllers.freeze import Hold
+from okra_controllers.progressiverollout.plan.appproject import Project
 from okra_runtime.events import Event as Event  # one Event type, the runtime's
 from okra_runtime.events import EventType as EventType
 
@@ -68,6 +69,17 @@ class App:
     """Argo CD's error comparing the Application (cluster unreachable and the like)."""
     multi_source: bool = False
     """`spec.sources` (several sources, several revisions): not rolled out by okra yet."""
+    project: str = "default"
+    """`spec.project` (Argo CD reads an empty one as `default`)."""
+    dest_server: str = ""
+    dest_name: str = ""
+    dest_namespace: str = ""
+    """`spec.destination` as written: what sync windows match."""
+    cluster_server: str = ""
+    """The server of the cluster's Argo CD cluster Secret (with `cluster`, its name): what
+    the project's destinations match."""
+    cluster_project: str = ""
+    """The Secret's `project`: the project a project-scoped cluster belongs to."""
 
     @property
     def operation_running(self) -> bool:
@@ -111,6 +123,9 @@ class Observed:
     requests: Requests = Requests()
     freeze: Hold | None = None
     """The Freezes that hold the rollout now and until when (None: none does)."""
+    projects: Mapping[str, Project] | None = None
+    """Argo CD's AppProjects of the namespace by name (None: the kind is not served, and
+    projects are not checked)."""
 
 
 @dataclass(frozen=True)

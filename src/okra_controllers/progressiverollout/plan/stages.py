@@ -16,7 +16,11 @@ from okra_controllers.progressiverollout.plan.members import (
     select_members,
     short,
 )
+from okra_controllers.progressiverollout.plan.projects import forbidden
 from okra_controllers.progressiverollout.plan.verify import run_analysis, run_webhooks
+
+DONE = ("Completed", "Forbidden")
+"""A stage waits for none of its clusters in these phases."""
 
 
 def progress(d: Draft) -> None:
@@ -43,6 +47,11 @@ def progress(d: Draft) -> None:
         st.finished = d.now
         st.current_stage = len(st.stages) - 1
         st.message = f"every stage is at {short(st.revision)}"
+        refused = forbidden(st.stages)
+        if refused:
+            st.message += (
+                f" but {', '.join(refused)}, which their AppProject does not permit (never synced)"
+            )
         d.event("Normal", "RolloutCompleted", st.message)
 
 
@@ -85,7 +94,7 @@ def run_stage(d: Draft, i: int, stage: Stage, ss: StageStatus, revision: str) ->
         st.message = f"paused in stage {stage.name!r}"
     elif frozen(d) and any(c.phase == "Pending" for c in members):
         hold(d, f"the next syncs of stage {stage.name!r}")
-    if any(c.phase != "Completed" for c in members):
+    if any(c.phase not in DONE for c in members):
         if not paused and not d.held:
             progress_message(d, stage, members)
         return
@@ -93,7 +102,7 @@ def run_stage(d: Draft, i: int, stage: Stage, ss: StageStatus, revision: str) ->
         # Nothing changed in this stage (every cluster was already there, e.g. the first
         # look at an ApplicationSet already rolled out): there is nothing to verify.
         ss.phase, ss.finished = "Completed", d.now
-        ss.message = f"{len(members)} clusters already at {short(revision)}"
+        ss.message = done_message(members, f"already at {short(revision)}")
         return
     ss.phase = "Verifying"
     if not run_analysis(d, i, stage, ss, revision):
@@ -101,7 +110,7 @@ def run_stage(d: Draft, i: int, stage: Stage, ss: StageStatus, revision: str) ->
     if not run_webhooks(d, i, stage, ss, "PostStage", revision):
         return
     ss.phase, ss.finished = "Completed", d.now
-    ss.message = f"{len(members)} clusters at {short(revision)}"
+    ss.message = done_message(members, f"at {short(revision)}")
     d.event("Normal", "StageCompleted", f"stage {stage.name!r}: {ss.message}")
 
 
@@ -135,3 +144,16 @@ def progress_message(d: Draft, stage: Stage, members: list[ClusterStatus]) -> No
         counts[c.phase] = counts.get(c.phase, 0) + 1
     parts = ", ".join(f"{n} {phase}" for phase, n in sorted(counts.items()))
     d.st.message = f"stage {stage.name!r}: {parts}"
+    held = sorted(c.name for c in members if c.application in d.window_held)
+    if held:
+        d.st.message += f"; {', '.join(held)} held by a sync window of its AppProject"
+
+
+def done_message(members: list[ClusterStatus], where: str) -> str:
+    """A completed stage's message: its clusters at the revision, and those their
+    AppProject did not permit."""
+    refused = [c.name for c in members if c.phase == "Forbidden"]
+    said = f"{len(members) - len(refused)} clusters {where}"
+    if refused:
+        said += f"; not permitted by their AppProject, never synced: {', '.join(refused)}"
+    return said
