@@ -239,3 +239,19 @@ def test_two_objects_of_one_version_with_one_arn_count_once() -> None:
         [("a", arn("a"), {LABEL: "v2"}), ("a-v2", arn("a"), {LABEL: "v2"})], [LABEL]
     )
     assert [t.name for t in g.by_version["v2"]] == ["a"]
+
+
+def test_okra_abort_still_rolls_back_when_traffic_confirmation_is_added_mid_walk() -> None:
+    w = shared_world([{"setWeight": 50}, {"pause": {}}])
+    w.run(5)
+    assert w.weights() == {"a": 50, "b": 25, "c": 25}
+    w.spec = spec(
+        [{"setWeight": 50}, {"pause": {}}], replicas=2, trafficConfirmation={"minRequests": 10}
+    )
+    w.run(2)
+    assert w.status.health == "Degraded"
+    assert w.weights() == {"a": 50, "b": 25, "c": 25}  # held where it is
+    w.abort = w.status.rollout_id
+    w.run(3)
+    assert w.weights() == {"a": 50, "b": 50}
+    assert w.status.aborted

@@ -91,15 +91,6 @@ class Walk:
 def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[CanaryStep]) -> Plan:
     """The canary from `stable` to `to`: prechecks, the steps, then the end."""
     st = p.status
-    shared = overlap(o.grouped.by_version[stable.text], o.grouped.by_version[to.text])
-    if o.spec.traffic_confirmation is not None and shared:
-        message = (
-            f"spec.trafficConfirmation: target group(s) {', '.join(shared)} are in both "
-            f"{stable.text} and {to.text}, and the requests one target group served cannot "
-            "be told apart by version: remove trafficConfirmation, or give the versions "
-            "no target group in common"
-        )
-        return hold(p, o, "Degraded", message, Event("Warning", "InvalidSpec", message))
     if o.freeze is not None and not under_way(p, o, to):
         return hold_start(p, o, to, stable)
     start_if_new(p, o, stable, to)
@@ -109,6 +100,9 @@ def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[Canar
     w = Walk(p, o, stable, to, steps, rid, dict(st.analysis_runs or {}))
     if o.abort == rid:
         return aborted(w)
+    refused = traffic_refusal(o, stable, to)
+    if refused is not None:
+        return hold(p, o, "Degraded", refused, Event("Warning", "InvalidSpec", refused))
     w.i = st.current_step_index or 0
     fhash = forward_hash(w.at(100))
     held = precheck_gate(
@@ -129,6 +123,20 @@ def canary(p: Plan, o: Observed, stable: Version, to: Version, steps: list[Canar
     if failed is not None:
         return failed
     return after_walk(w, fhash)
+
+
+def traffic_refusal(o: Observed, stable: Version, to: Version) -> str | None:
+    """`trafficConfirmation` on a walk whose versions share a target group: refused (the
+    requests one target group served cannot be told apart by version)."""
+    shared = overlap(o.grouped.by_version[stable.text], o.grouped.by_version[to.text])
+    if o.spec.traffic_confirmation is None or not shared:
+        return None
+    return (
+        f"spec.trafficConfirmation: target group(s) {', '.join(shared)} are in both "
+        f"{stable.text} and {to.text}, and the requests one target group served cannot "
+        "be told apart by version: remove trafficConfirmation, or give the versions "
+        "no target group in common"
+    )
 
 
 def under_way(p: Plan, o: Observed, to: Version) -> bool:
