@@ -160,7 +160,8 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
                 "c.dataset.phase === 'Completed' && "
                 "[...c.querySelectorAll('.application[data-application]')]"
                 ".map((a) => a.dataset.phase).join() === 'Synced,Synced' && "
-                "c.innerText.includes('v1 100')"
+                "[...c.querySelectorAll('.application[data-application]')].every((a) => "
+                "a.querySelector(\"[data-weights='v1 100']\") !== null)"
             )
             await page_until(browser, synced, "the system Completed at v1")
             rows = await asyncio.to_thread(
