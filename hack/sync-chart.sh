@@ -10,7 +10,7 @@ check=false
 [ "${1:-}" = "--check" ] && check=true
 pairs=()
 for f in config/crd/bases/*.yaml; do pairs+=("$f" "charts/okra/crds/$(basename "$f")"); done
-for f in role.yaml leader_election_role.yaml viewer_role.yaml editor_role.yaml; do pairs+=("config/rbac/$f" "charts/okra/files/$f"); done
+for f in role.yaml leader_election_role.yaml viewer_role.yaml editor_role.yaml cluster_freezer_role.yaml; do pairs+=("config/rbac/$f" "charts/okra/files/$f"); done
 
 stale=0
 for ((i = 0; i < ${#pairs[@]}; i += 2)); do

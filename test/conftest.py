@@ -43,7 +43,7 @@ from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
 from okra_testkit.envtest.leaks import leftover_servers
-from support import LogCapture, api_client, release_finalizers
+from support import LogCapture, api_client, fresh_namespace
 
 pytest_plugins = ["scheduling"]  # how xdist hands modules to workers
 
@@ -137,12 +137,8 @@ async def kube(control_plane: ControlPlane) -> AsyncIterator[client.ApiClient]:
 
 @pytest.fixture
 async def namespace(kube: client.ApiClient) -> AsyncIterator[str]:
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    core = client.CoreV1Api(kube)
-    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    yield name
-    await core.delete_namespace(name)
-    await release_finalizers(kube, name)
+    async with fresh_namespace(kube) as name:
+        yield name
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import io
 import json
 import signal
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 from pathlib import Path
@@ -62,6 +63,19 @@ async def release_finalizers(api: client.ApiClient, namespace: str) -> None:
                     item["metadata"]["name"],
                     [{"op": "remove", "path": "/metadata/finalizers"}],
                 )
+
+
+@contextlib.asynccontextmanager
+async def fresh_namespace(api: client.ApiClient) -> AsyncIterator[str]:
+    """A new namespace, deleted afterwards (okra's finalizers taken off its objects)."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core = client.CoreV1Api(api)
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    try:
+        yield name
+    finally:
+        await core.delete_namespace(name)
+        await release_finalizers(api, name)
 
 
 async def api_client(cp: ControlPlane, user: str = ADMIN) -> client.ApiClient:

@@ -17,6 +17,8 @@ and delete the namespaced kinds, which is what `okra promote`, `abort`, `retry`,
 and `run analysis` do) are aggregated into Kubernetes' built-in `view` and `edit` roles, so an
 app team that may view or edit a namespace can watch and steer its rollouts without
 cluster-admin. They are derived from the CRD models, so a new kind is covered by itself.
+`okra-cluster-freezer` (make, change and lift ClusterFreezes) is aggregated into none: it
+stops every namespace's rollouts, so it is bound cluster-wide to whoever may.
 
 Generating: ``python -m okra_controllers.rbac --out config/rbac`` writes every file; with
 ``--check`` nothing is written and it exits 1 if any differs.
@@ -55,6 +57,7 @@ __all__ = [
 MANAGER_ROLE = "okra-manager-role"
 VIEWER_ROLE = "okra-viewer"
 EDITOR_ROLE = "okra-editor"
+FREEZER_ROLE = "okra-cluster-freezer"
 LEADER_ELECTION_ROLE = "okra-leader-election-role"
 NAMESPACE = "okra-system"
 
@@ -147,7 +150,9 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(CORE, "secrets", verbs=("get",)),
         EVENTS,
     ),
-    # Walks a Cell's canary steps (held while a Freeze of its namespace applies): watches its
+    # Walks a Cell's canary steps (held while a Freeze of its namespace or a ClusterFreeze
+    # applies; Namespaces are watched for their labels, which a ClusterFreeze's
+    # namespaceSelector matches): watches its
     # target groups, writes the ALB or NLB config
     # (server-side apply: patch), starts AnalysisRuns from okra's or Argo Rollouts' templates
     # and terminates them, creates Pauses and blocks versions. What it owns goes with the Cell
@@ -159,7 +164,8 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     "cell": (
         *_primary("cells", owner=True),
         rule(GROUP, "awstargetgroups", verbs=READ),
-        rule(GROUP, "freezes", verbs=READ),
+        rule(GROUP, "freezes", "clusterfreezes", verbs=READ),
+        rule(CORE, "namespaces", verbs=READ),
         rule(
             GROUP,
             "awsapplicationloadbalancerconfigs",
@@ -331,7 +337,8 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(GROUP, "analysisruns", verbs=KEEP),
         PolicyRule((GROUP, ARGO_GROUP), ("analysistemplates", "clusteranalysistemplates"), READ),
         rule(CORE, "configmaps", verbs=("get",)),
-        rule(GROUP, "freezes", verbs=READ),
+        rule(GROUP, "freezes", "clusterfreezes", verbs=READ),
+        rule(CORE, "namespaces", verbs=READ),
         EVENTS,
     ),
 }
@@ -429,19 +436,33 @@ def _user_role(name: str, aggregate_to: Sequence[str], rules: Iterable[PolicyRul
             "kind": "ClusterRole",
             "metadata": {
                 "name": name,
-                "labels": {f"{AGGREGATE}{role}": "true" for role in aggregate_to},
+                **(
+                    {"labels": {f"{AGGREGATE}{role}": "true" for role in aggregate_to}}
+                    if aggregate_to
+                    else {}
+                ),
             },
             "rules": [_rule_dict(r) for r in merge_rules(rules)],
         }
     )
 
 
+def freezer_rules() -> list[PolicyRule]:
+    """Stop the line across the fleet: make, change and lift ClusterFreezes. Aggregated into
+    no built-in role (a namespace's `edit` or `admin` must not freeze other teams'
+    namespaces): bound by a ClusterRoleBinding to whoever may."""
+    verbs = tuple(sorted({*READ, *EDIT}, key=_verb_key))
+    return [PolicyRule((GROUP,), ("clusterfreezes",), verbs)]
+
+
 def render_user_roles() -> dict[str, str]:
-    """okra-viewer (aggregated into view, edit, admin) and okra-editor (into edit, admin)."""
+    """okra-viewer (aggregated into view, edit, admin), okra-editor (into edit, admin) and
+    okra-cluster-freezer (into none)."""
     viewer, editor = user_rules()
     return {
         "viewer_role.yaml": _user_role(VIEWER_ROLE, ("view", "edit", "admin"), viewer),
         "editor_role.yaml": _user_role(EDITOR_ROLE, ("edit", "admin"), editor),
+        "cluster_freezer_role.yaml": _user_role(FREEZER_ROLE, (), freezer_rules()),
     }
 
 

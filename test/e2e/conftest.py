@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from kubernetes_asyncio.client import ApiClient
 
 import iampolicy
 from e2e.progressive_world import APPLICATION_SET, CLUSTERS, SUITE, App
@@ -30,7 +31,7 @@ from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
 from okra_testkit.seed import LoadBalancer, Network, Seeder
-from support import eventually
+from support import eventually, fresh_namespace
 
 REPO = Path(__file__).resolve().parents[2]
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
@@ -142,22 +143,42 @@ class Env:
         return await eventually(ok, within=within, interval=interval)
 
 
-@pytest.fixture
-async def env(
-    moto: MotoServer, rt_client: Client, namespace: str, okra_crds: list[str]
-) -> AsyncIterator[Env]:
+@contextlib.asynccontextmanager
+async def world(moto: MotoServer, rt_client: Client, namespace: str) -> AsyncIterator[Env]:
+    """One Cell's world in `namespace`: a network, an ALB, the proxy okra-manager reaches
+    AWS through. Afterwards, every call it made through the proxy must be one the IAM
+    policy grants."""
     proxy = CountingProxy(moto.endpoint_url)
     await proxy.start()
-    seed = Seeder(moto.config)
-    network = await seed.network()
-    alb = await seed.alb(f"web-{namespace[-8:]}", network)
-    yield Env(rt_client, seed, namespace, network, alb, proxy)
-    await proxy.stop()
+    try:
+        seed = Seeder(moto.config)
+        network = await seed.network()
+        alb = await seed.alb(f"web-{namespace[-8:]}", network)
+        yield Env(rt_client, seed, namespace, network, alb, proxy)
+    finally:
+        await proxy.stop()
     # Only okra-manager talks through the proxy (the seeder goes to moto directly): every call
     # it made must be one the IAM policy grants.
     policy = iampolicy.load()
     denied = sorted({a for a in proxy.actions() if not iampolicy.operation_allowed(policy, a)})
     assert not denied, f"okra-manager called AWS actions config/iam/policy.json lacks: {denied}"
+
+
+@pytest.fixture
+async def env(
+    moto: MotoServer, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> AsyncIterator[Env]:
+    async with world(moto, rt_client, namespace) as e:
+        yield e
+
+
+@pytest.fixture
+async def other_env(
+    moto: MotoServer, rt_client: Client, kube: ApiClient, okra_crds: list[str]
+) -> AsyncIterator[Env]:
+    """A second world like `env`, in a namespace of its own."""
+    async with fresh_namespace(kube) as ns, world(moto, rt_client, ns) as e:
+        yield e
 
 
 class OkraManager:

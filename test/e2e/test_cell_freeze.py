@@ -1,21 +1,38 @@
 """Freezes on the real okra-manager, API server and moto: a recurring freeze window that
 opens mid-rollout holds the Cell at its next step boundary, a manager killed during the
 freeze resumes frozen, the rollout resumes where it stopped when the window closes; a
-failing analysis under way rolls back during a freeze."""
+failing analysis under way rolls back during a freeze; one ClusterFreeze holds Cells in two
+namespaces (each with its own okra-manager --namespace), lets an abort roll back, and its
+deletion resumes both."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+from pathlib import Path
 from typing import Any
 
+from okra_controllers.api.kinds import CLUSTER_FREEZE, NAMESPACE
 from okra_runtime import GVK, Client
+from okra_runtime.errors import NotFoundError
+from okra_testkit.envtest import ControlPlane
 from support import eventually, wait_events
 
-from .conftest import Env, Metrics, OkraManager, cell_obj, error_rate_template, wait_status
+from .conftest import (
+    Env,
+    Metrics,
+    OkraManager,
+    cell_obj,
+    cell_status,
+    error_rate_template,
+    promote,
+    wait_status,
+)
 
 RUN = GVK("okra.mumo.co", "v1alpha1", "AnalysisRun")
 FREEZE = GVK("okra.mumo.co", "v1alpha1", "Freeze")
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
+ABORT = "okra.mumo.co/abort"
 CANARY_VERSION = {"fieldRef": {"fieldPath": "status.canaryVersion"}}
 ANALYSIS = {
     "analysis": {
@@ -29,11 +46,14 @@ def stamp(t: datetime.datetime) -> str:
     return t.astimezone(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def freeze_obj(ns: str, spec: dict[str, Any], name: str = "release-freeze") -> dict[str, Any]:
+def freeze_obj(
+    ns: str | None, spec: dict[str, Any], name: str = "release-freeze"
+) -> dict[str, Any]:
+    """A Freeze in `ns`; with `ns` None, a ClusterFreeze."""
     return {
         "apiVersion": "okra.mumo.co/v1alpha1",
-        "kind": "Freeze",
-        "metadata": {"name": name, "namespace": ns},
+        "kind": "Freeze" if ns else "ClusterFreeze",
+        "metadata": {"name": name, **({"namespace": ns} if ns else {})},
         "spec": {"reason": "quarter-end", "author": "alice", **spec},
     }
 
@@ -147,3 +167,94 @@ async def test_failing_analysis_rolls_back_during_a_freeze(
     assert any(c["type"] == "Frozen" and c["status"] == "True" for c in st["conditions"])
     assert await env.rule_weights() == {"web-a-v1": 100}
     assert st["stableVersion"] == "v1"
+
+
+async def test_one_cluster_freeze_holds_cells_in_two_namespaces(
+    env: Env,
+    other_env: Env,
+    control_plane: ControlPlane,
+    rt_client: Client,
+    tmp_path: Path,
+) -> None:
+    """One ClusterFreeze applied mid-rollout holds a Cell in each of two namespaces at
+    their next step boundary; an abort in one rolls back during it; its deletion resumes
+    both. Each namespace has its own okra-manager (`--namespace`), as teams that run their
+    own would: both see the one ClusterFreeze."""
+    envs = (env, other_env)
+    # a label only this test's namespaces carry: other tests share the control plane
+    fleet = {"okra-test/fleet": env.namespace}
+    name = f"fleet-{env.namespace}"
+    managers = [OkraManager(control_plane, e, tmp_path / f"okra-{e.namespace}.log") for e in envs]
+    with managers[0], managers[1]:
+        for e in envs:
+            await rt_client.patch(NAMESPACE, e.namespace, {"metadata": {"labels": fleet}})
+            await e.target_group("web-a-v1", "v1")
+            steps: list[dict[str, Any]] = [{"stepWeight": 20}, {"pause": {}}, {"stepWeight": 30}]
+            await rt_client.create(cell_obj(e.namespace, e.alb.listener_arn, steps))
+        for e in envs:
+            await wait_status(rt_client, e.namespace, lambda s: s.get("health") == "Healthy")
+            await e.target_group("web-a-v2", "v2")
+        rollout = {}
+        for e in envs:
+            st = await wait_status(rt_client, e.namespace, lambda s: s.get("currentStepIndex") == 1)
+            rollout[e.namespace] = st["rolloutId"]
+        await rt_client.create(
+            freeze_obj(None, {"namespaceSelector": {"matchLabels": fleet}}, name)
+        )
+        try:
+            said = f"step 3 of canary v2 waits: clusterfreeze {name} (quarter-end, by alice)"
+            for e in envs:  # it applies in both; the indefinite pause is no boundary yet
+                st = await wait_status(
+                    rt_client,
+                    e.namespace,
+                    lambda s: any(c["type"] == "Frozen" for c in s.get("conditions") or []),
+                )
+                assert (st["currentStepIndex"], st["health"]) == (1, "Paused")
+            for e in envs:  # okra promote ends the pause: the next step is the boundary
+                await promote(rt_client, e.namespace)
+            for e in envs:
+                st = await wait_status(rt_client, e.namespace, frozen)
+                assert st["currentStepIndex"] == 2
+                assert said in st["message"]
+                assert await e.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}
+                held = await wait_events(rt_client, e.namespace, "Frozen")
+                assert f"clusterfreeze {name}" in held[0]["note"]
+
+            # an abort rolls back during the freeze; the other Cell stays held
+            abort = {"metadata": {"annotations": {ABORT: rollout[other_env.namespace]}}}
+            await rt_client.patch(CELL, "web", abort, namespace=other_env.namespace)
+            assert await other_env.rule_becomes({"web-a-v1": 100})
+            st = await cell_status(rt_client, env.namespace)
+            assert frozen(st)
+            assert st["currentStepIndex"] == 2
+            assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}
+            # okra retry: the rollout starts over, and waits for the freeze to end
+            retry = {"metadata": {"annotations": {ABORT: None}}}
+            await rt_client.patch(CELL, "web", retry, namespace=other_env.namespace)
+            st = await wait_status(
+                rt_client,
+                other_env.namespace,
+                lambda s: frozen(s) and "rollout of v2 waits" in (s.get("message") or ""),
+            )
+            assert await other_env.rule_weights() == {"web-a-v1": 100}
+        finally:
+            with contextlib.suppress(NotFoundError):
+                await rt_client.delete(CLUSTER_FREEZE, name)
+
+        # its deletion resumes both: the held one from step 3, the retried one from the start
+        # (through its pause again: promoted)
+        await wait_status(
+            rt_client,
+            other_env.namespace,
+            lambda s: s.get("currentStepIndex") == 1 and s.get("health") == "Paused",
+        )
+        await promote(rt_client, other_env.namespace)
+        for e in envs:
+            st = await wait_status(
+                rt_client,
+                e.namespace,
+                lambda s: s.get("stableVersion") == "v2" and s.get("health") == "Healthy",
+                within=90,
+            )
+            assert await e.rule_weights() == {"web-a-v2": 100}
+            assert await wait_events(rt_client, e.namespace, "Unfrozen")

@@ -28,6 +28,7 @@ Without chromium and chromedriver the test is skipped with the reason, except un
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import queue
@@ -44,8 +45,9 @@ import pytest
 import yaml
 
 from e2e.progressive_world import SLOW, App, start
-from okra_controllers.api.kinds import FREEZE, PROGRESSIVE_ROLLOUT
-from okra_runtime import Client
+from okra_controllers.api.kinds import CLUSTER_FREEZE, FREEZE, PROGRESSIVE_ROLLOUT
+from okra_runtime import GVK, Client
+from okra_runtime.errors import NotFoundError
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import UNPRIVILEGED
 
@@ -205,27 +207,31 @@ def screenshot(browser: Any, name: str) -> None:
         browser.save_screenshot(str(IMAGES / f"dashboard-{name}.png"))
 
 
-def viewer_role(namespace: str) -> list[dict[str, Any]]:
+def viewer_role(namespace: str, *, cluster_wide: str = "") -> list[dict[str, Any]]:
     """okra-viewer's rules (config/rbac) as a Role in `namespace`, bound to the plane's
-    unprivileged user."""
+    unprivileged user; with `cluster_wide` (a name), as a ClusterRole of that name bound
+    cluster-wide instead."""
     docs = list(yaml.safe_load_all((REPO / "config/rbac/viewer_role.yaml").read_text()))
     rules = next(d for d in docs if d and d["kind"] == "ClusterRole")["rules"]
-    meta = {"name": "okra-viewer", "namespace": namespace}
+    kind = "ClusterRole" if cluster_wide else "Role"
+    meta = (
+        {"name": cluster_wide} if cluster_wide else {"name": "okra-viewer", "namespace": namespace}
+    )
     return [
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
+            "kind": kind,
             "metadata": meta,
             "rules": rules,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
+            "kind": f"{kind}Binding",
             "metadata": meta,
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "okra-viewer",
+                "kind": kind,
+                "name": meta["name"],
             },
             "subjects": [
                 {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": UNPRIVILEGED}
@@ -499,3 +505,68 @@ async def test_the_freeze_banner_lifts_a_freeze_with_the_users_rights(
     finally:
         admin.stop()
     assert not (await rt_client.list(FREEZE, ns)).items
+
+
+async def test_the_banner_shows_a_cluster_freeze_and_lifts_it_with_the_users_rights(
+    okra_crds: list[str],
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    """A ClusterFreeze that applies is a banner too, naming the namespaces it selects; Lift
+    deletes it as the dashboard's user: one who may read ClusterFreezes (okra-viewer bound
+    cluster-wide) but not delete them is refused, an admin lifts it."""
+    ns = namespace
+    name = f"fleet-{ns}"
+    picked = f"kubernetes.io/metadata.name={ns}"  # only this test's namespace
+    await rt_client.create(
+        {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "ClusterFreeze",
+            "metadata": {"name": name},
+            "spec": {
+                "reason": "year-end",
+                "author": "carol",
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+            },
+        }
+    )
+    banner = f"Frozen: clusterfreeze {name} (year-end, by carol) until lifted; namespaces {picked}"
+    grants = viewer_role(ns, cluster_wide=f"okra-viewer-{ns}")
+    try:
+        for obj in grants:
+            await rt_client.create(obj)
+        viewer = Dashboard(
+            control_plane.kubeconfig(UNPRIVILEGED), ns, tmp_path / "dashboard-viewer.log"
+        )
+        try:
+            await asyncio.to_thread(browser.get, f"{viewer.url}#/cells")
+            await page_until(browser, text_has(banner), "the banner, read as a viewer")
+            await click_and_confirm(browser, "lift")
+            await page_until(
+                browser, text_has("Forbidden", "RBAC", "clusterfreezes"), "the refusal"
+            )
+        finally:
+            viewer.stop()
+        assert await rt_client.get(CLUSTER_FREEZE, name)  # the refused lift changed nothing
+        admin = Dashboard(control_plane.kubeconfig(), ns, tmp_path / "dashboard.log")
+        try:
+            await asyncio.to_thread(browser.get, f"{admin.url}#/rollouts")
+            await page_until(browser, text_has(banner), "the banner")
+            await click_and_confirm(browser, "lift")
+            await page_until(browser, text_has(f"clusterfreeze {name} lifted"), "lift's message")
+            await page_until(
+                browser, "return document.getElementById('freezes').hidden", "the banner gone"
+            )
+        finally:
+            admin.stop()
+    finally:
+        for obj in grants:
+            with contextlib.suppress(NotFoundError):
+                await rt_client.delete(
+                    GVK.of(obj["apiVersion"], obj["kind"]), obj["metadata"]["name"]
+                )
+        with contextlib.suppress(NotFoundError):
+            await rt_client.delete(CLUSTER_FREEZE, name)

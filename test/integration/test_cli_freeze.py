@@ -3,6 +3,7 @@ kube-apiserver: what they write, what they print, what they refuse."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 from pathlib import Path
@@ -11,9 +12,10 @@ from typing import Any
 import pytest
 
 from integration.test_cli import okra
-from okra_controllers.api.kinds import FREEZE
+from okra_controllers.api.kinds import CLUSTER_FREEZE, FREEZE, NAMESPACE
 from okra_runtime import Client
-from okra_testkit.envtest import ControlPlane
+from okra_runtime.errors import NotFoundError
+from okra_testkit.envtest import UNPRIVILEGED, ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -139,3 +141,132 @@ async def test_api_server_refuses_a_bad_window_naming_the_field(
         )
     assert "spec.windows[0].schedule" in e.value.message
     assert "spec.windows[0].duration" in e.value.message
+
+
+async def test_cluster_wide_freeze_get_unfreeze(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> None:
+    """`okra freeze --cluster-wide` writes a ClusterFreeze; `okra get freezes` lists it
+    beside the namespace's Freezes in the namespaces it selects, not elsewhere; `okra
+    unfreeze --cluster-wide` lifts it. Its namespaceSelector names this test's namespace
+    only: ClusterFreezes reach every test sharing the control plane."""
+    ns = namespace
+    other = f"{ns}-x"
+    await rt_client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    name = f"cf-{ns}"
+    try:
+        code, out, err = await okra(
+            control_plane,
+            ns,
+            "freeze",
+            "--cluster-wide",
+            "--namespace-selector",
+            f"kubernetes.io/metadata.name={ns}",
+            "--reason",
+            "year-end",
+            "--name",
+            name,
+        )
+        assert (code, err) == (0, ""), err
+        assert out == (
+            f"clusterfreeze {name} in namespaces kubernetes.io/metadata.name={ns} "
+            "(every Cell and ProgressiveRollout) until okra unfreeze: year-end\n"
+        )
+        made = await rt_client.get(CLUSTER_FREEZE, name)
+        assert "namespace" not in made["metadata"]
+        assert made["spec"]["namespaceSelector"] == {
+            "matchLabels": {"kubernetes.io/metadata.name": ns}
+        }
+        assert made["spec"]["author"] == "admin"
+        code, out, err = await okra(
+            control_plane, ns, "freeze", "--reason", "incident", "--name", "incident"
+        )
+        assert (code, err) == (0, ""), err
+
+        code, out, err = await okra(control_plane, ns, "get", "freezes")
+        assert (code, err) == (0, ""), err
+        lines = out.splitlines()
+        assert lines[0].split()[:3] == ["NAMESPACE", "NAME", "ACTIVE"]
+        assert lines[1].split()[:4] == [ns, "incident", "yes", "lifted"]
+        assert lines[2].split()[:4] == [
+            f"kubernetes.io/metadata.name={ns}",
+            f"clusterfreeze/{name}",
+            "yes",
+            "lifted",
+        ]
+        code, out, _ = await okra(control_plane, ns, "get", "freezes", "-o", "name")
+        assert out == f"freeze/incident\nclusterfreeze/{name}\n"
+        code, out, _ = await okra(control_plane, ns, "get", "freezes", "-o", "json")
+        rows = json.loads(out)
+        assert [(r["kind"], r["name"], r["namespaces"]) for r in rows] == [
+            ("Freeze", "incident", ""),
+            ("ClusterFreeze", name, f"kubernetes.io/metadata.name={ns}"),
+        ]
+        # in a namespace it does not select, it is not listed
+        code, out, err = await okra(control_plane, other, "get", "freezes")
+        assert (code, out) == (0, "")
+        assert err == f"No Freezes found in namespace {other}.\n"
+        # -A lists it whatever it selects
+        code, out, _ = await okra(control_plane, other, "get", "freezes", "-A", "-o", "name")
+        assert f"clusterfreeze/{name}\n" in out
+
+        code, _, err = await okra(
+            control_plane, ns, "freeze", "--namespace-selector", "a=b", "--reason", "x"
+        )
+        assert code == 1
+        assert "--namespace-selector: only with --cluster-wide" in err
+        code, _, err = await okra(control_plane, ns, "unfreeze", "--cluster-wide", "nope")
+        assert (code, err) == (1, "error: no ClusterFreeze nope in the cluster\n")
+        code, out, err = await okra(control_plane, ns, "unfreeze", "--cluster-wide", name)
+        assert (code, out, err) == (0, f"clusterfreeze {name} lifted\n", "")
+        code, out, _ = await okra(control_plane, ns, "get", "freezes", "-o", "name")
+        assert out == "freeze/incident\n"
+    finally:
+        with contextlib.suppress(NotFoundError):
+            await rt_client.delete(CLUSTER_FREEZE, name)
+        await rt_client.delete(NAMESPACE, other)
+
+
+async def test_get_freezes_says_when_cluster_freezes_are_not_readable(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> None:
+    """A user who may read the namespace's Freezes but not ClusterFreezes gets the Freezes
+    and a word about the ClusterFreezes."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    meta = {"name": "freeze-reader", "namespace": namespace}
+    await rt_client.create(
+        {
+            "apiVersion": rbac,
+            "kind": "Role",
+            "metadata": meta,
+            "rules": [{"apiGroups": ["okra.mumo.co"], "resources": ["freezes"], "verbs": ["list"]}],
+        }
+    )
+    await rt_client.create(
+        {
+            "apiVersion": rbac,
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": meta["name"],
+            },
+            "subjects": [
+                {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}
+            ],
+        }
+    )
+    await rt_client.create(
+        {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "Freeze",
+            "metadata": {"name": "incident", "namespace": namespace},
+            "spec": {"reason": "incident"},
+        }
+    )
+    code, out, err = await okra(
+        control_plane, namespace, "get", "freezes", "-o", "name", user=UNPRIVILEGED
+    )
+    assert (code, out) == (0, "freeze/incident\n"), err
+    assert err == "ClusterFreezes: not readable by this user (okra-viewer bound cluster-wide)\n"

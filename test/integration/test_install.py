@@ -350,16 +350,22 @@ def test_manager_runs_with_only_its_rbac(installed: ControlPlane, tmp_path: Path
 
 @pytest.fixture(scope="module")
 def people(installed: ControlPlane) -> Iterator[str]:
-    """A namespace where user `vic` has the built-in `view` role and `jane` has `edit`."""
+    """A namespace where user `vic` has the built-in `view` role and `jane` has `edit`, and
+    `rita` is bound cluster-wide to okra-cluster-freezer."""
     ns = f"okra-people-{uuid.uuid4().hex[:6]}"
     installed.kubectl("create", "namespace", ns)
     installed.kubectl("create", "rolebinding", "vic", "--clusterrole=view", "--user=vic", "-n", ns)
     installed.kubectl(
         "create", "rolebinding", "jane", "--clusterrole=edit", "--user=jane", "-n", ns
     )
+    rita = f"rita-{ns}"
+    installed.kubectl(
+        "create", "clusterrolebinding", rita, "--clusterrole=okra-cluster-freezer", "--user=rita"
+    )
     try:
         yield ns
     finally:
+        installed.kubectl("delete", "clusterrolebinding", rita, check=False)
         installed.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
@@ -382,6 +388,10 @@ PEOPLE_ALLOWED = [
     ("jane", "update", "versionblocklists.okra.mumo.co"),  # okra retry
     ("jane", "create", "analysisruns.okra.mumo.co"),  # okra run analysis
     ("jane", "create", "analysistemplates.okra.mumo.co"),
+    ("jane", "create", "freezes.okra.mumo.co"),  # okra freeze in the namespace
+    ("jane", "delete", "freezes.okra.mumo.co"),  # okra unfreeze
+    ("rita", "create", "clusterfreezes.okra.mumo.co"),  # okra freeze --cluster-wide
+    ("rita", "delete", "clusterfreezes.okra.mumo.co"),
 ]
 PEOPLE_DENIED = [
     ("vic", "patch", "cells.okra.mumo.co"),
@@ -389,6 +399,11 @@ PEOPLE_DENIED = [
     ("vic", "list", "secrets"),
     ("jane", "update", "cells.okra.mumo.co/status"),  # status is the controllers'
     ("jane", "patch", "analysisruns.okra.mumo.co/status"),
+    # a namespace's editors may not stop every namespace's rollouts, nor lift such a stop
+    ("jane", "create", "clusterfreezes.okra.mumo.co"),
+    ("jane", "delete", "clusterfreezes.okra.mumo.co"),
+    ("vic", "delete", "clusterfreezes.okra.mumo.co"),
+    ("rita", "create", "freezes.okra.mumo.co"),  # the role is ClusterFreezes only
 ]
 
 

@@ -569,6 +569,11 @@ async def test_a_kept_cluster_walks_to_completion_then_okra_abort_restores_the_p
 
         assert await eventually(stopped, within=90, interval=0.05), (readings, await s.debug())
         assert await s.weights(alb.listener_arn, 10) == {"k": 50, "m": 25, "n": 25}
+        # the tree shows k's one share in both sets: AWS has one weight for it
+        code, out, err = await okra_cli(control_plane, namespace, "get", "cell", "sys")
+        assert code == 0, err
+        assert "    ├─ v2 serving: k (50%), m (25%)" in out, out
+        assert "    └─ v3 going to: k (50%), n (25%)" in out, out
         code, out, err = await okra_cli(
             control_plane, namespace, "abort", "sys", "--application", "web"
         )

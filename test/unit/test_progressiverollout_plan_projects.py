@@ -238,3 +238,21 @@ def test_a_sync_argo_cd_holds_for_a_window_waits_past_its_deadline() -> None:
     assert phase_of(sim) == "Completed"
     for app in running:
         assert sim.sync_log.count((app.cluster, NEW)) == 1
+
+
+def test_a_stage_whose_only_cluster_to_sync_is_forbidden_calls_no_pre_stage_webhook() -> None:
+    # stage 3: euc1-a is already there (the canary stage), euc1-b is forbidden
+    hook = {"name": "pre", "type": "PreStage", "url": "https://hooks.example/pre"}
+    sim = project_sim(
+        Project("web", (OPEN, Destination("!https://euc1-b.example", "", "*"))),
+        stage_overrides={2: {"webhooks": [hook]}},
+    )
+    sim.commit(NEW)
+    sim.run()
+    assert phase_of(sim) == "Completed"
+    assert not [w for p in sim.history for w in p.webhooks if w.stage == 2]
+    # permitted, the same stage would sync euc1-b and call it first
+    sim = project_sim(stage_overrides={2: {"webhooks": [hook]}})
+    sim.commit(NEW)
+    sim.run()
+    assert [w.key for p in sim.history for w in p.webhooks if w.stage == 2] == ["pre"]

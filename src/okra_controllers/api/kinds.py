@@ -29,7 +29,7 @@ from okra_controllers.api.v1alpha1.cell import (
     VersionBlocklist,
 )
 from okra_controllers.api.v1alpha1.clusterset import ClusterSet
-from okra_controllers.api.v1alpha1.freeze import Freeze
+from okra_controllers.api.v1alpha1.freeze import ClusterFreeze, Freeze
 from okra_controllers.api.v1alpha1.progressiverollout import ProgressiveRollout
 from okra_controllers.api.v1alpha1.route53 import AWSRoute53RecordSetConfig
 from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBinding
@@ -62,12 +62,14 @@ CLUSTER_ANALYSIS_TEMPLATE = gvk_of(ClusterAnalysisTemplate)
 CLUSTERSET = gvk_of(ClusterSet)
 PROGRESSIVE_ROLLOUT = gvk_of(ProgressiveRollout)
 FREEZE = gvk_of(Freeze)
+CLUSTER_FREEZE = gvk_of(ClusterFreeze)
 
 # Kubernetes' kinds
 SECRET = GVK("", "v1", "Secret")
 CONFIGMAP = GVK("", "v1", "ConfigMap")
 NODE = GVK("", "v1", "Node")
 POD = GVK("", "v1", "Pod")
+NAMESPACE = GVK("", "v1", "Namespace")
 JOB = GVK("batch", "v1", "Job")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 
@@ -98,12 +100,14 @@ __all__ = [
     "CHECK",
     "CLUSTERSET",
     "CLUSTER_ANALYSIS_TEMPLATE",
+    "CLUSTER_FREEZE",
     "CONFIGMAP",
     "DEPLOYMENT",
     "EVENT",
     "FREEZE",
     "JOB",
     "LBC_TARGET_GROUP_BINDING",
+    "NAMESPACE",
     "NLB_CONFIG",
     "NODE",
     "PAUSE",

@@ -36,8 +36,10 @@ from okra_controllers.api.kinds import (
     APPLICATION,
     BLOCKLIST,
     CELL,
+    CLUSTER_FREEZE,
     FREEZE,
     JOB,
+    NAMESPACE,
     NLB_CONFIG,
     PAUSE,
     ROUTE53_CONFIG,
@@ -191,7 +193,7 @@ class CellReconciler:
         self.jobs: Store = mgr.informer_for(JOB).store
         self.secrets: Store = mgr.informer_for(SECRET).store
         self.blocklists: Store = mgr.informer_for(BLOCKLIST).store
-        self.freezes: Store = mgr.informer_for(FREEZE).store
+        self.freezes = freezes.sources(mgr)
         self.blocked_here: dict[tuple[str, str], set[str]] = {}
         """Versions this process appended to a Cell's VersionBlocklist that its cache
         may not show yet (`_blocklist`)."""
@@ -706,6 +708,8 @@ def setup(mgr: Manager, s: Settings) -> None:
         )
         .watches(SECRET, cells_with_argocd(cells))
         .watches(FREEZE, freezes.objects_for_freeze(cells))
+        .watches(CLUSTER_FREEZE, freezes.objects_for_freeze(cells, rec.freezes.namespaces))
+        .watches(NAMESPACE, freezes.objects_for_namespace(cells, rec.freezes.cluster))
         .with_options(max_concurrent_reconciles=s.concurrency)
     )
     if s.argocd:

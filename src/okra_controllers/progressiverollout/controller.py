@@ -42,7 +42,9 @@ from okra_controllers.api.kinds import (
     APP_PROJECT,
     APPLICATION,
     APPLICATION_SET,
+    CLUSTER_FREEZE,
     FREEZE,
+    NAMESPACE,
     PROGRESSIVE_ROLLOUT,
     SECRET,
 )
@@ -59,8 +61,10 @@ from okra_controllers.clusters.connect import (
 from okra_controllers.freeze.watch import (
     hold_of,
     objects_for_freeze,
+    objects_for_namespace,
     report_held,
     seconds_to_next,
+    sources,
 )
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import common_fields, notifier_for
@@ -265,7 +269,7 @@ class ProgressiveRolloutReconciler:
         self.appsets: Store = mgr.informer_for(APPLICATION_SET).store
         self.secrets: Store = mgr.informer_for(SECRET).store
         self.runs: Store = mgr.informer_for(ANALYSIS_RUN).store
-        self.freezes: Store = mgr.informer_for(FREEZE).store
+        self.freezes = sources(mgr)
         # Argo CD's AppProjects, when the kind is served (`Settings.argocd_projects`)
         self.projects: Store | None = mgr.informer_for(APP_PROJECT).store if projects else None
         self.events = events
@@ -693,6 +697,8 @@ def setup(mgr: Manager, settings: Settings) -> None:
         .watches(APPLICATION_SET, rollouts_for_appset(rollouts))
         .watches(SECRET, rollouts_in_namespace(rollouts))
         .watches(FREEZE, objects_for_freeze(rollouts))
+        .watches(CLUSTER_FREEZE, objects_for_freeze(rollouts, rec.freezes.namespaces))
+        .watches(NAMESPACE, objects_for_namespace(rollouts, rec.freezes.cluster))
         .with_options(max_concurrent_reconciles=settings.concurrency)
     )
     if settings.argocd_projects:

@@ -1,4 +1,4 @@
-"""Freeze: "no releases now", for the Cells and ProgressiveRollouts it selects.
+"""Freeze and ClusterFreeze: "no releases now", for the Cells and ProgressiveRollouts they select.
 
 A Freeze is either manual (no `windows`: it applies from `start`, or at once, until `until`,
 or until it is deleted — `okra freeze` / `okra unfreeze`) or recurring (`windows`: cron
@@ -6,6 +6,9 @@ schedules in a time zone, each opening a window of `duration`; `start` and `unti
 bound the windows). It applies to the Cells and ProgressiveRollouts of its namespace whose
 labels match `selector` (empty: every one). While one applies, they hold at their next step
 boundary: no new step starts and no new rollout begins; rollbacks and aborts proceed.
+
+A ClusterFreeze is the same for a fleet: cluster-scoped, it applies to the Cells and
+ProgressiveRollouts its `selector` picks in every namespace its `namespaceSelector` picks.
 """
 
 from __future__ import annotations
@@ -117,4 +120,43 @@ class Freeze(ApiModel):
     spec: FreezeSpec
 
 
-FREEZE_MODELS: tuple[type[ApiModel], ...] = (Freeze,)
+class NamespaceSelector(ApiModel):
+    """A label selector over Namespaces (empty selects every namespace)."""
+
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[SelectorRequirement] | None = None
+
+
+class ClusterFreezeSpec(FreezeSpec):
+    selector: FreezeSelector = Field(default_factory=FreezeSelector)
+    """The Cells and ProgressiveRollouts the freeze holds in the namespaces it selects
+    (empty: all)."""
+    namespace_selector: NamespaceSelector = Field(default_factory=NamespaceSelector)
+    """The namespaces whose labels match (empty: every namespace)."""
+
+
+class ClusterFreeze(ApiModel):
+    """A change freeze across namespaces: a Freeze for the Cells and ProgressiveRollouts of
+    every namespace `namespaceSelector` picks (all when empty)."""
+
+    __crd__: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind="ClusterFreeze",
+        plural="clusterfreezes",
+        scope="Cluster",
+        categories=("okra",),
+        printer_columns=(
+            PrinterColumn("Reason", "string", ".spec.reason"),
+            PrinterColumn("Author", "string", ".spec.author"),
+            PrinterColumn("Until", "string", ".spec.until"),
+            PrinterColumn("Windows", "string", ".spec.windows[*].schedule", priority=1),
+        ),
+    )
+    api_version: str = f"{GROUP}/{VERSION}"
+    kind: str = "ClusterFreeze"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ClusterFreezeSpec
+
+
+FREEZE_MODELS: tuple[type[ApiModel], ...] = (Freeze, ClusterFreeze)

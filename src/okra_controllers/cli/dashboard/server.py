@@ -11,9 +11,10 @@ page holds one server-sent-events stream (`GET /api/events[?cell=ns/name]`) and 
 only what changed since its last frame: keyed rows to set or delete per section, and
 the Cell page's whole detail when it changed. The page never polls.
 
-Acting: `POST /api/{cells|rollouts|freezes}/{ns}/{name}/{action}` runs the CLI's own
-command functions (`okra promote`, `promote --full`, `abort`, `retry`, `pause`, `resume`,
-`unfreeze` as `lift`) with the user's credentials; on a system Cell they act on every
+Acting: `POST /api/{cells|rollouts|freezes|clusterfreezes}/{ns}/{name}/{action}` runs the
+CLI's own command functions (`okra promote`, `promote --full`, `abort`, `retry`, `pause`,
+`resume`, `unfreeze [--cluster-wide]` as `lift`; a ClusterFreeze's `ns` is `*`) with the
+user's credentials; on a system Cell they act on every
 application Cell of the system, or with `?application=NAME` on one (`cli.fanout`, as
 `okra promote SYSTEM --application NAME` does); their messages, or the API server's
 refusal (a 403 is the user's RBAC), come back as JSON for the page to show. `--read-only`
@@ -44,6 +45,7 @@ from okra_controllers.api.kinds import (
     BLOCKLIST,
     CELL,
     CHECK,
+    CLUSTER_FREEZE,
     CLUSTERSET,
     EVENT,
     FREEZE,
@@ -101,7 +103,10 @@ CELL_ACTIONS: dict[str, CellAction] = {
     "resume": lambda ctx, n, a: fanout.cmd_resume(ctx, _ns(cell=n, application=a)),
 }
 FREEZE_ACTIONS: dict[str, Action] = {
-    "lift": lambda ctx, n: freeze_cli.cmd_unfreeze(ctx, _ns(name=n)),
+    "lift": lambda ctx, n: freeze_cli.cmd_unfreeze(ctx, _ns(name=n, cluster_wide=False)),
+}
+CLUSTER_FREEZE_ACTIONS: dict[str, Action] = {
+    "lift": lambda ctx, n: freeze_cli.cmd_unfreeze(ctx, _ns(name=n, cluster_wide=True)),
 }
 ROLLOUT_ACTIONS: dict[str, Action] = {
     "promote": progressive.promote_rollout,
@@ -139,6 +144,8 @@ class Dashboard:
         self.rollouts = inf(PROGRESSIVE_ROLLOUT)
         self.events = inf(EVENT, OKRA_EVENTS)
         self.freezes = inf(FREEZE)
+        # every ClusterFreeze, whatever namespace the dashboard shows: one may hold it
+        self.cluster_freezes = Informer(client, CLUSTER_FREEZE, reading(None))
         self.checks = inf(CHECK)
         self.informers = [
             self.cells,
@@ -150,6 +157,7 @@ class Dashboard:
             self.rollouts,
             self.events,
             self.freezes,
+            self.cluster_freezes,
             self.checks,
         ]
         for i in self.informers:
@@ -216,9 +224,19 @@ class Dashboard:
                 for r in map(model.target_group_row, self.target_groups.store.raw_items().values())
             },
             "freezes": {
-                f"{r['namespace']}/{r['name']}": {"key": f"{r['namespace']}/{r['name']}", **r}
+                f"{r['namespace'] or '*'}/{r['name']}": {
+                    "key": f"{r['namespace'] or '*'}/{r['name']}",
+                    **r,
+                }
                 for r in (
-                    freeze_cli.freeze_row(f, at) for f in self.freezes.store.raw_items().values()
+                    *(
+                        freeze_cli.freeze_row(f, at)
+                        for f in self.freezes.store.raw_items().values()
+                    ),
+                    *(
+                        freeze_cli.freeze_row(f, at, cluster=True)
+                        for f in self.cluster_freezes.store.raw_items().values()
+                    ),
                 )
             },
         }
@@ -276,7 +294,7 @@ class Dashboard:
         with the time alone (a window opens or closes)."""
         while True:
             await asyncio.sleep(FREEZE_TICK)
-            if len(self.freezes.store):
+            if len(self.freezes.store) or len(self.cluster_freezes.store):
                 self.changed.set()
 
     # -- serving -----------------------------------------------------------------
@@ -338,7 +356,8 @@ class Dashboard:
         elif application is not None:
             return web.json_response({"error": "application: only a Cell has some"}, status=400)
         else:
-            run = (FREEZE_ACTIONS if kind == "freezes" else ROLLOUT_ACTIONS).get(action)
+            table = {"freezes": FREEZE_ACTIONS, "clusterfreezes": CLUSTER_FREEZE_ACTIONS}
+            run = table.get(kind, ROLLOUT_ACTIONS).get(action)
         if run is None:
             return web.json_response({"error": f"unknown action {action}"}, status=404)
         out, err = io.StringIO(), io.StringIO()
@@ -379,7 +398,7 @@ class Dashboard:
         app.router.add_get("/static/{file}", self.static)
         app.router.add_get("/api/events", self.stream)
         app.router.add_post(
-            "/api/{kind:cells|rollouts|freezes}/{namespace}/{name}/{action}",
+            "/api/{kind:cells|rollouts|freezes|clusterfreezes}/{namespace}/{name}/{action}",
             self.act,
         )
         return app

@@ -36,32 +36,39 @@ BLOCKED = "blocked by sync window"
 """What Argo CD's application-controller writes into a running operation a window holds."""
 
 
-def check_project(d: Draft, c: ClusterStatus, app: App) -> None:
-    """A Pending or Forbidden cluster against its project: Forbidden, held by a sync window
-    (`d.window_held`), or free to sync."""
+def refusal(d: Draft, app: App) -> str | None:
+    """Why the Application's project does not permit it at all (None: it does, or projects
+    are not checked)."""
     projects = d.o.projects
     if projects is None:
-        return
+        return None
     proj = projects.get(app.project)
     if proj is None:
-        forbid(
-            d,
-            c,
+        return (
             f"AppProject {app.project!r} not found: Argo CD refuses to sync {app.name}; "
-            "create the project or set spec.project in the ApplicationSet's template",
+            "create the project or set spec.project in the ApplicationSet's template"
         )
-        return
     if not destination_permitted(
         proj, app.cluster_server, app.cluster, app.dest_namespace, app.cluster_project
     ):
-        forbid(
-            d,
-            c,
+        return (
             f"AppProject {proj.name!r} does not permit destination {app.cluster} "
             f"({app.cluster_server or 'no server'}) namespace {app.dest_namespace!r}: never "
-            "synced; add it to the project's spec.destinations",
+            "synced; add it to the project's spec.destinations"
         )
+    return None
+
+
+def check_project(d: Draft, c: ClusterStatus, app: App) -> None:
+    """A Pending or Forbidden cluster against its project: Forbidden, held by a sync window
+    (`d.window_held`), or free to sync."""
+    if d.o.projects is None:
         return
+    refused = refusal(d, app)
+    if refused is not None:
+        forbid(d, c, refused)
+        return
+    proj = d.o.projects[app.project]
     if c.phase == "Forbidden":
         c.phase, c.message = "Pending", f"AppProject {proj.name!r} permits it now"
         d.event("Normal", "DestinationPermitted", f"cluster {c.name}: {c.message}")

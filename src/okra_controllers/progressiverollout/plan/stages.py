@@ -16,7 +16,7 @@ from okra_controllers.progressiverollout.plan.members import (
     select_members,
     short,
 )
-from okra_controllers.progressiverollout.plan.projects import forbidden
+from okra_controllers.progressiverollout.plan.projects import forbidden, refusal
 from okra_controllers.progressiverollout.plan.verify import run_analysis, run_webhooks
 
 DONE = ("Completed", "Forbidden")
@@ -116,12 +116,17 @@ def run_stage(d: Draft, i: int, stage: Stage, ss: StageStatus, revision: str) ->
 
 def needs_sync(d: Draft, members: list[ClusterStatus], revision: str) -> bool:
     """Whether okra has synced or will sync a cluster of the stage (PreStage webhooks
-    run only then)."""
+    run only then): not for a cluster its project does not permit."""
     for c in members:
         if c.sync_id is not None:
             return True
         app = d.apps.get(c.application)
-        if c.phase != "Completed" and app is not None and not at_revision(app, revision):
+        if (
+            c.phase != "Completed"
+            and app is not None
+            and not at_revision(app, revision)
+            and refusal(d, app) is None
+        ):
             return True
     return False
 

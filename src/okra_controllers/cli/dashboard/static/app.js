@@ -343,9 +343,12 @@ function freezeBanner() {
   $("freezes").innerHTML = active.map((f) => {
     const by = f.author ? `, by ${esc(f.author)}` : "";
     const until = f.active === "invalid" ? `invalid (${esc(f.problem)}): holds until fixed` : `until ${esc(f.until)}`;
+    const cluster = f.kind === "ClusterFreeze";
     const lift = state.meta.readOnly ? "" :
-      `<button data-kind="freezes" data-ns="${esc(f.namespace)}" data-name="${esc(f.name)}" data-action="lift">Lift</button>`;
-    return `<div class="freeze" data-key="${esc(f.key)}">Frozen: <b>${esc(f.namespace)}/${esc(f.name)}</b> (${esc(f.reason)}${by}) ${until}; selects ${esc(f.selector)}${lift}</div>`;
+      `<button data-kind="${cluster ? "clusterfreezes" : "freezes"}" data-ns="${cluster ? "*" : esc(f.namespace)}" data-name="${esc(f.name)}" data-action="lift">Lift</button>`;
+    const what = cluster ? `clusterfreeze ${esc(f.name)}` : `${esc(f.namespace)}/${esc(f.name)}`;
+    const where = cluster ? `; namespaces ${f.namespaces === "all" ? "all" : esc(f.namespaces)}` : "";
+    return `<div class="freeze" data-key="${esc(f.key)}">Frozen: <b>${what}</b> (${esc(f.reason)}${by}) ${until}${where}; selects ${esc(f.selector)}${lift}</div>`;
   }).join("");
 }
 
@@ -370,7 +373,8 @@ async function act(kind, ns, name, action, application) {
   const res = await fetch(`/api/${kind}/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${action}${query}`,
     { method: "POST", headers: { "X-Okra-Dashboard": "1" } });
   const body = await res.json().catch(() => ({ error: res.statusText }));
-  const what = application ? `application ${application} of ${ns}/${name}` : `${ns}/${name}`;
+  const what = kind === "clusterfreezes" ? `ClusterFreeze ${name}`
+    : application ? `application ${application} of ${ns}/${name}` : `${ns}/${name}`;
   if (res.ok) notice(body.message || `${action}: done`, false);
   else if (body.forbidden) notice(`Forbidden: your Kubernetes user may not ${action} ${what} (RBAC). The API server said: ${body.error}`, true);
   else notice(`${action} ${what} failed: ${body.error}`, true);
@@ -382,6 +386,7 @@ document.addEventListener("click", (e) => {
   const { kind, ns, name, action, application, system } = b.dataset;
   const what = system
     ? (application ? `application ${application} of system ${ns}/${name}` : `system ${ns}/${name} (every application)`)
+    : kind === "clusterfreezes" ? `ClusterFreeze ${name}`
     : `${kind === "cells" ? "Cell" : kind === "freezes" ? "Freeze" : "ProgressiveRollout"} ${ns}/${name}`;
   confirmThen(`${b.textContent} ${what}?`, () => act(kind, ns, name, action, application));
 });
