@@ -71,6 +71,7 @@ from okra_controllers.cell.versions import Grouped, group_target_groups
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.fieldwalk import Variant, variants
 from unit.test_cell_plan_argocd import APP_LABELS, ArgoWorld
+from unit.test_cell_system_backends import nlb_app, route53_app
 from unit.test_cell_system_plan import (
     LISTENER as SYSTEM_LISTENER,
 )
@@ -186,6 +187,19 @@ SYSTEM_SHAPE: dict[str, Any] = {
     "rollbackDelaySeconds": 3,
 }
 """A system Cell (seed 002's shape): a web pair with checks moving, api with a precheck."""
+
+SYSTEM_BACKEND_SHAPES: dict[str, dict[str, Any]] = {
+    f"system-{name}": {
+        **SYSTEM_SHAPE,
+        "applications": [first, SYSTEM_SHAPE["applications"][1]],
+    }
+    for name, first in (
+        ("nlb", nlb_app("web", "web", 50, checks=True)),
+        ("route53", route53_app("web", "web", 50, checks=True)),
+    )
+}
+"""The system with its first application (the one whose fields the walk sets) behind an
+NLB, and behind Route 53."""
 
 ALLOWED: dict[str, str] = {}
 """Fields the walk lets pass although they neither act on the plan nor are refused nor
@@ -318,6 +332,7 @@ Judge = Callable[[dict[str, Any]], list[Any] | Awaitable[list[Any]]]
 SHAPES: list[tuple[str, str, dict[str, Any], Judge]] = [
     *(("Cell", name, spec, single_cell) for name, spec in CELL_SHAPES.items()),
     ("Cell", "system", SYSTEM_SHAPE, system_cell),
+    *(("Cell", name, spec, system_cell) for name, spec in SYSTEM_BACKEND_SHAPES.items()),
     *(("Check", name, spec, check_outputs) for name, spec in CHECK_SHAPES.items()),
     *(("AnalysisRun", name, spec, run_outputs) for name, spec in RUN_SHAPES.items()),
     *(("AnalysisTemplate", n, spec, template_outputs) for n, spec in TEMPLATE_SHAPES.items()),
