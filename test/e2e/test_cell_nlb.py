@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from okra_runtime import GVK, Client
+from okra_testkit.awsread import listener_forward
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.seed import LoadBalancer, Seeder
 from support import eventually, wait_events
@@ -67,19 +68,8 @@ class NlbEnv:
     async def listener_weights(self) -> dict[str, int]:
         """The listener's default forward, by target group name, weights above 0."""
         by_arn = {a: n for n, a in self.tg_arns.items()}
-        async with self.env.aws.config.client("elbv2") as elb:
-            listener = (await elb.describe_listeners(ListenerArns=[self.nlb.listener_arn]))[
-                "Listeners"
-            ][0]
-        action = listener["DefaultActions"][0]
-        groups = (action.get("ForwardConfig") or {}).get("TargetGroups") or [
-            {"TargetGroupArn": action["TargetGroupArn"], "Weight": 1}
-        ]
-        return {
-            by_arn.get(g["TargetGroupArn"], g["TargetGroupArn"]): g["Weight"]
-            for g in groups
-            if g["Weight"] > 0
-        }
+        shown = await listener_forward(self.env.aws.config, self.nlb.listener_arn)
+        return {by_arn.get(arn, arn): w for arn, w in shown.items()}
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ import iampolicy
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime import GVK, Client
 from okra_runtime.timeutil import parse_time
+from okra_testkit.awsread import weighted_records
 from okra_testkit.emulator import CountingProxy, MotoServer, action_of
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import Seeder
@@ -135,15 +136,7 @@ class R53:
     async def records(self, name: str, zone: str | None = None) -> dict[str, int]:
         """The weighted A records of `name`, by SetIdentifier (ListResourceRecordSets)."""
         config = self.env.aws.config if zone in (None, self.zone) else self.config_b
-        async with config.client("route53") as r53:
-            out = await r53.list_resource_record_sets(
-                HostedZoneId=zone or self.zone, StartRecordName=name, StartRecordType="A"
-            )
-        return {
-            r["SetIdentifier"]: r["Weight"]
-            for r in out["ResourceRecordSets"]
-            if r["Name"] == name + "." and r["Type"] == "A" and "SetIdentifier" in r
-        }
+        return await weighted_records(config, zone or self.zone, name)
 
     async def records_become(
         self, name: str, want: dict[str, int], zone: str | None = None

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,29 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from integration.walk_analysis import (
+    RUN_SHAPES,
+    TEMPLATE_SHAPES,
+    run_outputs,
+    template_outputs,
+)
 from integration.walk_check import CHECK_SHAPES, check_outputs
+from integration.walk_lb import (
+    ALB_SHAPES,
+    NLB_SHAPES,
+    R53_SHAPES,
+    alb_outputs,
+    nlb_outputs,
+    route53_outputs,
+)
+from integration.walk_small import (
+    BLOCKLIST_SHAPES,
+    CLUSTERSET_SHAPES,
+    PAUSE_SHAPES,
+    blocklist_outputs,
+    clusterset_outputs,
+    pause_outputs,
+)
 from okra_controllers.api.v1alpha1.cell import Cell, CellRoute53, CellSpec
 from okra_controllers.api.v1alpha1.warnings import spec_warnings
 from okra_controllers.cell.argocd import ClusterView, observe_clusters
@@ -48,6 +71,7 @@ from okra_controllers.cell.versions import Grouped, group_target_groups
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.fieldwalk import Variant, variants
 from unit.test_cell_plan_argocd import APP_LABELS, ArgoWorld
+from unit.test_cell_system_backends import nlb_app, route53_app
 from unit.test_cell_system_plan import (
     LISTENER as SYSTEM_LISTENER,
 )
@@ -164,6 +188,19 @@ SYSTEM_SHAPE: dict[str, Any] = {
 }
 """A system Cell (seed 002's shape): a web pair with checks moving, api with a precheck."""
 
+SYSTEM_BACKEND_SHAPES: dict[str, dict[str, Any]] = {
+    f"system-{name}": {
+        **SYSTEM_SHAPE,
+        "applications": [first, SYSTEM_SHAPE["applications"][1]],
+    }
+    for name, first in (
+        ("nlb", nlb_app("web", "web", 50, checks=True)),
+        ("route53", route53_app("web", "web", 50, checks=True)),
+    )
+}
+"""The system with its first application (the one whose fields the walk sets) behind an
+NLB, and behind Route 53."""
+
 ALLOWED: dict[str, str] = {}
 """Fields the walk lets pass although they neither act on the plan nor are refused nor
 warn, each with why. Empty: every walked field acts, warns or is refused."""
@@ -175,18 +212,7 @@ NOT_WALKED: dict[str, str] = {
     "not read are refused (test_refused_fields.py)",
     "AWSTargetGroupSet": "which clusters and TargetGroupBindings a set reads is decided while "
     "observing (EKS tags, cluster Secrets, bindings read inside clusters); as above",
-    "AWSApplicationLoadBalancerConfig": "not walked yet: the ELBv2 plan (aws/elbv2.py) is "
-    "judged by test_elbv2_plan.py field by field",
-    "AWSNetworkLoadBalancerConfig": "not walked yet: as AWSApplicationLoadBalancerConfig",
-    "AWSRoute53RecordSetConfig": "not walked yet: route53config/plan.py",
     "AWSTargetGroup": "no optional spec field (spec.arn is required)",
-    "AnalysisTemplate": "not walked yet: its fields act in the AnalysisRun controller and the "
-    "providers (Argo Rollouts' meaning, ported as tables in test_verdict.py)",
-    "ClusterAnalysisTemplate": "not walked yet: as AnalysisTemplate",
-    "AnalysisRun": "not walked yet: as AnalysisTemplate",
-    "ClusterSet": "not walked yet: which EKS clusters it reads is decided while observing",
-    "Pause": "not walked yet: read by the Cell plan through the Pause controller",
-    "VersionBlocklist": "not walked yet: read by the Cell plan as `blocked`",
     "ProgressiveRollout": "not walked yet: progressiverollout/plan.py",
     "Freeze": "not walked yet: freeze/windows.py decides when a Freeze holds",
     "ClusterFreeze": "not walked yet: as Freeze; freeze/hold.py decides which namespaces its "
@@ -302,11 +328,24 @@ def system_cell(raw: dict[str, Any]) -> list[Any]:
     return out
 
 
-Judge = Callable[[dict[str, Any]], list[Any]]
+Judge = Callable[[dict[str, Any]], list[Any] | Awaitable[list[Any]]]
 SHAPES: list[tuple[str, str, dict[str, Any], Judge]] = [
     *(("Cell", name, spec, single_cell) for name, spec in CELL_SHAPES.items()),
     ("Cell", "system", SYSTEM_SHAPE, system_cell),
+    *(("Cell", name, spec, system_cell) for name, spec in SYSTEM_BACKEND_SHAPES.items()),
     *(("Check", name, spec, check_outputs) for name, spec in CHECK_SHAPES.items()),
+    *(("AnalysisRun", name, spec, run_outputs) for name, spec in RUN_SHAPES.items()),
+    *(("AnalysisTemplate", n, spec, template_outputs) for n, spec in TEMPLATE_SHAPES.items()),
+    *(
+        ("ClusterAnalysisTemplate", n, spec, template_outputs)
+        for n, spec in TEMPLATE_SHAPES.items()
+    ),
+    *(("AWSApplicationLoadBalancerConfig", n, s, alb_outputs) for n, s in ALB_SHAPES.items()),
+    *(("AWSNetworkLoadBalancerConfig", n, s, nlb_outputs) for n, s in NLB_SHAPES.items()),
+    *(("AWSRoute53RecordSetConfig", n, s, route53_outputs) for n, s in R53_SHAPES.items()),
+    *(("ClusterSet", n, s, clusterset_outputs) for n, s in CLUSTERSET_SHAPES.items()),
+    *(("Pause", name, spec, pause_outputs) for name, spec in PAUSE_SHAPES.items()),
+    *(("VersionBlocklist", n, spec, blocklist_outputs) for n, spec in BLOCKLIST_SHAPES.items()),
 ]
 
 
@@ -349,17 +388,24 @@ async def stored(
 ) -> tuple[dict[str, Any] | None, str]:
     """The object as the API server would store it, or why it refuses it."""
     body = copy.deepcopy(obj)
-    body["metadata"]["namespace"] = namespace
+    api = client.CustomObjectsApi(kube)
+    group, plural = crd["spec"]["group"], crd["spec"]["names"]["plural"]
     try:
-        out = await client.CustomObjectsApi(kube).create_namespaced_custom_object(
-            crd["spec"]["group"],
-            "v1alpha1",
-            namespace,
-            crd["spec"]["names"]["plural"],
-            body,
-            dry_run="All",
-            field_validation="Strict",
-        )
+        if crd["spec"]["scope"] == "Cluster":
+            out = await api.create_cluster_custom_object(
+                group, "v1alpha1", plural, body, dry_run="All", field_validation="Strict"
+            )
+        else:
+            body["metadata"]["namespace"] = namespace
+            out = await api.create_namespaced_custom_object(
+                group,
+                "v1alpha1",
+                namespace,
+                plural,
+                body,
+                dry_run="All",
+                field_validation="Strict",
+            )
     except ApiException as e:
         return None, str(json.loads(e.body or b"{}").get("message") or e)
     return dict(out), ""
@@ -369,6 +415,11 @@ def _names_field(path: str, said: str) -> bool:
     """The refusal names the field, or the object it was set in (a field of an object the
     kind refuses in this shape is refused with it)."""
     return any(part.removesuffix("[]") in said for part in path.split(".")[1:])
+
+
+async def _judged(judge: Judge, obj: dict[str, Any]) -> list[Any]:
+    out = judge(obj)
+    return await out if inspect.isawaitable(out) else out
 
 
 async def walk(
@@ -386,7 +437,7 @@ async def walk(
     base_stored, why = await stored(kube, crd, namespace, base)
     assert base_stored is not None, f"the base {kind} is refused: {why}"
     base_stored["metadata"] |= {"uid": "u-1", "generation": 1}
-    base_out = judge(base_stored)
+    base_out = await _judged(judge, base_stored)
     base_warnings = spec_warnings(kind, shape)
     verdict, broken = Verdict(), []
     for v in variants(schema, base):
@@ -403,7 +454,7 @@ async def walk(
             verdict.warned.append(v.path)
             continue
         try:
-            acted = judge(obj) != base_out
+            acted = await _judged(judge, obj) != base_out
         except ValidationError:
             verdict.invalid.append(v.path)
             continue
@@ -466,4 +517,5 @@ async def test_every_field_acts_is_refused_or_warns(
     assert broken == []
     assert [p for p in verdict.nothing if p not in ALLOWED] == []
     assert verdict.acted
-    assert verdict.refused
+    schema = crd_of(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert verdict.refused or not rule_messages(schema)  # a kind with rules had one tried

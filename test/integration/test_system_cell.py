@@ -24,10 +24,14 @@ import pytest
 from integration.test_cli import okra as okra_cli
 from okra_controllers.albconfig.controller import setup as setup_albconfigs
 from okra_controllers.analysis.check_controller import setup as setup_checks
+from okra_controllers.aws.config import AwsConfig
 from okra_controllers.cell.controller import setup as setup_cells
 from okra_controllers.cell.system.controller import setup as setup_system_cells
+from okra_controllers.nlbconfig.controller import setup as setup_nlbconfigs
+from okra_controllers.route53config.controller import setup as setup_route53configs
 from okra_controllers.settings import Settings
 from okra_runtime import GVK, Client, Manager, ManagerOptions
+from okra_testkit.awsread import listener_forward, weighted_records
 from okra_testkit.emulator import MotoServer, forward_weights
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
@@ -50,12 +54,28 @@ class System:
         self.seed = Seeder(eks.config)
         self.tgs: dict[str, str] = {}
 
-    async def cluster(self, name: str, role: str, eks: bool = True) -> dict[str, Any]:
+    async def cluster(
+        self, name: str, role: str, eks: bool = True, backend: str = "alb"
+    ) -> dict[str, Any]:
         """A cluster's target group (with a registered target, made first, as Terraform
         does) and, unless `eks` is False, its EKS cluster tagged with its role and its Argo
-        CD cluster Secret; the spec.clusters entry naming them."""
-        arn = await self.seed.target_group(f"{self.ns[-6:]}-{name}"[:32], self.network)
+        CD cluster Secret; the spec.clusters entry naming them. `backend`: `alb` (an HTTP
+        target group for a rule of the shared ALB), `nlb` (a TCP one, for an NLB listener),
+        `route53` (an HTTP one behind an ALB of the cluster's own, as each cluster's
+        Ingress gets one: the cluster's record points at that ALB)."""
+        short = f"{self.ns[-6:]}-{name}"[:32]
+        protocol = "TCP" if backend == "nlb" else "HTTP"
+        arn = await self.seed.target_group(short, self.network, protocol=protocol)
         await self.seed.register_targets(arn, await self.seed.instances(1, self.network))
+        if backend == "route53":
+            own = await self.seed.alb(short, self.network)
+            async with self.eks.config.client("elbv2") as elb:
+                await elb.create_listener(
+                    LoadBalancerArn=own.arn,
+                    Protocol="HTTP",
+                    Port=8080,
+                    DefaultActions=[{"Type": "forward", "TargetGroupArn": arn}],
+                )
         self.tgs[name] = arn
         if eks:
             await self.arrives(name, role)
@@ -75,6 +95,18 @@ class System:
                 return {names.get(t["TargetGroupArn"], "?"): t["Weight"] for t in tgs}
         # none there: say which priorities the listener has (a failed comparison shows it)
         return {f"no rule at {priority}; rules at {sorted(r['Priority'] for r in rules)}": 0}
+
+    async def nlb_weights(self, listener: str) -> dict[str, int]:
+        """The NLB listener's default forward, by cluster name, weights above 0."""
+        names = {arn: n for n, arn in self.tgs.items()}
+        shown = await listener_forward(self.eks.config, listener)
+        return {names.get(arn, "?"): w for arn, w in shown.items()}
+
+    async def records(self, config: AwsConfig, zone: str, name: str, app: str) -> dict[str, int]:
+        """The weighted A records of `name`, by cluster name (a record's SetIdentifier is
+        its AWSTargetGroup's name, `sys-<app>-<cluster>`)."""
+        shown = await weighted_records(config, zone, name)
+        return {k.removeprefix(f"sys-{app}-"): w for k, w in shown.items()}
 
     async def weights_become(self, listener: str, priority: int, want: dict[str, int]) -> None:
         """AWS shows `want` at the rule of `priority` (AWS's reads are eventually consistent
@@ -180,7 +212,14 @@ class Okra:
         self.mgr = Manager(
             self.c, ManagerOptions(namespace=self.ns, metrics_address=None, probe_address=None)
         )
-        for setup in (setup_system_cells, setup_cells, setup_albconfigs, setup_checks):
+        for setup in (
+            setup_system_cells,
+            setup_cells,
+            setup_albconfigs,
+            setup_nlbconfigs,
+            setup_route53configs,
+            setup_checks,
+        ):
             setup(self.mgr, settings)
         self.task = asyncio.create_task(self.mgr.start())
 

@@ -173,13 +173,19 @@ class SystemWorld:
         return [f"{e.reason}: {e.message}" for p in self.history for e in p.events]
 
 
-def rolled_out(apps: list[dict[str, Any]], **kw: Any) -> SystemWorld:
-    w = SystemWorld(system(V1, apps, **kw))
+def rolled_out(
+    apps: list[dict[str, Any]],
+    first: list[dict[str, Any]] = V1,
+    then: list[dict[str, Any]] = V2,
+    **kw: Any,
+) -> SystemWorld:
+    """The system completed on `first`, then given `then` (each of its clusters up)."""
+    w = SystemWorld(system(first, apps, **kw))
     w.run(12)
     assert w.status.phase == "Completed", w.status
-    for c in V2:
+    for c in then:
         w.up(c["name"], c["labels"]["role"])
-    w.spec = system(V2, apps, **kw)
+    w.spec = system(then, apps, **kw)
     w.history.clear()
     return w
 
@@ -398,9 +404,12 @@ def by_cluster(w: SystemWorld, name: str) -> dict[str, int]:
     return out
 
 
-def replacing_one(step: int, checks: bool = False, **kw: Any) -> SystemWorld:
-    """web on {web-1-v1, web-2-v1}, moved to {web-1-v1, web-3}."""
-    apps = [app("web", "web", step, checks=checks, **kw)]
+def replacing_one(
+    step: int, checks: bool = False, make: Callable[..., dict[str, Any]] = app, **kw: Any
+) -> SystemWorld:
+    """web on {web-1-v1, web-2-v1}, moved to {web-1-v1, web-3} (`make`: its application,
+    behind the ALB unless it says otherwise)."""
+    apps = [make("web", "web", step, checks=checks, **kw)]
     w = SystemWorld(system(V1[:2], apps))
     w.run(12)
     assert by_cluster(w, "web") == {"web-1-v1": 50, "web-2-v1": 50}

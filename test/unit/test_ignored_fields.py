@@ -32,6 +32,15 @@ SYSTEM: dict[str, Any] = {
         }
     ],
 }
+SYSTEM_NLB = {"listenerARN": NLB_LISTENER, "targetGroup": {"arn": TG}}
+
+
+def system_app(**fields: Any) -> dict[str, Any]:
+    """SYSTEM with its application's `alb` replaced by `fields`."""
+    web = {"name": "web", **fields}
+    return {**SYSTEM, "applications": [web]}
+
+
 TAGGED = [{"awsTargetGroups": {"targetGroupSelector": {"matchTags": {"app": "web"}}}}]
 TARGETS = [{"name": "n", "clusterName": "c1", "port": 8080}]
 
@@ -55,6 +64,30 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
         "Cell",
         {**SYSTEM, "updateStrategy": {"type": "Canary"}},
         "spec.applications[].alb.updateStrategy",
+    ),
+    (
+        "system-nlb-beside-alb",
+        "Cell",
+        system_app(alb=SYSTEM["applications"][0]["alb"], nlb=SYSTEM_NLB),
+        "one of alb, nlb, route53: write only one",
+    ),
+    (
+        "system-nlb-traffic-confirmation",
+        "Cell",
+        system_app(nlb=SYSTEM_NLB, trafficConfirmation={"window": "1m"}),
+        "trafficConfirmation needs alb or route53",
+    ),
+    (
+        "system-nlb-delete-before-create",
+        "Cell",
+        system_app(
+            nlb=SYSTEM_NLB,
+            argocd={
+                "clusterSecret": {"labels": {"app": "web"}},
+                "updateStrategy": {"type": "DeleteBeforeCreate"},
+            },
+        ),
+        "remove alb, nlb or route53",
     ),
     (
         "canary-beside-blue-green",

@@ -28,7 +28,7 @@ from okra_controllers.api.v1alpha1.analysis import EffectSize, Judgment, Metric,
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.templating import Syntax, TemplateError, render
 
-__all__ = ["JUDGE", "Side", "sides", "take"]
+__all__ = ["JUDGE", "Side", "classify", "for_side", "sample_query", "sides", "take", "window"]
 
 JUDGE = Syntax(dot="none", roots=frozenset({"judge"}))
 """`{{judge.version}}`, `{{judge.side}}`, `{{judge.targetGroups}}`."""
@@ -75,7 +75,7 @@ def sides(judgment: Judgment | None, owner: dict[str, Any] | None) -> tuple[Side
     return out[0], out[1]
 
 
-def _for_side(provider: MetricProvider, side: Side) -> MetricProvider:
+def for_side(provider: MetricProvider, side: Side) -> MetricProvider:
     raw = provider.model_dump_json(by_alias=True, exclude_none=True)
     try:
         rendered = render(raw, side.variables(), JUDGE, escape="json")
@@ -84,23 +84,42 @@ def _for_side(provider: MetricProvider, side: Side) -> MetricProvider:
     return MetricProvider.model_validate(json.loads(rendered))
 
 
-async def _samples(
+@dataclass(frozen=True)
+class SampleQuery:
+    """What one side's samples are fetched with."""
+
+    provider: MetricProvider
+    """The metric's provider, its `{{judge.*}}` rendered for the side."""
+    start: datetime.datetime
+    end: datetime.datetime
+    step: float | None
+    """Prometheus' range-query resolution (seconds); None for the other providers."""
+    target_groups: tuple[str, ...]
+    """The side's target groups (CloudWatch asks once per group, with its dimension)."""
+
+
+def sample_query(
     provider: MetricProvider,
     settings: MetricJudge,
     side: Side,
-    ctx: ProviderContext,
     start: datetime.datetime,
     end: datetime.datetime,
-) -> list[float]:
-    spec = _for_side(provider, side)
+) -> SampleQuery:
+    spec = for_side(provider, side)
+    step = parse_duration(settings.step) if spec.prometheus is not None else None
+    return SampleQuery(spec, start, end, step, side.target_groups)
+
+
+async def _samples(q: SampleQuery, ctx: ProviderContext) -> list[float]:
+    spec, start, end = q.provider, q.start, q.end
     if spec.prometheus is not None:
-        step = parse_duration(settings.step)
+        assert q.step is not None
         return await prometheus.PROVIDER.samples(
-            spec.prometheus, ctx, start.timestamp(), end.timestamp(), step
+            spec.prometheus, ctx, start.timestamp(), end.timestamp(), q.step
         )
     if spec.cloud_watch is not None:
         return await cloudwatch.PROVIDER.samples(
-            spec.cloud_watch, ctx, start, end, list(side.target_groups)
+            spec.cloud_watch, ctx, start, end, list(q.target_groups)
         )
     if spec.datadog is not None:
         return await datadog.PROVIDER.samples(spec.datadog, ctx, start.timestamp(), end.timestamp())
@@ -127,12 +146,26 @@ async def take(
     """Fetch both sides over the same window and judge them; ProviderError if either
     side cannot be fetched."""
     settings = metric.judge or MetricJudge()
-    start = run_started
-    if settings.lookback:
-        start = now - datetime.timedelta(seconds=parse_duration(settings.lookback))
+    start, end = window(settings, run_started, now)
     canary, baseline = await asyncio.gather(
-        *(_samples(metric.provider, settings, side, ctx, start, now) for side in pair)
+        *(_samples(sample_query(metric.provider, settings, side, start, end), ctx) for side in pair)
     )
+    return classify(settings, canary, baseline)
+
+
+def window(
+    settings: MetricJudge, run_started: datetime.datetime, now: datetime.datetime
+) -> tuple[datetime.datetime, datetime.datetime]:
+    """The window both sides are fetched over: since the run started, or `lookback`."""
+    if settings.lookback:
+        return now - datetime.timedelta(seconds=parse_duration(settings.lookback)), now
+    return run_started, now
+
+
+def classify(
+    settings: MetricJudge, canary: list[float], baseline: list[float]
+) -> judge.MetricJudgment:
+    """The two sides' samples judged with the metric's `judge` settings."""
     effect = settings.effect_size or EffectSize()
     outliers = settings.outliers
     return judge.classify(

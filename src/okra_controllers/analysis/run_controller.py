@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 from prometheus_client import Counter
 
-from okra_controllers.analysis import compare, judge, verdict
+from okra_controllers.analysis import compare, run_pass, verdict
 from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
 from okra_controllers.analysis.measure import MEASUREMENT_TIMEOUT, measure
 from okra_controllers.analysis.providers.base import (
@@ -31,7 +31,6 @@ from okra_controllers.analysis.providers.base import (
     ProviderError,
     secret_reader,
 )
-from okra_controllers.analysis.validation import validate_metrics
 from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRun,
@@ -39,15 +38,11 @@ from okra_controllers.api.v1alpha1.analysis import (
     Judgment,
     Measurement,
     Metric,
-    MetricJudgmentStatus,
-    MetricResult,
     Phase,
-    SampleSummary,
 )
 from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.settings import Settings
-from okra_controllers.templating import ARGS, TemplateError, render
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
@@ -91,21 +86,6 @@ def with_run_messages(
     return message if not details else f"{message}: {'; '.join(details)}"
 
 
-def _judgment(judgment: Judgment | None, values: dict[str, str]) -> Judgment | None:
-    """The run's judgment settings with `{{args.NAME}}` replaced."""
-    if judgment is None:
-        return None
-    raw = judgment.model_dump_json(by_alias=True, exclude_none=True)
-    try:
-        return Judgment.model_validate_json(render(raw, {"args": values}, ARGS, escape="json"))
-    except TemplateError as e:
-        raise ArgumentError(f"judgment: {e}") from None
-
-
-def _summary(s: judge.Summary) -> SampleSummary:
-    return SampleSummary(count=s.count, median=s.median, p90=s.p90)
-
-
 class AnalysisRunReconciler:
     def __init__(
         self,
@@ -146,28 +126,19 @@ class AnalysisRunReconciler:
             planned, _ = await resolve_args(
                 merge_args(None, run.spec.args), req.namespace, None, owner
             )
-            metrics = [substitute(m, planned) for m in run.spec.metrics]
+            metrics, problems = run_pass.checked_metrics(run.spec, planned)
         except ArgumentError as e:
             await self._fail(raw, f"Unable to resolve metric arguments: {e}")
             return None
-        problems = (  # on every pass, as Argo: a spec edited mid-run is checked too
-            validate_metrics(metrics)
-            + verdict.rule_problems(metrics, run.spec.dry_run, run.spec.measurement_retention)
-            + verdict.judgment_problems(metrics, run.spec.judgment)
-        )
         if problems:
             await self._fail(raw, "Analysis spec invalid: " + "; ".join(problems))
             return None
         now = self.clock()
         started_at = status.started_at or now
         results = {r.name: r for r in status.metric_results or []}
-        dry = verdict.dry_run_names(metrics, run.spec.dry_run)
-        for r in results.values():
-            r.dry_run = r.name in dry or None
-        terminating = verdict.is_terminating(
-            run.spec.terminate, results.values(), dry, verdict.soft_metrics(metrics, results)
+        dry, due = run_pass.to_measure(
+            run.spec, metrics, results, started_at, now, self.error_retry
         )
-        due = verdict.due_metrics(metrics, results, started_at, now, terminating, self.error_retry)
         secrets: list[str] = []
         judgment = run.spec.judgment
         if due:
@@ -178,7 +149,7 @@ class AnalysisRunReconciler:
                 )
                 index = {m.name: i for i, m in enumerate(metrics)}
                 due = [substitute(run.spec.metrics[index[m.name]], values) for m in due]
-                judgment = _judgment(judgment, values)
+                judgment = run_pass.judgment_with(judgment, values)
             except ArgumentError as e:
                 await self._fail(raw, f"Unable to resolve metric arguments: {e}")
                 return None
@@ -194,39 +165,11 @@ class AnalysisRunReconciler:
                 for s in secrets:
                     if measurement.message:
                         measurement.message = measurement.message.replace(s, "*****")
-                result = results.setdefault(
-                    metric.name,
-                    MetricResult(
-                        name=metric.name, phase="Running", dry_run=metric.name in dry or None
-                    ),
-                )
-                result.measurements.append(measurement)
-                if metric_meta and metric.judge is None:
-                    result.metadata = {**(result.metadata or {}), **metric_meta}
-                if metric.judge is not None and measurement.phase != "Error":
-                    result.judgment = MetricJudgmentStatus.model_validate_json(
-                        metric_meta["judgment"]
-                    )
-                verdict.record(result, measurement.phase, not verdict.is_no_data(measurement))
+                run_pass.add_measurement(results, metric, measurement, metric_meta, dry)
                 MEASUREMENTS.labels(kind, measurement.phase).inc()
-        ordered = [results[m.name] for m in metrics if m.name in results]
-        judged = verdict.assess_run(
-            metrics, results, run.spec.terminate, dry, started_at, now, run.spec.judgment
-        )
-        for r in ordered:
-            keep = verdict.retention_limit(r.name, run.spec.measurement_retention)
-            r.measurements = r.measurements[-keep:]
-        status.metric_results = ordered
-        status.started_at = started_at
-        status.run_summary = judged.summary
-        status.dry_run_summary = judged.dry_run_summary
-        status.judgment = judged.judgment
-        status.observed_generation = run.metadata.generation
         old_phase = status.phase
-        status.phase = judged.phase
-        status.message = judged.message or None
-        if judged.phase in verdict.COMPLETED:
-            status.completed_at = now
+        judged = run_pass.conclude(run.spec, status, metrics, results, dry, started_at, now)
+        status.observed_generation = run.metadata.generation
         raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
         try:
             await self.client.update_status(raw)
@@ -321,38 +264,8 @@ class AnalysisRunReconciler:
                 kind,
                 {},
             )
-        line = judge.describe(metric.name, j, metric.judge.unit or "")
-        status = MetricJudgmentStatus(
-            classification=j.classification,
-            canary=_summary(j.canary),
-            baseline=_summary(j.baseline),
-            p_value=j.p_value,
-            effect_size=j.effect_size,
-            ratio=j.ratio,
-            critical=metric.judge.critical or None,
-            critical_failure=j.critical or None,
-            message=line,
-        )
-        phase: Phase = {
-            "Pass": "Successful",
-            "High": "Failed",
-            "Low": "Failed",
-            "NoData": "Inconclusive",
-        }[j.classification]  # type: ignore[assignment]
-        measurement = Measurement(
-            phase=phase,
-            message=line,
-            value=j.classification,
-            metadata={
-                verdict.CLASSIFICATION: j.classification,
-                **({verdict.CRITICAL_FAILURE: "true"} if j.critical else {}),
-                "canary": f"{pair[0].version} ({j.canary.count} points)",
-                "baseline": f"{pair[1].version} ({j.baseline.count} points)",
-            },
-            started_at=started,
-            finished_at=self.clock(),
-        )
-        return measurement, kind, {"judgment": status.model_dump_json(by_alias=True)}
+        measurement, meta = run_pass.judged_measurement(metric, j, pair, started, self.clock())
+        return measurement, kind, meta
 
     async def _owner(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         for ref in raw["metadata"].get("ownerReferences") or ():

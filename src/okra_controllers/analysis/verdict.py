@@ -436,6 +436,11 @@ def judge_run(
 def judgment_problems(metrics: Sequence[Metric], judgment: Judgment | None) -> list[str]:
     """Judge settings a run cannot use, each naming the field."""
     problems: list[str] = []
+    if judgment is not None and all(m.judge is None for m in metrics):
+        problems.append(  # the CRD says so too; an object stored before it said may not
+            "spec.judgment is read only for metrics with judge, and no metric has one: add "
+            "judge to the metrics to compare, or remove spec.judgment"
+        )
     for i, m in enumerate(metrics):
         effect = m.judge.effect_size if m.judge else None
         if effect is None or effect.measure != "cles":

@@ -125,10 +125,7 @@ def observe(
         problem = config_problem(config)
         waiting = config_waiting(config)
         effective_at = parse_time(cst.get("effectiveAt")) if waiting else None
-    blocked = {
-        i["version"]: i.get("cause", "")
-        for i in ((blocklist or {}).get("spec") or {}).get("items") or []
-    }
+    blocked = blocked_versions(blocklist)
     annotations = cell.metadata.annotations
     return Observed(
         cell_name=cell.metadata.name,
@@ -227,3 +224,11 @@ def job_outcome(job: Obj, pod: str = "") -> tuple[str, str]:
             why = ": ".join(x for x in (c.get("reason"), message) if x)
             return "Failed", why
     return "Running", ""
+
+
+def blocked_versions(blocklist: Obj | None) -> dict[str, str]:
+    """The VersionBlocklist's versions, each with its cause (the plan's `blocked`)."""
+    return {
+        i["version"]: i.get("cause", "")
+        for i in ((blocklist or {}).get("spec") or {}).get("items") or []
+    }

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from okra_controllers.api.kinds import PAUSE
-from okra_controllers.api.v1alpha1.cell import Pause, PauseStatus
+from okra_controllers.api.v1alpha1.cell import Pause, PauseSpec, PauseStatus
 from okra_controllers.api.validation import load_or_report
 from okra_controllers.settings import Settings
 from okra_runtime.client import Client
@@ -20,6 +20,18 @@ from okra_runtime.manager import Manager
 from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
 from okra_runtime.timeutil import utcnow
+
+
+def pause_phase(
+    spec: PauseSpec, now: datetime.datetime
+) -> tuple[Literal["Started", "Expired", "Cancelled"], float | None]:
+    """The pause's phase at `now`, and the seconds until it expires (None: no timer)."""
+    if spec.cancelled:
+        return "Cancelled", None
+    if spec.expire_time is None:
+        return "Started", None
+    remaining = (spec.expire_time - now).total_seconds()
+    return ("Expired", None) if remaining <= 0 else ("Started", remaining)
 
 
 class PauseReconciler:
@@ -44,16 +56,7 @@ class PauseReconciler:
         if status.phase in ("Expired", "Cancelled"):
             return None
         now = self.clock()
-        phase: Literal["Started", "Expired", "Cancelled"] = "Started"
-        wait: float | None = None
-        if pause.spec.cancelled:
-            phase = "Cancelled"
-        elif pause.spec.expire_time is not None:
-            remaining = (pause.spec.expire_time - now).total_seconds()
-            if remaining <= 0:
-                phase = "Expired"
-            else:
-                wait = remaining
+        phase, wait = pause_phase(pause.spec, now)
         if phase != status.phase:
             raw["status"] = PauseStatus(phase=phase, last_transition_time=now).model_dump(
                 by_alias=True, exclude_none=True, mode="json"

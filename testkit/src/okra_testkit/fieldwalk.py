@@ -35,9 +35,15 @@ ELB_ARN = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/walke
 ROLE_ARN = "arn:aws:iam::123456789012:role/walked"
 PATTERN_VALUES: dict[str, tuple[str, ...]] = {
     "^arn:[a-z0-9-]+:elasticloadbalancing:": (ELB_ARN,),
+    "^arn:[a-z0-9-]+:elasticloadbalancing:.+:targetgroup/": (ELB_ARN,),
+    "^arn:[a-z0-9-]+:iam::": (ROLE_ARN,),
     r"^arn:[a-z0-9-]+:iam::[0-9]{12}:role/.+": (ROLE_ARN,),
     r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$": ("7s", "9s"),
     r"^([0-9]*[1-9][0-9]*(\.[0-9]+)?(ms|s|m|h))+$": ("7s", "9s"),
+    r"^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+|.*\{\{\s*args\.[^{}]+\}\}.*)$": (
+        "7s",
+        "9s",
+    ),
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": ("walked", "walked-2"),
     r"^[0-9A-Za-z][A-Za-z0-9_-]*$": ("walked", "walked-2"),
     r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$": ("walked", "walked2"),
@@ -153,12 +159,19 @@ def _number(schema: Json, avoid: list[Any], integer: bool) -> int | float:
     high = schema.get("maximum")
     start = next((a for a in avoid if isinstance(a, (int, float))), low if low is not None else 0)
     step = 1 if integer else 0.5
-    for candidate in (start + step, start + 2 * step, start - step, low, high):
+    middle = (low + high) / 2 if low is not None and high is not None else None
+    for candidate in (start + step, start + 2 * step, start - step, low, high, middle):
         if candidate is None or candidate in avoid:
             continue
-        if (low is None or candidate >= low) and (high is None or candidate <= high):
+        above = low is None or candidate > low or (candidate == low and not _excl(schema, "Min"))
+        below = high is None or candidate < high or (candidate == high and not _excl(schema, "Max"))
+        if above and below:
             return int(candidate) if integer else float(candidate)
     raise ValueError(f"no number in [{low}, {high}] other than {avoid}")
+
+
+def _excl(schema: Json, which: str) -> bool:
+    return bool(schema.get(f"exclusive{which}imum"))
 
 
 def _string(schema: Json, avoid: list[Any], path: str) -> str:

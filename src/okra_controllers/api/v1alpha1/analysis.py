@@ -95,6 +95,25 @@ class MetricJudge(ApiModel):
     (or `{{judge.targetGroups}}`, `{{judge.side}}`); a CloudWatch query needs none: okra
     adds the `TargetGroup` dimension of each of the side's target groups."""
 
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.critical || !has(self.effectSize) || "
+                    "!(has(self.effectSize.criticalIncrease) || "
+                    "has(self.effectSize.criticalDecrease))",
+                    "message": "judge.effectSize.criticalIncrease and criticalDecrease are read "
+                    "only for a critical metric: set judge.critical: true, or remove them",
+                },
+                {
+                    "rule": "!(self.critical && self.mustHaveData)",
+                    "message": "judge.mustHaveData: a critical metric already fails the run "
+                    "when it has no data: remove mustHaveData (or critical)",
+                },
+            ]
+        }
+    }
+
     direction: Literal["increase", "decrease", "either"] = "either"
     """Which change is a regression (Kayenta `direction`): `increase` for latency and
     errors, `decrease` for throughput or success rate, `either` for both."""
@@ -205,7 +224,19 @@ class Judgment(ApiModel):
     group has a weight."""
 
 
+_JUDGMENT_NEEDS_JUDGE: dict[str, Any] = {
+    "x-kubernetes-validations": [
+        {
+            "rule": "!has(self.judgment) || self.metrics.exists(m, has(m.judge))",
+            "message": "spec.judgment is read only for metrics with judge, and no metric has "
+            "one: add judge to the metrics to compare, or remove spec.judgment",
+        }
+    ]
+}
+
+
 class AnalysisTemplateSpec(ApiModel):
+    model_config = ApiModel.model_config | {"json_schema_extra": _JUDGMENT_NEEDS_JUDGE}
     metrics: list[Metric] = Field(min_length=1, max_length=32)
     args: list[Argument] | None = None
     dry_run: list[DryRun] | None = None
@@ -249,6 +280,7 @@ class ClusterAnalysisTemplate(ApiModel):
 
 
 class AnalysisRunSpec(ApiModel):
+    model_config = ApiModel.model_config | {"json_schema_extra": _JUDGMENT_NEEDS_JUDGE}
     metrics: list[Metric] = Field(min_length=1, max_length=32)
     args: list[Argument] | None = None
     terminate: bool = False

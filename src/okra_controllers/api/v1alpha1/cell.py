@@ -30,6 +30,7 @@ from okra_controllers.api.v1alpha1.argocd import (
 from okra_controllers.api.v1alpha1.argocd import (
     CellArgoCD as CellArgoCD,
 )
+from okra_controllers.api.v1alpha1.backends import NLBListener, Route53Records
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
     GROUP,
@@ -133,33 +134,17 @@ class CellALB(ApiModel):
     """An IAM role to assume for the listener (the ALB in another account)."""
 
 
-class CellNLB(ApiModel):
-    listener_arn: str = Field(alias="listenerARN", pattern=_ARN, max_length=ARN_MAX_LENGTH)
+class CellNLB(NLBListener):
     target_group_selector: TargetGroupSelector = Field(default_factory=TargetGroupSelector)
-    role_arn: str | None = Field(
-        default=None, alias="roleARN", pattern=_ROLE_ARN, max_length=ARN_MAX_LENGTH
-    )
-    """An IAM role to assume for the listener (the NLB in another account)."""
 
 
-class CellRoute53(ApiModel):
+class CellRoute53(Route53Records):
     """A weighted DNS name in front of one load balancer per cluster: okra owns the
     records of `recordName`/`recordType` in the zone (an AWSRoute53RecordSetConfig), one
     per selected target group, named by it (`SetIdentifier`) and pointing at the load
     balancer the target group is attached to. A version's share (0..100) is the weight
     of its records."""
 
-    hosted_zone_id: str = Field(alias="hostedZoneID", min_length=1, max_length=32)
-    record_name: str = Field(min_length=1, max_length=1024)
-    record_type: Literal["A", "AAAA", "CNAME"] = "A"
-    """A or AAAA: alias records to each load balancer; CNAME: its DNS name as a value."""
-    ttl: int = Field(default=60, ge=0, le=172800)
-    """Seconds resolvers keep an answer (see AWSRoute53RecordSetConfig `spec.ttl`): a
-    step's weights count as in effect this long after Route 53 says INSYNC."""
-    role_arn: str | None = Field(
-        default=None, alias="roleARN", pattern=_ROLE_ARN, max_length=ARN_MAX_LENGTH
-    )
-    """An IAM role to assume for Route 53 (the zone in another account)."""
     target_group_selector: TargetGroupSelector = Field(default_factory=TargetGroupSelector)
 
 
@@ -293,7 +278,8 @@ class CellSpec(ApiModel):
                     "rule": "!has(self.clusters) || !has(self.updateStrategy)",
                     "message": "spec.updateStrategy is for a single-application Cell; a system "
                     "Cell moves each application by its own steps: write "
-                    "spec.applications[].alb.updateStrategy (stepWeight, totalWeight)",
+                    "spec.applications[].alb.updateStrategy (or nlb.updateStrategy, "
+                    "route53.updateStrategy: stepWeight, totalWeight)",
                 },
                 {
                     "rule": "!has(self.progressDeadlineAbort) || !self.progressDeadlineAbort || "

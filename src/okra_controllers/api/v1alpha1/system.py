@@ -2,8 +2,9 @@
 
 `spec.clusters` names the clusters the system runs on now (EKS clusters by name);
 `spec.applications` says, per application, which of them serve it (`clusterSelector`), how
-Argo CD puts it there (`argocd`), the ALB listener rule in front of it (`alb`), how fast
-traffic moves (`alb.updateStrategy`), and the checks that gate each step. Editing
+Argo CD puts it there (`argocd`), the load balancer in front of it (an ALB listener rule
+`alb`, an NLB listener `nlb`, or Route 53 weighted records `route53`), how fast traffic
+moves (their `updateStrategy`), and the checks that gate each step. Editing
 `spec.clusters` (a v2 pair in place of the v1 pair) is what starts a migration: okra waits
 for every cluster to be ready, then walks each application there.
 """
@@ -17,6 +18,7 @@ from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1.analysis import DURATION_PATTERN
 from okra_controllers.api.v1alpha1.argocd import ArgoCDApplicationSet, ArgoCDUpdateStrategy
+from okra_controllers.api.v1alpha1.backends import NLBListener, Route53Records
 from okra_controllers.api.v1alpha1.common import ARN_MAX_LENGTH, ApiModel
 from okra_controllers.api.v1alpha1.listener import ListenerRule
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck
@@ -49,7 +51,8 @@ class SystemCluster(ApiModel):
     (and, with `requireReady: false`, goes on without it)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Labels an application's `clusterSelector` selects on, and values it reads
-    (`alb.forwardConfig.targetGroup.arnFromLabel`); not Kubernetes labels, so any value
+    (`alb.forwardConfig.targetGroup.arnFromLabel`, `nlb.targetGroup.arnFromLabel`,
+    `route53.targetGroup.arnFromLabel`); not Kubernetes labels, so any value
     (an ARN) is fine."""
 
     @property
@@ -135,9 +138,31 @@ class SystemALB(ApiModel):
     )
 
 
+class SystemNLB(NLBListener):
+    """An NLB listener in front of the application: okra owns its default action (a
+    weighted forward, 0..999 per target group, at most 5), as a Cell behind an NLB does."""
+
+    target_group: TargetGroupRef
+    """Each cluster's target group on the listener (TCP)."""
+    update_strategy: WeightStrategy = Field(default_factory=WeightStrategy)
+    """`stepWeight: 100` (the default) is blue/green: one switch; less is a weighted canary."""
+
+
+class SystemRoute53(Route53Records):
+    """Weighted records of one DNS name in front of the application, one per cluster's own
+    load balancer (each cluster's target group is attached to it), as a Cell with
+    `ingress.type: AWSRoute53` has: a step counts from Route 53's INSYNC plus `ttl`."""
+
+    target_group: TargetGroupRef
+    """Each cluster's target group, attached to that cluster's load balancer: the record
+    of the cluster points at that load balancer."""
+    update_strategy: WeightStrategy = Field(default_factory=WeightStrategy)
+
+
 class SystemCheckAnalysis(ApiModel):
     """A standing metric check (a `Check`), its query templated per cluster with
-    `{{.Vars.eksClusterName}}`, `{{.Vars.clusterName}}`, `{{.Vars.albListenerARN}}` and
+    `{{.Vars.eksClusterName}}`, `{{.Vars.clusterName}}`, `{{.Vars.albListenerARN}}`,
+    `{{.Vars.nlbListenerARN}}`, `{{.Vars.route53RecordName}}` and
     `{{.Vars.targetGroupARN}}`."""
 
     interval: str = Field(default="10s", pattern=DURATION_PATTERN)
@@ -180,22 +205,32 @@ class SystemApplication(ApiModel):
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": "has(self.alb) || has(self.argocd)",
-                    "message": "an application needs alb (a listener rule) or argocd "
-                    "(Argo CD cluster Secrets), or both",
+                    "rule": "has(self.alb) || has(self.nlb) || has(self.route53) || "
+                    "has(self.argocd)",
+                    "message": "an application needs alb (a listener rule), nlb (a listener's "
+                    "default action) or route53 (weighted records), or argocd (Argo CD "
+                    "cluster Secrets), or both",
                 },
                 {
-                    "rule": "!has(self.trafficConfirmation) || has(self.alb)",
-                    "message": "trafficConfirmation needs alb (RequestCount per target group "
-                    "of the application's listener rule)",
+                    "rule": "[has(self.alb), has(self.nlb), has(self.route53)]"
+                    ".filter(x, x).size() <= 1",
+                    "message": "an application's traffic comes through one of alb, nlb, "
+                    "route53: write only one",
                 },
                 {
-                    "rule": "!has(self.alb) || !has(self.argocd) || "
+                    "rule": "!has(self.trafficConfirmation) || has(self.alb) || has(self.route53)",
+                    "message": "trafficConfirmation needs alb or route53 (RequestCount per "
+                    "target group; an nlb counts flows per load balancer, not requests per "
+                    "target group: docs/traffic.md)",
+                },
+                {
+                    "rule": "!(has(self.alb) || has(self.nlb) || has(self.route53)) || "
+                    "!has(self.argocd) || "
                     "!has(self.argocd.updateStrategy) || "
                     "!has(self.argocd.updateStrategy.type) || "
                     "self.argocd.updateStrategy.type != 'DeleteBeforeCreate'",
                     "message": "argocd.updateStrategy.type DeleteBeforeCreate is for "
-                    "applications with no load balancer: remove alb, or use "
+                    "applications with no load balancer: remove alb, nlb or route53, or use "
                     "CreateBeforeDelete",
                 },
             ]
@@ -208,6 +243,8 @@ class SystemApplication(ApiModel):
     Required when the system has two or more clusters."""
     argocd: SystemArgoCD | None = None
     alb: SystemALB | None = None
+    nlb: SystemNLB | None = None
+    route53: SystemRoute53 | None = None
     checks: list[SystemCheck] = Field(default_factory=list, max_length=8)
     """Metric checks that must pass at every step before the next one."""
     prechecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
@@ -217,6 +254,22 @@ class SystemApplication(ApiModel):
     traffic_confirmation: TrafficConfirmation | None = None
     """Each weight step of this application is done once the traffic its target groups
     served matches the weights AWS shows (docs/traffic.md)."""
+
+    @property
+    def traffic(self) -> SystemALB | SystemNLB | SystemRoute53 | None:
+        """The load balancer in front of the application (None: Argo CD alone)."""
+        return self.alb or self.nlb or self.route53
+
+    def target_group_ref(self) -> tuple[TargetGroupRef, str] | None:
+        """Where each cluster's target group is found, and that field's path (for a
+        message)."""
+        if self.alb is not None:
+            return self.alb.forward_config.target_group, "alb.forwardConfig.targetGroup"
+        if self.nlb is not None:
+            return self.nlb.target_group, "nlb.targetGroup"
+        if self.route53 is not None:
+            return self.route53.target_group, "route53.targetGroup"
+        return None
 
 
 class SystemClusterStatus(ApiModel):
@@ -264,7 +317,7 @@ class ApplicationStatus(ApiModel):
     """The clusters serving it now (weight above 0, or Argo CD's labels)."""
     weight: int | None = None
     """The share of traffic on `clusters`, in percent, as the application's Cell reports it
-    (unset for an application with no `alb`)."""
+    (unset for an application with no load balancer: no `alb`, `nlb` or `route53`)."""
     serving_version: str = ""
     """The version serving it now (the one `serving` lists)."""
     rollback_at: datetime.datetime | None = None

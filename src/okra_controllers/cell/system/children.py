@@ -40,9 +40,9 @@ def labels(o: SystemObserved, app: str) -> dict[str, str]:
 def steps(app: SystemApplication) -> list[dict[str, Any]]:
     """`stepWeight` of `totalWeight` as canary steps; with checks, each step waits for them
     (a pause the system Cell promotes once every check has passed since the step began)."""
-    if app.alb is None:
+    if app.traffic is None:
         return []
-    s, total = app.alb.update_strategy.step_weight, app.alb.update_strategy.total_weight
+    s, total = app.traffic.update_strategy.step_weight, app.traffic.update_strategy.total_weight
     out: list[dict[str, Any]] = []
     for k in range(1, math.ceil(total / s) + 1):
         out.append({"setWeight": round(min(k * s, total) * 100 / total)})
@@ -59,7 +59,8 @@ def child_cell(
     annotations: dict[str, str],
 ) -> Obj:
     """The application's Cell: the system's clusters of `version` are its target groups
-    (and Argo CD clusters), selected by the labels the system puts on them."""
+    (and Argo CD clusters), selected by the labels the system puts on them; its ingress is
+    the application's load balancer (an ALB rule, an NLB listener, Route 53 records)."""
     spec: dict[str, Any] = {
         "version": version,
         "replicas": max(replicas, 1),
@@ -81,10 +82,23 @@ def child_cell(
         if app.alb.role_arn:
             alb["roleARN"] = app.alb.role_arn
         spec["ingress"] = {"type": "AWSApplicationLoadBalancer", "awsApplicationLoadBalancer": alb}
-        if app.traffic_confirmation is not None:
-            spec["trafficConfirmation"] = app.traffic_confirmation.model_dump(
-                by_alias=True, mode="json"
+    for kind, key, lb in (
+        ("AWSNetworkLoadBalancer", "awsNetworkLoadBalancer", app.nlb),
+        ("AWSRoute53", "awsRoute53", app.route53),
+    ):
+        if lb is not None:
+            own = lb.model_dump(
+                by_alias=True,
+                exclude_none=True,
+                exclude={"target_group", "update_strategy"},
+                mode="json",
             )
+            own["targetGroupSelector"] = {"matchLabels": labels(o, app.name)}
+            spec["ingress"] = {"type": kind, key: own}
+    if app.traffic is not None and app.traffic_confirmation is not None:
+        spec["trafficConfirmation"] = app.traffic_confirmation.model_dump(
+            by_alias=True, mode="json"
+        )
     if app.argocd is not None:
         argocd: dict[str, Any] = {
             "clusterSecret": {
@@ -165,6 +179,8 @@ def check_objects(
                 "eksClusterName": c.eks_name,
                 "clusterName": c.name,
                 "albListenerARN": app.alb.listener_arn if app.alb else "",
+                "nlbListenerARN": app.nlb.listener_arn if app.nlb else "",
+                "route53RecordName": app.route53.record_name if app.route53 else "",
                 "targetGroupARN": arns.get(c.name, ""),
             }
             try:

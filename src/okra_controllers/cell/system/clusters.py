@@ -148,12 +148,14 @@ def select(
 def target_group_arns(
     app: SystemApplication, clusters: list[SystemCluster], o: SystemObserved
 ) -> tuple[dict[str, str], str]:
-    """Cluster name -> its target group's ARN for `app`'s listener rule; or a problem."""
-    if app.alb is None:
+    """Cluster name -> its target group's ARN for `app`'s load balancer; or a problem."""
+    found = app.target_group_ref()
+    if found is None:
         return {}, ""
-    if app.alb.forward_config.target_group.arn is not None and len(clusters) != 1:
+    ref, where = found
+    if ref.arn is not None and len(clusters) != 1:
         return {}, (
-            f"alb.forwardConfig.targetGroup.arn names one target group, but "
+            f"{where}.arn names one target group, but "
             f"{len(clusters)} clusters serve the application: use arnFromLabel or "
             "targetgroupBindingSelector"
         )
@@ -170,9 +172,10 @@ def arn_for(app: SystemApplication, c: SystemCluster | None, o: SystemObserved) 
     """The target group of cluster `c` for `app`: the fixed `arn`, the ARN in the cluster
     entry's label `arnFromLabel`, or that of the one TargetGroupBinding in the cluster that
     `targetgroupBindingSelector` selects. ("", problem) when there is none."""
-    if app.alb is None or c is None:
+    where = app.target_group_ref()
+    if where is None or c is None:
         return "", "no such cluster"
-    ref = app.alb.forward_config.target_group
+    ref = where[0]
     if ref.arn is not None:
         return ref.arn, ""
     if ref.arn_from_label is not None:

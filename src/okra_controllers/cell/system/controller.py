@@ -185,8 +185,9 @@ class SystemReconciler:
             return {c.name: ClusterSeen(problem=f"EKS: {e}") for c in entries}
         eks = {c.name: c for c in found.clusters}
         wants_bindings = any(
-            a.alb is not None and a.alb.forward_config.target_group.targetgroup_binding_selector
+            ref[0].targetgroup_binding_selector
             for a in cell.spec.applications or []
+            if (ref := a.target_group_ref()) is not None
         )
 
         async def one(entry_name: str, eks_name: str) -> tuple[str, ClusterSeen]:

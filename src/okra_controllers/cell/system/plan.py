@@ -177,7 +177,7 @@ def _overlap_problem(
     if want == serving:
         return ""
     kept = sorted(set(want) & set(serving))
-    if app.alb is not None:
+    if app.alb is not None or app.nlb is not None:  # Route 53 takes 100 records
         # a serving cluster no longer in spec.clusters: its own target group
         by_name = {c.name: c for c in o.spec.clusters or []}
         union = set(arns.values()) | {
@@ -186,7 +186,8 @@ def _overlap_problem(
         if len(union) > MAX_FORWARD:
             return (
                 f"moving from {', '.join(serving)} to {', '.join(want)} routes to "
-                f"{len(union)} target groups at once, but an ALB forward action holds at "
+                f"{len(union)} target groups at once, but an {'ALB' if app.alb else 'NLB'} "
+                "forward action holds at "
                 f"most {MAX_FORWARD}: move in two changes of spec.clusters"
             )
     if not kept:
@@ -209,7 +210,7 @@ def _overlap_problem(
 def _weight(app: SystemApplication, a: ApplicationStatus, cst: CellStatus) -> int | None:
     """The share of the application's traffic on the clusters it is going to, as its Cell
     last reported it (None: no load balancer, or no Cell yet)."""
-    if app.alb is None or not a.version or cst.observed_generation is None:
+    if app.traffic is None or not a.version or cst.observed_generation is None:
         return None
     if cst.canary_version == a.version:
         return cst.canary_weight or 0
@@ -455,7 +456,7 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
     for version, names in sets:
         for n in names:
             c = by_name.get(n)
-            if app.alb is not None:
+            if app.traffic is not None:
                 # a cluster kept from the serving set has a second object for the version
                 # it is going to (the two versions' weights on it are planned as one)
                 kept = version != a.serving_version and n in a.serving

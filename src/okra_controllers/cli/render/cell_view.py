@@ -77,7 +77,7 @@ def render_cell(
     lines.append("")
     lines += _runs(runs, st, paint, now)
     lines.append("")
-    lines += _blocked(blocklist, paint, now)
+    lines += blocked_lines(blocklist, paint, now)
     lines.append("")
     lines += _conditions(st, paint, now)
     return "\n".join(lines) + "\n"
@@ -453,7 +453,9 @@ def _runs(runs: Sequence[Obj], st: CellStatus, paint: Paint, now: datetime.datet
     return lines
 
 
-def _blocked(blocklist: Obj | None, paint: Paint, now: datetime.datetime) -> list[str]:
+def blocked_lines(blocklist: Obj | None, paint: Paint, now: datetime.datetime) -> list[str]:
+    """`okra get cell`'s lines of the Cell's VersionBlocklist: each version, how long ago
+    it was blocked (`time`) and why (`cause`)."""
     items = ((blocklist or {}).get("spec") or {}).get("items") or []
     if not items:
         return [f"{paint.bold('Blocked versions:')} none"]
