@@ -184,3 +184,14 @@ def test_each_application_shows_its_checks_last_run_and_failed_tries() -> None:
     failed = web["checks"][1]
     assert (failed["value"], failed["lastRun"]) == ("0.5", "2026-01-01T11:59:30+00:00")
     assert [c["name"] for c in api["checks"]] == ["shop-api-errors"]
+
+
+def test_an_application_behind_route53_shows_its_records_weights_per_cluster() -> None:
+    """A Route 53 application's config shows records, each named by its target group."""
+    web = child("web")
+    web["spec"] = {"ingress": {"type": "AWSRoute53"}}
+    records = [{"setIdentifier": f"shop-web-{c}", "weight": w} for c, w in (("a", 50), ("b", 50))]
+    cfg = {"status": {"applied": {"recordName": "web.example.com", "records": records}}}
+    card = systems.system_row(system(), {"web": (web, model.cell_row(web, cfg, {}), cfg)}, [])
+    weights = {w["cluster"]: w["weight"] for w in card["applications"][0]["clusterWeights"]}
+    assert weights == {"a": 50, "b": 50, "c": None}

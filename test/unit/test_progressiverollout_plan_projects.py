@@ -226,6 +226,11 @@ def test_a_sync_argo_cd_holds_for_a_window_waits_past_its_deadline() -> None:
         app.op_state["message"] = "Sync operation blocked by sync window"
     sim.now += datetime.timedelta(seconds=sim.spec.progress_deadline_seconds * 2)
     sim.reconcile()
+    held = sim.status.model_dump()
+    for _ in range(10):  # waiting writes nothing: the status stays as it is, tick after tick
+        sim.now += datetime.timedelta(seconds=5)
+        sim.reconcile()
+        assert sim.status.model_dump() == held
     for app in running:
         c = cluster(sim, app.cluster)
         assert c.phase == "Syncing"

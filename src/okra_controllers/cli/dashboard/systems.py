@@ -37,8 +37,9 @@ def system_of(cell: Obj, systems: Mapping[str, Obj]) -> str | None:
 
 def cluster_weights(cell: Obj, config: Obj | None) -> dict[str, int]:
     """Target group name -> weight as okra last read it from AWS (`status.applied` of the
-    application Cell's load balancer config), the names from the Cell's
-    `status.targetGroups`; empty before anything was applied."""
+    application Cell's load balancer config: an ALB or NLB forward, whose ARNs are named
+    by the Cell's `status.targetGroups`, or Route 53 records, each named by its target
+    group: its SetIdentifier); empty before anything was applied."""
     applied = ((config or {}).get("status") or {}).get("applied") or {}
     names = {
         str(t.get("arn")): str(t.get("name"))
@@ -49,6 +50,8 @@ def cluster_weights(cell: Obj, config: Obj | None) -> dict[str, int]:
         arn = str(f.get("arn"))
         name = names.get(arn, arn)
         out[name] = out.get(name, 0) + int(f.get("weight") or 0)
+    for r in applied.get("records") or []:
+        out[str(r.get("setIdentifier"))] = int(r.get("weight") or 0)
     return out
 
 

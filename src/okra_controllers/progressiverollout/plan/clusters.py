@@ -83,7 +83,9 @@ def wait_cluster(d: Draft, stage: Stage, c: ClusterStatus, app: App, revision: s
 
 
 def sync_cluster(d: Draft, c: ClusterStatus, app: App, revision: str) -> None:
-    started = c.started or d.now
+    if c.started is None:  # a sync Argo CD held for a window runs: its deadline starts now
+        c.started = d.now
+    started = c.started
     elapsed = (d.now - started).total_seconds()
     deadline = float(d.o.spec.progress_deadline_seconds)
     if app.op_sync_id == c.sync_id and c.sync_id is not None:

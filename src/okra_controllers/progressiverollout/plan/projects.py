@@ -100,10 +100,11 @@ def forbid(d: Draft, c: ClusterStatus, message: str) -> None:
 
 def held_by_argo_cd(d: Draft, c: ClusterStatus, app: App) -> bool:
     """Argo CD holds okra's running sync for a sync window: it waits, and its progress
-    deadline starts again when Argo CD lets it run."""
+    deadline starts again when Argo CD lets it run (`started` is cleared while it is held,
+    and set again the first time it is not: the status is not rewritten while it waits)."""
     if app.op_phase != "Running" or BLOCKED not in app.op_message.lower():
         return False
-    c.started = d.now
+    c.started = None
     c.message = f"{HELD} a sync window: Argo CD holds the sync ({app.op_message})"
     d.window_held[app.name] = c.name
     d.p.wake(5.0)
