@@ -150,7 +150,7 @@ async def test_check_with_an_unknown_var_reports_the_error(
 async def test_a_var_no_query_uses_is_warned_and_the_check_runs(
     checks: None, rates: ErrorRates, rt_client: Client, namespace: str
 ) -> None:
-    """An UnusedVar Event names the var, as okra lint does; the check still runs."""
+    """An UnusedField Event names the var, as okra lint does; the check still runs."""
     rates.values["web-1-v2"] = 0.01
     obj = check("unused", namespace, rates.url, "h")
     obj["spec"]["vars"] = {"eksClusterName": "web-1-v2", "eksClustreName": "web-1-v2"}
@@ -162,7 +162,7 @@ async def test_a_var_no_query_uses_is_warned_and_the_check_runs(
         said[:] = [
             e.get("note", "")
             for e in events
-            if e.get("reason") == "UnusedVar" and e.get("regarding", {}).get("name") == "unused"
+            if e.get("reason") == "UnusedField" and e.get("regarding", {}).get("name") == "unused"
         ]
         st = await status(rt_client, "unused", namespace)
         return bool(said) and st.get("lastPassed") is True
