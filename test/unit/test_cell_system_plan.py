@@ -810,10 +810,10 @@ def test_a_new_set_not_looked_up_in_eks_yet_is_waited_for_not_failed() -> None:
         if c in fresh:
             assert c["name"] not in w.eks
     for _ in range(3):
-        w.tick()
-        assert w.status.phase == "Pending", w.status
-        phases = {a.name: a.phase for a in w.status.applications or []}
-        assert "Error" not in phases.values(), w.status
+        st = w.tick().status
+        assert st.phase == "Pending", st
+        phases = {a.name: a.phase for a in st.applications or []}
+        assert "Error" not in phases.values(), st
     assert not [e for e in w.events() if "selects none" in e], w.events()
     for c in fresh:
         w.up(c["name"], c["labels"]["role"])
