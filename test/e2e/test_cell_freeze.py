@@ -177,9 +177,9 @@ async def test_one_cluster_freeze_holds_cells_in_two_namespaces(
     tmp_path: Path,
 ) -> None:
     """One ClusterFreeze applied mid-rollout holds a Cell in each of two namespaces at
-    their next step boundary; an abort in one rolls back during it; its deletion resumes
-    both. Each namespace has its own okra-manager (`--namespace`), as teams that run their
-    own would: both see the one ClusterFreeze."""
+    their next step boundary; a manager killed during it holds on restart; an abort in one
+    rolls back during it; its deletion resumes both. Each namespace has its own okra-manager
+    (`--namespace`), as teams that run their own would: both see the one ClusterFreeze."""
     envs = (env, other_env)
     # a label only this test's namespaces carry: other tests share the control plane
     fleet = {"okra-test/fleet": env.namespace}
@@ -219,6 +219,17 @@ async def test_one_cluster_freeze_holds_cells_in_two_namespaces(
                 assert await e.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}
                 held = await wait_events(rt_client, e.namespace, "Frozen")
                 assert f"clusterfreeze {name}" in held[0]["note"]
+
+            # kill -9 one okra-manager during the freeze: restarted, it holds its Cell still
+            managers[0].kill()
+            managers[0].start()
+            await rt_client.patch(CLUSTER_FREEZE, name, {"spec": {"reason": "quarter-end, day 2"}})
+            st = await wait_status(
+                rt_client, env.namespace, lambda s: "day 2" in (s.get("message") or "")
+            )
+            assert frozen(st)
+            assert st["currentStepIndex"] == 2
+            assert await env.rule_weights() == {"web-a-v1": 80, "web-a-v2": 20}
 
             # an abort rolls back during the freeze; the other Cell stays held
             abort = {"metadata": {"annotations": {ABORT: rollout[other_env.namespace]}}}

@@ -7,7 +7,9 @@ open, the card shows the late cluster the system waits for; Pause on the card pa
 system (`okra pause SYSTEM`), so once the cluster is there every application holds at the
 weights AWS shows; Promote on the card (`okra promote SYSTEM`: resume, then each
 application's Cell) sets them all moving, and the page shows each application's weights
-advancing step by step to the new clusters, without a reload.
+advancing step by step to the new clusters, without a reload. A user with the okra-viewer
+role reads the card, and the API server refuses their Pause, of the system and of one
+application alike: the page says so, and nothing is written.
 """
 
 from __future__ import annotations
@@ -20,11 +22,19 @@ from typing import Any
 
 import pytest
 
-from e2e.test_dashboard_browser import Dashboard, browser, page_until, screenshot, text_has
+from e2e.test_dashboard_browser import (
+    Dashboard,
+    browser,
+    page_until,
+    screenshot,
+    text_has,
+    viewer_role,
+)
 from integration.test_system_cell import REPO, System, application, running
 from okra_runtime import GVK, Client
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.controlplane import UNPRIVILEGED
 from okra_testkit.localeks import LocalEks
 from okra_testkit.seed import LoadBalancer, Seeder
 from support import ErrorRates, eventually, serve_error_rates
@@ -56,6 +66,10 @@ new MutationObserver(note).observe(document.body, {subtree: true, childList: tru
 """
 """Records in the page each weights text every application of the card shows, with when it
 first showed it, and each line its Checks showed."""
+
+
+HIDE_NOTICE = "document.getElementById('notice').hidden = true;"
+"""Hides the last action's message, so that the next one's is the one on the page."""
 
 
 def share(weights: str, version: str) -> int:
@@ -146,7 +160,8 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
                 "c.dataset.phase === 'Completed' && "
                 "[...c.querySelectorAll('.application[data-application]')]"
                 ".map((a) => a.dataset.phase).join() === 'Synced,Synced' && "
-                "c.innerText.includes('v1 100')"
+                "[...c.querySelectorAll('.application[data-application]')].every((a) => "
+                "a.querySelector(\"[data-weights='v1 100']\") !== null)"
             )
             await page_until(browser, synced, "the system Completed at v1")
             rows = await asyncio.to_thread(
@@ -175,7 +190,7 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
             await page_until(browser, text_has("system sys: paused"), "pause's message")
             await page_until(
                 browser,
-                f"return document.querySelector(\"{card}\").dataset.paused === 'true'",
+                f"return document.querySelector(\"{card}\")?.dataset.paused === 'true'",
                 "the system paused",
             )
 
@@ -212,7 +227,7 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
             ready = f"document.querySelector(\"{card} [data-cluster='web-2-v2']\")"
             await page_until(
                 browser,
-                f"return {ready}.dataset.ready === 'true' && {held}",
+                f"return !!{ready} && {ready}.dataset.ready === 'true' && {held}",
                 "every application held on the new set",
             )
             assert await s.weights(alb.listener_arn, 10) == {"web-1-v1": 50, "web-2-v1": 50}
@@ -228,10 +243,10 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
             await page_until(browser, text_has("system sys: resumed"), "promote's message")
             done = (
                 f'const c = document.querySelector("{card}"); return '
-                "c.dataset.phase === 'Completed' && c.dataset.paused === 'false' && "
+                "!!c && c.dataset.phase === 'Completed' && c.dataset.paused === 'false' && "
                 "[...c.querySelectorAll('.application[data-application]')].every((a) => "
-                "a.dataset.phase === 'Synced' && a.querySelector('[data-weights]')"
-                ".dataset.weights === 'v2 100')"
+                "a.dataset.phase === 'Synced' && "
+                "a.querySelector(\"[data-weights='v2 100']\") !== null)"
             )
             await page_until(browser, done, "every application at v2", within=180)
             screenshot(browser, "system")
@@ -243,6 +258,36 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
             board.stop()
         await s.weights_become(alb.listener_arn, 10, {"web-1-v2": 50, "web-2-v2": 50})
         await s.weights_become(alb.listener_arn, 11, {"api-v2": 100})
+
+        # A viewer (okra-viewer's rules) reads the card and is refused its actions by the
+        # API server, for the system and for one application alike: the page says so.
+        for obj in viewer_role(ns):
+            await rt_client.create(obj)
+        viewer = Dashboard(
+            control_plane.kubeconfig(UNPRIVILEGED), ns, tmp_path / "dashboard-viewer.log"
+        )
+        try:
+            await asyncio.to_thread(browser.get, viewer.url)
+            await page_until(browser, done, "the system, read as a viewer")
+            for button, question in (
+                (
+                    f"{card} > .actions button[data-action='pause']",
+                    f"Pause system {ns}/sys (every application)?",
+                ),
+                (
+                    f"{app_sel.format('web')} button[data-action='pause']",
+                    f"Pause application web of system {ns}/sys?",
+                ),
+            ):
+                await asyncio.to_thread(browser.execute_script, HIDE_NOTICE)
+                await click_and_confirm_on(browser, button, question)
+                said = "Forbidden: your Kubernetes user may not pause "
+                await page_until(browser, text_has(said, "RBAC", "forbidden"), "the refusal")
+        finally:
+            viewer.stop()
+        cells = {c["metadata"]["name"]: c for c in (await rt_client.list(CELL, ns)).items}
+        assert "okra.mumo.co/pause" not in (cells["sys"]["metadata"].get("annotations") or {})
+        assert "okra.mumo.co/pause" not in (cells["sys-web"]["metadata"].get("annotations") or {})
 
     # What the open page showed of each application: held at v1 until the click, then its
     # share on v2 walking up step by step (never back), through 50 to 100.

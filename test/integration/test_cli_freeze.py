@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from integration.test_cli import okra
+from integration.test_cli import okra, world  # noqa: F401 (world: a fixture)
 from okra_controllers.api.kinds import CLUSTER_FREEZE, FREEZE, NAMESPACE
 from okra_runtime import Client
 from okra_runtime.errors import NotFoundError
@@ -270,3 +270,37 @@ async def test_get_freezes_says_when_cluster_freezes_are_not_readable(
     )
     assert (code, out) == (0, "freeze/incident\n"), err
     assert err == "ClusterFreezes: not readable by this user (okra-viewer bound cluster-wide)\n"
+
+
+@pytest.mark.usefixtures("world")  # test_cli's Cell web, rolling out v2
+async def test_plan_shows_the_cluster_freeze_that_holds_the_cell(
+    control_plane: ControlPlane, rt_client: Client, namespace: str
+) -> None:
+    """`okra plan` holds the Cell as the controller would: a ClusterFreeze that selects its
+    namespace by label is read with the Namespace's labels, and named."""
+    ns = namespace
+    name = f"cf-{ns}"
+    await rt_client.patch(NAMESPACE, ns, {"metadata": {"labels": {"okra-test/fleet": ns}}})
+    await rt_client.create(
+        {
+            "apiVersion": "okra.mumo.co/v1alpha1",
+            "kind": "ClusterFreeze",
+            "metadata": {"name": name},
+            "spec": {
+                "reason": "year-end",
+                "namespaceSelector": {"matchLabels": {"okra-test/fleet": ns}},
+            },
+        }
+    )
+    try:
+        code, out, err = await okra(control_plane, ns, "plan", "web", "--no-aws")
+        assert (code, err) == (0, ""), err
+        assert f"clusterfreeze {name} (year-end) until lifted" in out, out
+        # the namespace leaves the fleet: the plan walks the rollout to its end
+        await rt_client.patch(NAMESPACE, ns, {"metadata": {"labels": {"okra-test/fleet": None}}})
+        code, out, _ = await okra(control_plane, ns, "plan", "web", "--no-aws")
+        assert "clusterfreeze" not in out
+        assert "Result:   v2 serves 100%" in out
+    finally:
+        with contextlib.suppress(NotFoundError):
+            await rt_client.delete(CLUSTER_FREEZE, name)

@@ -218,8 +218,11 @@ async def test_a_system_is_one_row_with_its_applications_and_acts_as_okra_does_o
     frames = Frames(resp)
 
     def both_apps(_: Any) -> bool:
+        """Both application Cells in the card, with the status system_world writes after
+        applying each of them."""
         card = frames.rows.get("cells", {}).get(f"{ns}/shop") or {}
-        return [bool(a["child"]) for a in card.get("applications") or []] == [True, True]
+        phases = [(a["child"] or {}).get("phase") for a in card.get("applications") or []]
+        return phases == ["Migrating", "Completed"]
 
     await frames.until(both_apps)
     # the application Cells are in the system's row, not rows of their own

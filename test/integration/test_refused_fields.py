@@ -20,6 +20,7 @@ PLURALS = {
     "Cell": "cells",
     "AWSTargetGroupBinding": "awstargetgroupbindings",
     "AWSTargetGroupSet": "awstargetgroupsets",
+    "Check": "checks",
 }
 
 
@@ -63,3 +64,15 @@ async def test_each_field_okra_would_not_read_is_refused_naming_it(
     assert await dry_run(kube, namespace, "Cell", SYSTEM) == ""
     tagged = REFUSED[-1][2]["generators"]
     assert await dry_run(kube, namespace, "AWSTargetGroupSet", {"generators": tagged}) == ""
+
+
+@pytest.mark.usefixtures("crds")
+async def test_a_seed_check_stored_with_the_old_default_interval_applies_again(
+    kube: client.ApiClient, namespace: str
+) -> None:
+    """An earlier okra's schema stored spec.interval: 30s in seed 000's Check: the API
+    server admits it again (okra warns); another interval beside spec.analysis is refused."""
+    seed = {"analysis": {"interval": "10s", "query": "sum(errors)", "max": 0.1}}
+    assert await dry_run(kube, namespace, "Check", {**seed, "interval": "30s"}) == ""
+    said = await dry_run(kube, namespace, "Check", {**seed, "interval": "15s"})
+    assert "spec.interval beside spec.analysis" in said

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from integration.test_cli import okra as okra_cli
 from integration.test_system_cell import (  # noqa: F401 (fixtures)
     CELL,
     System,
@@ -29,6 +30,7 @@ from integration.test_system_cell import (  # noqa: F401 (fixtures)
 )
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime import Client
+from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer
 from support import ErrorRates, eventually
 
@@ -94,6 +96,7 @@ async def test_alb_nlb_and_route53_applications_move_and_a_failing_nlb_check_rol
     rt_client: Client,
     namespace: str,
     rates: ErrorRates,  # noqa: F811
+    control_plane: ControlPlane,
 ) -> None:
     s, alb = world
     v1 = [
@@ -196,3 +199,13 @@ async def test_alb_nlb_and_route53_applications_move_and_a_failing_nlb_check_rol
             "tcp": "AWSNetworkLoadBalancer",
             "dns": "AWSRoute53",
         }
+        code, out, err = await okra_cli(control_plane, namespace, "get", "cell", "sys")
+        assert code == 0, err
+        for line in (
+            "  tcp  Reverted  (Cell sys-tcp)",
+            "    ├─ v1 serving: tcp-v1 (100%)",
+            "    └─ v2 going to: tcp-v2",
+            "    └─ v2 serving: dns-1-v2 (50%), dns-2-v2 (50%)",
+            "    └─ v2 serving: www-1-v2 (50%), www-2-v2 (50%)",
+        ):
+            assert line in out.splitlines(), out

@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from integration.test_seed_manifests import FIXTURE, normalised
@@ -32,8 +33,16 @@ from okra_testkit.eksauth import TokenReviewServer
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.localeks import LocalEks
-from okra_testkit.seed import Seeder
+from okra_testkit.seed import Network, Seeder
 from support import LogCapture, eventually
+
+
+@pytest.fixture
+def aws(moto: MotoServer) -> MotoServer:
+    """moto, reset for each test (the `moto` fixture is reset once a module): the seed's set
+    selects every EKS cluster tagged role=web, so none of an earlier test may be left."""
+    moto.reset()
+    return moto
 
 
 def seed_set(namespace: str) -> dict[str, Any]:
@@ -57,16 +66,32 @@ async def type_nodes(c: Client) -> set[str]:
     }
 
 
+async def eks_cluster(
+    e: Env, plane: ControlPlane, seed: Seeder, network: Network, cluster: str, version: str
+) -> None:
+    """EKS cluster `cluster` in moto (tagged `role=web` and `version`), its API server `plane`
+    through an Argo CD cluster Secret that names it by its EKS name in `awsAuthConfig` only
+    (the Secret's bearer token wins)."""
+    await seed.eks_cluster(cluster, network, tags={"role": "web", "okra.mumo.co/version": version})
+    secret = Env.secret(
+        dataclasses.replace(e, workload_plane=plane),
+        f"argo-{cluster}",
+        version,
+        awsAuthConfig={"clusterName": cluster},
+    )
+    await e.mgmt.create(secret)
+
+
 async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_drives_a_cell(
     rt_client: Client,
     namespace: str,
     control_plane: ControlPlane,
     workload_plane: ControlPlane,
     tmp_path: Path,
-    moto: MotoServer,
+    aws: MotoServer,
     logs: LogCapture,
 ) -> None:
-    seed = Seeder(moto.config)
+    seed = Seeder(aws.config)
     network = await seed.network()
     alb = await seed.alb(f"web-{namespace[-8:]}", network)
     instances = await seed.instances(3, network)
@@ -87,11 +112,11 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
         return name
 
     settings = Settings(
-        namespace=namespace, okra_namespace=namespace, aws=moto.config, concurrency=1
+        namespace=namespace, okra_namespace=namespace, aws=aws.config, concurrency=1
     )
 
     def others(mgr: Manager) -> None:
-        register_bindings(mgr, moto.config, resync=1.0)
+        register_bindings(mgr, aws.config, resync=1.0)
         setup_cells(mgr, settings)
         setup_albconfigs(mgr, settings)
 
@@ -106,20 +131,12 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
             workload_plane,
             tmp_path,
             logs,
-            moto.config,
+            aws.config,
             others,
         ) as e:
-            # The management plane stands for each cluster's API server.
-            mgmt = dataclasses.replace(e, workload_plane=control_plane)
 
             async def arrives(cluster: str, version: str) -> None:
-                tags = {"role": "web", "okra.mumo.co/version": version}
-                await seed.eks_cluster(cluster, network, tags=tags)
-                # named by its EKS name in awsAuthConfig only (its bearer token wins)
-                secret = Env.secret(
-                    mgmt, f"argo-{cluster}", version, awsAuthConfig={"clusterName": cluster}
-                )
-                await e.mgmt.create(secret)
+                await eks_cluster(e, control_plane, seed, network, cluster, version)
 
             await arrives(v1, "1.0.0")
             await e.mgmt.create(seed_set(namespace))
@@ -153,7 +170,7 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
                 return str((b.get("status") or {}).get("targetGroupARN") or "")
 
             async def registered(arn: str) -> set[str]:
-                async with moto.config.client("elbv2") as elb:
+                async with aws.config.client("elbv2") as elb:
                     out = await elb.describe_target_health(TargetGroupArn=arn)
                 return {
                     d["Target"]["Id"]
@@ -162,8 +179,8 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
                 }
 
             async def weights() -> dict[str, int]:
-                async with moto.config.client("elbv2") as elb:
-                    return await RequestFeeder(moto.config, alb.listener_arn).weights(elb)
+                async with aws.config.client("elbv2") as elb:
+                    return await RequestFeeder(aws.config, alb.listener_arn).weights(elb)
 
             async def cell() -> dict[str, Any]:
                 return (await e.mgmt.get(CELL, "web", namespace)).get("status") or {}
@@ -184,7 +201,7 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
             assert b1["spec"]["targetGroup"]["name"] == f"web-{v1}"
             assert b1["spec"]["targetGroup"]["vpcID"] == network.vpc_id
             arn1 = await arn_of(f"web-{v1}")
-            async with moto.config.client("elbv2") as elb:
+            async with aws.config.client("elbv2") as elb:
                 tg = (await elb.describe_target_groups(TargetGroupArns=[arn1]))["TargetGroups"][0]
                 tags = (await elb.describe_tags(ResourceArns=[arn1]))["TagDescriptions"][0]
             assert (tg["TargetGroupName"], tg["VpcId"], tg["Port"]) == (
@@ -250,7 +267,7 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
 
             # v1's cluster leaves EKS: its binding and AWSTargetGroup go (its nodes are
             # deregistered from its group as the binding is deleted).
-            async with moto.config.client("eks") as eks:
+            async with aws.config.client("eks") as eks:
                 await eks.delete_cluster(name=v1)
 
             async def v1_gone() -> bool:
@@ -277,14 +294,14 @@ async def test_with_no_argo_cd_secret_the_set_and_its_binding_reach_the_eks_clus
     control_plane: ControlPlane,
     workload_plane: ControlPlane,
     tmp_path: Path,
-    moto: MotoServer,
+    aws: MotoServer,
     eks_webhook: TokenReviewServer,
     logs: LogCapture,
 ) -> None:
     """Seed 000's set with no Argo CD cluster Secret anywhere: the EKS cluster (a control plane
     of its own that accepts EKS tokens, behind moto's DescribeCluster) is reached at its endpoint
     with an EKS token by the set and by the binding it generates, which registers its node."""
-    async with LocalEks(moto, webhook=eks_webhook, controller_manager=False) as eks:
+    async with LocalEks(aws, webhook=eks_webhook, controller_manager=False) as eks:
         seed = Seeder(eks.config)
         network = await seed.network()
         cluster = f"direct-{uuid.uuid4().hex[:8]}"
@@ -343,3 +360,44 @@ async def test_with_no_argo_cd_secret_the_set_and_its_binding_reach_the_eks_clus
                 assert (await e.mgmt.list(SECRET, namespace)).items == []
         finally:
             await workload.close()
+
+
+async def test_a_binding_aws_refuses_holds_the_clusters_group_and_the_set_says_why(
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    workload_plane: ControlPlane,
+    tmp_path: Path,
+    aws: MotoServer,
+    logs: LogCapture,
+) -> None:
+    """The group the cluster's binding would create exists, tagged for another binding: the
+    binding is refused, no AWSTargetGroup is made, and the set's Ready condition is False
+    (BindingNotSynced) with what the binding says."""
+    seed = Seeder(aws.config)
+    network = await seed.network()
+    cluster = f"taken-{uuid.uuid4().hex[:8]}"
+    other = f"{namespace}/someone-else"
+    await seed.target_group(f"web-{cluster}", network, port=8080, tags={OWNER_TAG: other})
+
+    def bindings(mgr: Manager) -> None:
+        register_bindings(mgr, aws.config, resync=1.0)
+
+    async with running(
+        rt_client, namespace, control_plane, workload_plane, tmp_path, logs, aws.config, bindings
+    ) as e:
+        await eks_cluster(e, control_plane, seed, network, cluster, "1.0.0")
+        await e.mgmt.create(seed_set(namespace))
+
+        async def said() -> bool:
+            ready = [c for c in (await e.status()).get("conditions") or [] if c["type"] == "Ready"]
+            return bool(ready) and ready[0]["reason"] == "BindingNotSynced"
+
+        assert await eventually(said, within=40), await e.status()
+        st = await e.status()
+        ready = next(c for c in st["conditions"] if c["type"] == "Ready")
+        assert ready["status"] == "False"
+        assert f"belongs to AWSTargetGroupBinding {other}" in ready["message"], ready
+        (c,) = st["clusters"]
+        assert (c["name"], c["reachable"], c.get("targetGroups", 0)) == (cluster, True, 0)
+        assert (await e.mgmt.list(TARGET_GROUP, namespace)).items == []

@@ -775,3 +775,48 @@ def test_the_systems_notification_subscriptions_go_onto_every_application_cell()
     assert notes == {"sys-web": held, "sys-api": held}
     o = dataclasses.replace(o, subscriptions={}, paused=False)
     assert all(c["metadata"]["annotations"] == {} for c in plan(o).cells)
+
+
+def test_an_application_is_synced_only_once_its_cell_shows_its_weights() -> None:
+    """A first rollout: the Cell writes the weights of v1, AWS takes them a tick later. Until
+    the Cell says so (Healthy), its application is Syncing and the system is not Completed
+    (judged against the Cell's status the system's tick read)."""
+    w = SystemWorld(system(V1, [app("web", "web", 10), app("api", "api", 100)]))
+    seen = []
+    for _ in range(12):
+        read = {n: c.status.health for n, c in w.children.items()}
+        w.tick()
+        for a in w.status.applications or []:
+            seen.append((a.name, a.phase, read.get(a.name)))
+            if a.phase == "Synced":
+                assert read.get(a.name) == "Healthy", seen
+        if w.status.phase == "Completed":
+            assert set(read.values()) == {"Healthy"}, seen
+    assert w.status.phase == "Completed", seen
+    assert ("web", "Syncing", "Progressing") in seen, seen
+
+
+def test_a_new_set_not_looked_up_in_eks_yet_is_waited_for_not_failed() -> None:
+    """spec.clusters changed, the new clusters' EKS tags not read yet: the applications that
+    select by EKS tags select none of them *yet*; the system waits (Pending), never Failed,
+    and moves once EKS has answered."""
+    apps = [app("web", "web", 50), app("api", "api", 100)]
+    w = SystemWorld(system(V1, apps))
+    w.run(12)
+    assert w.status.phase == "Completed"
+    fresh = [c for c in V2 if c["name"] not in w.eks]
+    w.spec = system([c for c in V2 if c["name"] in w.eks] + fresh, apps)
+    for c in V2:  # api-v1 stays; the web pair is not looked up yet
+        if c in fresh:
+            assert c["name"] not in w.eks
+    for _ in range(3):
+        st = w.tick().status
+        assert st.phase == "Pending", st
+        phases = {a.name: a.phase for a in st.applications or []}
+        assert "Error" not in phases.values(), st
+    assert not [e for e in w.events() if "selects none" in e], w.events()
+    for c in fresh:
+        w.up(c["name"], c["labels"]["role"])
+    w.run(20)
+    assert w.status.phase == "Completed", w.status
+    assert w.weights("web") == {"sys-web-web-1-v2": 50, "sys-web-web-2-v2": 50}

@@ -108,7 +108,7 @@ def test_a_system_cells_check_with_no_provider_becomes_a_check_with_its_query() 
 
 
 def test_a_var_no_query_refers_to_is_warned_about() -> None:
-    """The Check controller's UnusedVar Event, and okra lint, name a var the check's
+    """The Check controller's UnusedField Event, and okra lint, name a var the check's
     provider and query never use (a misspelt name reads as no name)."""
     doc = yaml.safe_load(SEED_CHECK)
     doc["spec"]["analysis"]["query"] = 'errors{cluster="{{.Vars.cluster}}"}'
@@ -121,4 +121,20 @@ def test_a_var_no_query_refers_to_is_warned_about() -> None:
             "no {{.Vars.clutser}} in the check's provider or query refers to "
             "it, so it is not used: remove it, or correct the name where it is used",
         )
+    ]
+
+
+def test_the_default_interval_an_earlier_okra_stored_beside_analysis_warns() -> None:
+    """A seed 000 Check stored while the schema defaulted spec.interval to 30s applies
+    again (warned about); another interval beside spec.analysis is refused."""
+    doc = yaml.safe_load(SEED_CHECK)
+    doc["spec"]["interval"] = "30s"
+    linted = lint_texts([("check.yaml", yaml.safe_dump(doc))])
+    assert linted.errors == []
+    assert [p.path for p in linted.problems] == ["spec.interval"]
+    assert "spec.analysis.interval" in linted.problems[0].message
+    doc["spec"]["interval"] = "15s"
+    errors = lint_texts([("check.yaml", yaml.safe_dump(doc))]).errors
+    assert [e.message.split(":")[0] for e in errors] == [
+        "spec.interval beside spec.analysis (seed 000's spelling, read as the spec's own fields)"
     ]

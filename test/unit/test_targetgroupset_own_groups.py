@@ -328,3 +328,5 @@ def test_a_waiting_cluster_says_what_its_binding_reports() -> None:
         "(it says: CreateTargetGroup: AccessDenied)"
     )
     assert (p.apply, p.apply_bindings) == ((), ())
+    assert p.clusters[0].binding_problem
+    assert not first.clusters[0].binding_problem  # waiting, with nothing wrong said yet

@@ -269,3 +269,15 @@ def test_waiting_for_data_is_rescheduled_without_an_interval() -> None:
         seconds=10
     )
     assert verdict.due_metrics([m], results, T0, T0 + datetime.timedelta(seconds=10), False) == [m]
+
+
+def test_a_judgment_with_no_judged_metric_is_refused() -> None:
+    """spec.judgment is read only for metrics with judge: a run stored before the CRD
+    refused it says so instead of ignoring it."""
+    threshold = Metric.model_validate({"name": "t", "provider": WEB})
+    judgment = Judgment.model_validate({"scoreThresholds": {"pass": 80}})
+    assert verdict.judgment_problems([threshold], judgment) == [
+        "spec.judgment is read only for metrics with judge, and no metric has one: add "
+        "judge to the metrics to compare, or remove spec.judgment"
+    ]
+    assert verdict.judgment_problems([threshold, judged("a")], judgment) == []

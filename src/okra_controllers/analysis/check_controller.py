@@ -156,7 +156,7 @@ class CheckReconciler:
         status = check.status or CheckStatus()
         if status.observed_generation != check.metadata.generation:
             for warning in check_warnings(raw.get("spec")):
-                self.events.event(raw, "Warning", "UnusedVar", warning)
+                self.events.event(raw, "Warning", "UnusedField", warning)
         interval = parse_duration(spec.interval)
         want_hash = check.metadata.annotations.get(HASH_ANNOTATION)
         now = self.clock()

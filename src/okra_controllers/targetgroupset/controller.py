@@ -480,6 +480,7 @@ class TargetGroupSetReconciler:
         tagged_status = self._report_tagged(raw, old.aws_target_groups, tagged)
         down = [c for c in new_clusters if not c.reachable]
         broken = [c for c in new_clusters if c.reachable and c.message.startswith("template:")]
+        not_synced = {c.name for c in clusters if c.binding_problem}
         problems = (tagged_status.problems or []) if tagged_status else []
         if errors:
             status, reason, message = "False", "WriteFailed", "; ".join(errors)[:2000]
@@ -491,6 +492,11 @@ class TargetGroupSetReconciler:
         elif broken:
             status, reason = "False", "TemplateError"
             message = "; ".join(f"{c.name}: {c.message}" for c in broken)[:2000]
+        elif not_synced:
+            status, reason = "False", "BindingNotSynced"
+            message = "; ".join(
+                f"{c.name}: {c.message}" for c in new_clusters if c.name in not_synced
+            )[:2000]
         elif problems:
             status, reason = "False", "TargetGroupProblem"
             message = "; ".join(f"{p.name}: {p.message}" for p in problems)[:2000]

@@ -157,6 +157,8 @@ class ClusterResult:
     reachable: bool
     message: str
     target_groups: int
+    binding_problem: bool = False
+    """Its own group's binding reports it is not Synced (the message says what it says)."""
 
 
 @dataclass(frozen=True)
@@ -495,7 +497,7 @@ def plan(
             own = owns_group(spec.binding_template, c)
             skipped = 0 if own else sum(1 for b in c.bindings if not b.arn)
             msg = f"{skipped} binding(s) without spec.targetGroupARN skipped" if skipped else ""
-        results.append(ClusterResult(c.name, True, msg, count))
+        results.append(ClusterResult(c.name, True, msg, count, "(it says: " in waiting))
     tag_apply, tag_delete, tag_result = _plan_tagged(
         set_name, set_uid, namespace, spec, tagged, from_tags, set(desired)
     )

@@ -13,6 +13,7 @@ from okra_controllers.analysis.check_controller import CheckReconciler
 from okra_controllers.api.kinds import CHECK
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
+from okra_runtime.events import EVENT
 from okra_runtime.predicates import AnnotationsChanged, Any_
 from okra_testkit.envtest import ControlPlane
 from support import ErrorRates, eventually, serve_error_rates
@@ -144,3 +145,30 @@ async def test_check_with_an_unknown_var_reports_the_error(
         " (Vars has: clusterName)"
     )
     assert missing in last["message"]
+
+
+async def test_a_var_no_query_uses_is_warned_and_the_check_runs(
+    checks: None, rates: ErrorRates, rt_client: Client, namespace: str
+) -> None:
+    """An UnusedField Event names the var, as okra lint does; the check still runs."""
+    rates.values["web-1-v2"] = 0.01
+    obj = check("unused", namespace, rates.url, "h")
+    obj["spec"]["vars"] = {"eksClusterName": "web-1-v2", "eksClustreName": "web-1-v2"}
+    await rt_client.create(obj)
+    said: list[str] = []
+
+    async def warned() -> bool:
+        events = (await rt_client.list(EVENT, namespace)).items
+        said[:] = [
+            e.get("note", "")
+            for e in events
+            if e.get("reason") == "UnusedField" and e.get("regarding", {}).get("name") == "unused"
+        ]
+        st = await status(rt_client, "unused", namespace)
+        return bool(said) and st.get("lastPassed") is True
+
+    assert await eventually(warned, within=30), said
+    assert said == [
+        "spec.vars.eksClustreName: no {{.Vars.eksClustreName}} in the check's provider or "
+        "query refers to it, so it is not used: remove it, or correct the name where it is used"
+    ]

@@ -409,6 +409,10 @@ class SeedCheckAnalysis(ApiModel):
     max: float | None = None
 
 
+STORED_INTERVAL = "30s"
+"""The interval an earlier okra's schema stored by default in every Check, seed 000's
+too: beside spec.analysis it is accepted with a warning (refusing it would refuse the
+next apply of a Check stored then), any other value refused."""
 _SEED_KEYS = (
     "interval",
     "provider",
@@ -432,7 +436,8 @@ class CheckSpec(ApiModel):
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": f"!has(self.analysis) || !has(self.{key})",
+                    "rule": f"!has(self.analysis) || !has(self.{key})"
+                    + (f" || self.{key} == '{STORED_INTERVAL}'" if key == "interval" else ""),
                     "message": f"spec.{key} beside spec.analysis (seed 000's spelling, read as "
                     f"the spec's own fields): write spec.analysis.{key}, or write the whole "
                     "check in spec without spec.analysis",

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from okra_controllers.api.v1alpha1.analysis import CheckSpec
+from okra_controllers.api.v1alpha1.analysis import STORED_INTERVAL, CheckSpec
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.api.v1alpha1.targetgroupbinding import node_selector_warnings
 from okra_controllers.api.v1alpha1.targetgroupset import spelling_warnings
@@ -46,12 +46,20 @@ def spec_warnings(kind: str, spec: Any) -> list[str]:
 
 
 def check_warnings(spec: Any) -> list[str]:
-    """A Check's vars that nothing refers to (the Check controller's `UnusedVar` Event)."""
+    """A Check's vars that nothing refers to, and the default interval an earlier okra
+    stored beside seed 000's spec.analysis (the Check controller's `UnusedField` Events)."""
     try:
         names = CheckSpec.model_validate(spec).unused_vars()
     except ValidationError:
         return []  # the Check controller reports the spec as invalid
-    return [
+    out = []
+    if isinstance(spec, dict) and "analysis" in spec and spec.get("interval") == STORED_INTERVAL:
+        out.append(
+            f"spec.interval: {STORED_INTERVAL} beside spec.analysis (seed 000's spelling) is "
+            "not read (an earlier okra stored this default there): remove spec.interval, and "
+            "write spec.analysis.interval to change how often the check runs"
+        )
+    return out + [
         f"spec.vars.{name}: no {{{{.Vars.{name}}}}} in the check's provider or query refers "
         "to it, so it is not used: remove it, or correct the name where it is used"
         for name in names

@@ -141,6 +141,13 @@ def select(
         ):
             out.append(c)
     if not out:
+        unknown = [
+            c.name for c in clusters if not (o.clusters.get(c.name) or ClusterSeen()).eks_status
+        ]
+        if tags and unknown:
+            # EKS has not told these clusters' tags yet (not looked up, or not there): the
+            # selection is not known, and readiness says what the system waits for
+            return [], ""
         return [], "clusterSelector selects none of spec.clusters"
     return out, ""
 

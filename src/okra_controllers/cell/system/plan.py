@@ -271,14 +271,12 @@ def _progress(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus) -> 
         a.phase, a.message = "Syncing", f"{a.version}: its Cell {a.cell} is being updated"
         return
     if not migrating:
-        a.phase, a.message = (
-            ("Synced", cst.message or "")
-            if cst.health != "Degraded"
-            else (
-                "Error",
-                cst.message or "",
-            )
-        )
+        if cst.health == "Degraded":
+            a.phase, a.message = "Error", cst.message or ""
+        elif cst.health == "Progressing":  # its weights written, not yet shown by AWS
+            a.phase, a.message = "Syncing", f"{a.version}: {cst.message or cst.phase}"
+        else:
+            a.phase, a.message = "Synced", cst.message or ""
         return
     if (a.phase in FAILED and a.rollback_at is not None) or a.phase == "Stopped":
         _failed(o, p, w, cst, "")
