@@ -213,14 +213,13 @@ NOT_WALKED: dict[str, str] = {
     "AWSTargetGroupSet": "which clusters and TargetGroupBindings a set reads is decided while "
     "observing (EKS tags, cluster Secrets, bindings read inside clusters); as above",
     "AWSTargetGroup": "no optional spec field (spec.arn is required)",
-    "Freeze": "not walked yet: freeze/windows.py decides when a Freeze holds",
-    "ClusterFreeze": "not walked yet: as Freeze; freeze/hold.py decides which namespaces its "
-    "namespaceSelector picks (test_freeze_cluster.py, field by field)",
 }
 """Kinds this walk does not cover yet, each with why."""
 
 WALKED_APART: dict[str, str] = {
     "ProgressiveRollout": "test_every_field_acts_progressive.py",
+    "Freeze": "test_every_field_acts_more.py",
+    "ClusterFreeze": "test_every_field_acts_more.py",
 }
 """Kinds walked by `walk` in a module of their own (their judge needs its own worlds)."""
 

@@ -52,6 +52,10 @@ PATTERN_VALUES: dict[str, tuple[str, ...]] = {
     r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$": ("walked", "walked-2"),
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$": ("example.com/walked", "walked"),
+    r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$": (
+        "*/20 * * * *",
+        "@hourly",
+    ),
 }
 """A valid value (two, to differ from a value already there) for each pattern okra's CRDs
 use; a pattern missing here is an error of the walker, named with its field."""
