@@ -154,6 +154,22 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
         "remove one of spec.targetGroup, spec.targetGroupARN",
     ),
     (
+        "binding-node-selector-beside-ids",
+        "AWSTargetGroupBinding",
+        {
+            "targetGroupARN": TG,
+            "targets": [
+                {
+                    "name": "a",
+                    "ids": ["i-1"],
+                    "nodeSelector": {"matchLabels": {"r": "w"}},
+                    "port": 80,
+                }
+            ],
+        },
+        "is not read beside ids: remove nodeSelector",
+    ),
+    (
         "set-binding-template-group",
         "AWSTargetGroupSet",
         {

@@ -91,3 +91,12 @@ def test_node_selector_spellings_all_mean_match_labels() -> None:
         "(found type)",
         "spec.targets[1].nodeSelector.labels: write nodeSelector.matchLabels",
     ]
+
+
+def test_a_node_selector_beside_ids_warns_that_it_is_not_read() -> None:
+    """The CRD refuses it; a binding stored before keeps working, with this warning."""
+    targets = [{"name": "a", "ids": ["i-1"], "nodeSelector": {"matchLabels": {"r": "w"}}}]
+    assert node_selector_warnings(targets) == [
+        "spec.targets[0].nodeSelector: not read beside ids (it picks Nodes of clusterName / "
+        "clusterSelector): remove it"
+    ]

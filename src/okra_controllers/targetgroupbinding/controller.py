@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import datetime
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -48,6 +48,7 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import (
     AWSTargetGroupBinding,
     AWSTargetGroupBindingStatus,
     TargetGroupSpec,
+    TargetSpec,
     node_selector_warnings,
 )
 from okra_controllers.api.validation import validated
@@ -117,6 +118,82 @@ def _aws_error(call: str, e: Exception) -> AwsError:
     return AwsError(f"{call}: {e}")
 
 
+def select_clusters(
+    ns: str, targets: Sequence[TargetSpec], secrets: Sequence[dict[str, Any]]
+) -> tuple[
+    dict[str, list[str]], dict[str, dict[str, Any]], dict[str, ObservedCluster], dict[str, str]
+]:
+    """The clusters each entry of `targets` names or selects among the Argo CD cluster
+    `secrets` of `ns`: entry → cluster names; cluster name → its Secret; clusters known to
+    be unreadable (their Secret is unusable); clusters no Secret names → why (looked for in
+    EKS). Pure: the observation the plan's `clusters_of` comes from."""
+    by_name: dict[str, dict[str, Any]] = {}
+    by_eks_name: dict[str, dict[str, Any]] = {}
+    bad: dict[str, str] = {}
+    for s in sorted(secrets, key=lambda s: s["metadata"]["name"]):
+        try:
+            parsed = parse_cluster_secret(s)
+        except ClusterSecretError as e:
+            bad[s["metadata"]["name"]] = str(e)
+            continue
+        by_name.setdefault(parsed.name, s)
+        if parsed.aws_auth is not None:
+            by_eks_name.setdefault(parsed.aws_auth.cluster_name, s)
+    clusters_of: dict[str, list[str]] = {}
+    used: dict[str, dict[str, Any]] = {}
+    failed: dict[str, ObservedCluster] = {}
+    unnamed: dict[str, str] = {}
+    for t in targets:
+        if t.cluster_name is not None:
+            name = t.cluster_name
+            secret = (
+                by_name.get(name)
+                or next((s for s in by_name.values() if s["metadata"]["name"] == name), None)
+                or by_eks_name.get(name)
+            )
+            clusters_of[t.name] = [name]
+            if secret is not None:
+                used[name] = secret
+            elif name in bad:
+                failed[name] = ObservedCluster(name, None, bad[name])
+            else:
+                unnamed[name] = (
+                    f"no Argo CD cluster Secret in namespace {ns} names cluster {name} "
+                    "(by its name, or by awsAuthConfig.clusterName)"
+                )
+        elif t.cluster_selector is not None:
+            sel = selector_from_dict(t.cluster_selector.model_dump(by_alias=True))
+            names = []
+            for name, s in by_name.items():
+                if sel.matches(s["metadata"].get("labels")):
+                    names.append(name)
+                    used[name] = s
+            for sname, why in bad.items():
+                s = next(x for x in secrets if x["metadata"]["name"] == sname)
+                if sel.matches(s["metadata"].get("labels")):
+                    names.append(sname)
+                    failed[sname] = ObservedCluster(sname, None, why)
+            clusters_of[t.name] = names
+    return clusters_of, used, failed, unnamed
+
+
+def group_port(targets: Sequence[TargetSpec]) -> int:
+    """The port of a group created without `targetGroup.port`: the first target's, or 80."""
+    return targets[0].port if targets else 80
+
+
+def group_request(spec: TargetGroupSpec, default_port: int, owner: str) -> dict[str, Any]:
+    """CreateTargetGroup's parameters for the group `spec` describes, tagged as `owner`'s."""
+    return {
+        "Name": spec.name,
+        "Protocol": spec.protocol,
+        "Port": spec.port or default_port,
+        "VpcId": spec.vpc_id,
+        "TargetType": spec.target_type,
+        "Tags": [{"Key": OWNER_TAG, "Value": owner}],
+    }
+
+
 def _code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", ""))
 
@@ -181,57 +258,8 @@ class TargetGroupBindingReconciler:
     ) -> tuple[
         dict[str, list[str]], dict[str, dict[str, Any]], dict[str, ObservedCluster], dict[str, str]
     ]:
-        """Entry → cluster names; cluster name → its Secret; clusters known to be unreadable
-        (their Secret is unusable); clusters no Secret names → why (looked for in EKS)."""
         secrets = self.secrets.list(ns, f"{SECRET_TYPE_LABEL}=cluster")
-        by_name: dict[str, dict[str, Any]] = {}
-        by_eks_name: dict[str, dict[str, Any]] = {}
-        bad: dict[str, str] = {}
-        for s in sorted(secrets, key=lambda s: s["metadata"]["name"]):
-            try:
-                parsed = parse_cluster_secret(s)
-            except ClusterSecretError as e:
-                bad[s["metadata"]["name"]] = str(e)
-                continue
-            by_name.setdefault(parsed.name, s)
-            if parsed.aws_auth is not None:
-                by_eks_name.setdefault(parsed.aws_auth.cluster_name, s)
-        clusters_of: dict[str, list[str]] = {}
-        used: dict[str, dict[str, Any]] = {}
-        failed: dict[str, ObservedCluster] = {}
-        unnamed: dict[str, str] = {}
-        for t in tgb.spec.targets:
-            if t.cluster_name is not None:
-                name = t.cluster_name
-                secret = (
-                    by_name.get(name)
-                    or next((s for s in by_name.values() if s["metadata"]["name"] == name), None)
-                    or by_eks_name.get(name)
-                )
-                clusters_of[t.name] = [name]
-                if secret is not None:
-                    used[name] = secret
-                elif name in bad:
-                    failed[name] = ObservedCluster(name, None, bad[name])
-                else:
-                    unnamed[name] = (
-                        f"no Argo CD cluster Secret in namespace {ns} names cluster {name} "
-                        "(by its name, or by awsAuthConfig.clusterName)"
-                    )
-            elif t.cluster_selector is not None:
-                sel = selector_from_dict(t.cluster_selector.model_dump(by_alias=True))
-                names = []
-                for name, s in by_name.items():
-                    if sel.matches(s["metadata"].get("labels")):
-                        names.append(name)
-                        used[name] = s
-                for sname, why in bad.items():
-                    s = next(x for x in secrets if x["metadata"]["name"] == sname)
-                    if sel.matches(s["metadata"].get("labels")):
-                        names.append(sname)
-                        failed[sname] = ObservedCluster(sname, None, why)
-                clusters_of[t.name] = names
-        return clusters_of, used, failed, unnamed
+        return select_clusters(ns, tgb.spec.targets, secrets)
 
     async def _observe(
         self, ns: str, tgb: AWSTargetGroupBinding
@@ -333,14 +361,7 @@ class TargetGroupBindingReconciler:
                 f"{OWNER_TAG}); name another group in spec.targetGroup.name"
             )
         try:
-            out = await elb.create_target_group(
-                Name=spec.name,
-                Protocol=spec.protocol,
-                Port=spec.port or default_port,
-                VpcId=spec.vpc_id,
-                TargetType=spec.target_type,
-                Tags=[{"Key": OWNER_TAG, "Value": owner}],
-            )
+            out = await elb.create_target_group(**group_request(spec, default_port, owner))
         except (ClientError, BotoCoreError) as e:
             raise _aws_error("CreateTargetGroup", e) from None
         return str(out["TargetGroups"][0]["TargetGroupArn"]), "created"
@@ -491,7 +512,7 @@ class TargetGroupBindingReconciler:
         registered = await self._registered(elb, arn) if arn else None
         if registered is not None:
             return arn, "", registered
-        default_port = tgb.spec.targets[0].port if tgb.spec.targets else 80
+        default_port = group_port(tgb.spec.targets)
         owner = f"{req.namespace}/{req.name}"
         arn, how = await self._ensure_group(elb, spec, default_port, owner)
         self._missing.forget(arn)  # AWS has just shown it

@@ -70,11 +70,18 @@ class NodeSelector(ApiModel):
 
 
 def node_selector_warnings(targets: list[Any], where: str = "spec.targets") -> list[str]:
-    """Targets (as written) whose nodeSelector is not spelled `{matchLabels: ...}`."""
+    """Targets (as written) whose nodeSelector is not spelled `{matchLabels: ...}`, or is
+    beside `ids` (not read there; the CRD refuses it since, objects stored before keep it)."""
     out = []
     for i, t in enumerate(targets):
         sel = (t or {}).get("nodeSelector") if isinstance(t, dict) else None
         if not isinstance(sel, dict):
+            continue
+        if t.get("ids") is not None:
+            out.append(
+                f"{where}[{i}].nodeSelector: not read beside ids (it picks Nodes of "
+                "clusterName / clusterSelector): remove it"
+            )
             continue
         other = sorted(k for k in sel if k != "matchLabels")
         if other == ["labels"]:
@@ -116,6 +123,12 @@ class TargetSpec(ApiModel):
                 {
                     "rule": "!has(self.nodeName) || has(self.clusterName)",
                     "message": "nodeName needs clusterName",
+                },
+                {
+                    "rule": "!has(self.ids) || !has(self.nodeSelector)",
+                    "message": "nodeSelector picks Nodes of clusterName / clusterSelector and "
+                    "is not read beside ids: remove nodeSelector, or replace ids with "
+                    "clusterName / clusterSelector",
                 },
             ]
         }
