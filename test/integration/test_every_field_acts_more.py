@@ -18,13 +18,19 @@ from integration.walk_freeze import (
     cluster_freeze_outputs,
     freeze_outputs,
 )
-from integration.walk_targetgroups import BINDING_SHAPES, binding_outputs
+from integration.walk_targetgroups import (
+    BINDING_SHAPES,
+    SET_SHAPES,
+    binding_outputs,
+    set_outputs,
+)
 from okra_testkit.envtest import ControlPlane
 
 SHAPES: list[tuple[str, str, dict[str, Any], Judge]] = [
     *(("Freeze", n, s, freeze_outputs) for n, s in FREEZE_SHAPES.items()),
     *(("ClusterFreeze", n, s, cluster_freeze_outputs) for n, s in CLUSTER_FREEZE_SHAPES.items()),
     *(("AWSTargetGroupBinding", n, s, binding_outputs) for n, s in BINDING_SHAPES.items()),
+    *(("AWSTargetGroupSet", n, s, set_outputs) for n, s in SET_SHAPES.items()),
 ]
 
 

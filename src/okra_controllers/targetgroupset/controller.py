@@ -35,7 +35,7 @@ import dataclasses
 import datetime
 import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -50,6 +50,7 @@ from okra_controllers.api.kinds import (
 )
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.targetgroupset import (
+    AWSEKSGenerator,
     AWSTargetGroupSet,
     AWSTargetGroupSetStatus,
     ClusterStatus,
@@ -112,19 +113,29 @@ log = structlog.get_logger("okra.targetgroupset")
 
 __all__ = [
     "TargetGroupSetReconciler",
+    "cluster_selectors",
+    "eks_selected",
     "register",
     "sets_for_secret",
     "setup_targetgroupsets",
 ]
 
 
-def _cluster_selectors(raw_set: dict[str, Any]) -> list[dict[str, str]]:
+def cluster_selectors(raw_set: dict[str, Any]) -> list[dict[str, str]]:
+    """The labels of the Argo CD cluster Secrets each `argocdClusters` generator selects."""
     gens = (raw_set.get("spec") or {}).get("generators") or []
     return [
         ((g.get("argocdClusters") or {}).get("selector") or {}).get("matchLabels") or {}
         for g in gens
         if "argocdClusters" in g
     ]
+
+
+def eks_selected(gens: Sequence[AWSEKSGenerator], tags: Mapping[str, str]) -> bool:
+    """Whether an EKS cluster with `tags` is selected by one of the `awseks` generators."""
+    return any(
+        all(tags.get(k) == v for k, v in g.cluster_selector.match_tags.items()) for g in gens
+    )
 
 
 class TargetGroupSetReconciler:
@@ -155,7 +166,7 @@ class TargetGroupSetReconciler:
 
     def _cluster_secrets(self, ns: str, raw_set: dict[str, Any]) -> list[dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
-        for match in _cluster_selectors(raw_set):
+        for match in cluster_selectors(raw_set):
             sel = selector_from_dict({"matchLabels": {**match, SECRET_TYPE_LABEL: "cluster"}})
             for s in self.secrets.list(ns, sel):
                 found[s["metadata"].get("uid") or s["metadata"]["name"]] = s
@@ -248,10 +259,7 @@ class TargetGroupSetReconciler:
         vpcs = await self._vpcs(tgs, found.clusters)
         reads: list[Awaitable[ObservedCluster]] = []
         for c in sorted(found.clusters, key=lambda c: c.name):
-            if c.name in taken or not any(
-                all(c.tags.get(k) == v for k, v in g.cluster_selector.match_tags.items())
-                for g in gens
-            ):
+            if c.name in taken or not eks_selected(gens, c.tags):
                 continue
             if c.status in ("DELETING", "FAILED"):
                 continue  # gone: its groups are pruned
@@ -646,7 +654,7 @@ def sets_for_secret(sets: Store) -> Callable[[dict[str, Any]], list[Request]]:
             Request(s["metadata"]["name"], ns)
             for s in sets.list(ns)
             if any("awseks" in g for g in (s.get("spec") or {}).get("generators") or [])
-            or any(all(labels.get(k) == v for k, v in m.items()) for m in _cluster_selectors(s))
+            or any(all(labels.get(k) == v for k, v in m.items()) for m in cluster_selectors(s))
         ]
 
     return mapper
