@@ -15,7 +15,8 @@ its default:
 - a list of objects: one element (the base's first, or a new one with its required
   fields), each field of it walked as above; a list of scalars: one value;
 - a map, or an object whose fields are free (`x-kubernetes-preserve-unknown-fields`): one
-  entry, `walked: walked`.
+  entry, `walked: walked`; an object whose fields are free beside declared ones (a spelling
+  okra normalises, as a binding's `nodeSelector`), also each declared field as above.
 
 Each variant is named by its path with `[]` for a list element (`spec.a[].b`). The
 variants are plain data: what a user could write, before the API server's defaults.
@@ -106,6 +107,10 @@ def _walk(schema: Json, value: Json, path: str) -> Iterator[tuple[str, Json]]:
             if name in required:
                 continue  # the shape's own value: its kinds are the base objects
             yield where, {**value, name: leaf(sub, have, where)}
+            if _is_free_with_fields(sub):  # its declared fields too, beside the free entry
+                node = have if isinstance(have, dict) else {}
+                for p, inner in _walk(sub, node, where):
+                    yield p, {**value, name: inner}
 
 
 def _is_object(schema: Json) -> bool:
@@ -113,6 +118,14 @@ def _is_object(schema: Json) -> bool:
         schema.get("type") == "object"
         and bool(schema.get("properties"))
         and not schema.get("x-kubernetes-preserve-unknown-fields")
+    )
+
+
+def _is_free_with_fields(schema: Json) -> bool:
+    return (
+        schema.get("type") == "object"
+        and bool(schema.get("properties"))
+        and bool(schema.get("x-kubernetes-preserve-unknown-fields"))
     )
 
 
