@@ -4,7 +4,9 @@
 An AWSTargetGroupSet is judged by its plan (`targetgroupset/plan.py`) over stand-in
 observations: the Argo CD clusters and EKS clusters (by tag) its generators select, each
 with the TargetGroupBindings its bindingSelector lists there (none where the AWS Load
-Balancer Controller is not installed), and the account's target groups with their tags.
+Balancer Controller is not installed), and the account's target groups with their tags;
+each AWSTargetGroupBinding it generates is judged as a binding is (below), so a template
+field the binding does not read does not pass for acting by being copied into it.
 
 A binding is judged by what its controller does without AWS: the clusters each entry
 names or selects among the namespace's Argo CD cluster Secrets (`select_clusters`), the
@@ -17,6 +19,7 @@ Secret names is unreadable.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBinding
@@ -29,7 +32,12 @@ from okra_controllers.targetgroupbinding.controller import (
 )
 from okra_controllers.targetgroupbinding.plan import Node, ObservedCluster, plan
 from okra_controllers.targetgroupset.controller import cluster_selectors, eks_selected
-from okra_controllers.targetgroupset.plan import VERSION_KEY, Binding, ObservedTargetGroups
+from okra_controllers.targetgroupset.plan import (
+    HASH_ANNOTATION,
+    VERSION_KEY,
+    Binding,
+    ObservedTargetGroups,
+)
 from okra_controllers.targetgroupset.plan import ObservedCluster as SetCluster
 from okra_controllers.targetgroupset.plan import plan as target_group_set_plan
 from okra_runtime.labels import selector_from_dict
@@ -40,8 +48,10 @@ CLUSTER_LABELS: dict[str, dict[str, str]] = {
     "c1": {"env": "prod"},
     "c2": {"env": "prod", "walked": "walked"},
     "walked": {"walked": "walked"},
+    **{name: {} for name in ("web-1", "web-2", "api-1", "argo-1", "argo-2")},
 }
-"""The clusters of the namespace (their Argo CD Secrets' labels)."""
+"""The clusters of the namespace (their Argo CD Secrets' labels); the last, those the
+AWSTargetGroupSet world names, for the bindings a set generates."""
 CONFIG = '{"bearerToken": "t", "tlsClientConfig": {"insecure": true}}'
 REGISTERED = {("i-old", 80), ("i-c1-web", 8080)}
 
@@ -62,7 +72,7 @@ def nodes(cluster: str) -> tuple[Node, ...]:
         return Node(name, labels, f"aws:///us-east-1a/i-{cluster}-{name}")
 
     return (
-        node("web", {"role": "web"}),
+        node("web", {"role": "web", "type": "node"}),
         node("labelled", {"walked": "walked", "role": "api"}),
         node("walked", {}),
     )
@@ -229,4 +239,14 @@ def set_outputs(raw: dict[str, Any]) -> list[Any]:
     tagged = None
     if any(g.aws_target_groups is not None for g in spec.generators):
         tagged = ObservedTargetGroups(TAGGED, eks_tags=EKS_TAGS)
-    return [repr(target_group_set_plan("walked", "u-1", ns, spec, observed, [], [], tagged))]
+    p = target_group_set_plan("walked", "u-1", ns, spec, observed, [], [], tagged)
+    # a generated binding is judged as a binding: by what its controller does with it
+    bindings = [[_unhashed(b["metadata"]), *binding_outputs(b)] for b in p.apply_bindings]
+    return [repr(dataclasses.replace(p, apply_bindings=())), bindings]
+
+
+def _unhashed(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A generated object's metadata without the hash of its spec (which any change of the
+    template's spec changes, read by okra or not)."""
+    annotations = {k: v for k, v in metadata["annotations"].items() if k != HASH_ANNOTATION}
+    return {**metadata, "annotations": annotations}
