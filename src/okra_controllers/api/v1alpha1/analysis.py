@@ -99,14 +99,15 @@ class MetricJudge(ApiModel):
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": "self.critical || !has(self.effectSize) || "
+                    "rule": "(has(self.critical) && self.critical) || !has(self.effectSize) || "
                     "!(has(self.effectSize.criticalIncrease) || "
                     "has(self.effectSize.criticalDecrease))",
                     "message": "judge.effectSize.criticalIncrease and criticalDecrease are read "
                     "only for a critical metric: set judge.critical: true, or remove them",
                 },
                 {
-                    "rule": "!(self.critical && self.mustHaveData)",
+                    "rule": "!(has(self.critical) && self.critical && has(self.mustHaveData) "
+                    "&& self.mustHaveData)",
                     "message": "judge.mustHaveData: a critical metric already fails the run "
                     "when it has no data: remove mustHaveData (or critical)",
                 },
