@@ -246,16 +246,20 @@ async def test_the_dashboard_shows_the_split_as_traffic_shows_it_and_promote_acc
         board = Dashboard(control_plane.kubeconfig(), ns, tmp_path / "dashboard.log")
         try:
             await asyncio.to_thread(browser.get, f"{board.url}#/cell/{ns}/web")
+            # one look at the page: the text and the verdict it carries, as one frame shows
+            # them (a live page redraws between two WebDriver calls; on a busy machine a
+            # window can also see too few requests, and the page then says so)
+            shown = text_has("v1 80 · v2 20", "as traffic shows them: v1 100 · v2 0", "Diverged")
             await page_until(
                 browser,
-                text_has("v1 80 · v2 20", "as traffic shows them: v1 100 · v2 0", "Diverged"),
-                "both splits on the Cell's page",
+                shown.replace(
+                    "return ",
+                    "const v = (document.getElementById('cell-traffic') || {dataset: {}})"
+                    ".dataset.verdict; return v === 'Diverged' && ",
+                    1,
+                ),
+                "both splits on the Cell's page, its verdict Diverged",
             )
-            verdict = await asyncio.to_thread(
-                browser.execute_script,
-                "return document.getElementById('cell-traffic').dataset.verdict",
-            )
-            assert verdict == "Diverged"
             await click_and_confirm(browser, "promote")
             await page_until(browser, text_has("accepting the traffic at step 1"), "promote")
         finally:
