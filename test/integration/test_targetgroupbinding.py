@@ -25,6 +25,7 @@ from okra_controllers.targetgroupbinding.controller import FINALIZER, OWNER_TAG,
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_runtime.controller import Controller
 from okra_runtime.crdgen import write_crds
+from okra_testkit.awsread import registered_targets
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import Network, Seeder
@@ -84,13 +85,8 @@ class Env:
         return name
 
     async def registered(self, arn: str) -> set[tuple[str, int]]:
-        async with self.seed.config.client("elbv2") as elb:  # not counted
-            out = await elb.describe_target_health(TargetGroupArn=arn)
-        return {
-            (d["Target"]["Id"], d["Target"]["Port"])
-            for d in out["TargetHealthDescriptions"]
-            if d["TargetHealth"]["State"] != "draining"
-        }
+        targets = await registered_targets(self.seed.config, arn)  # not counted
+        return {t for t, state in targets.items() if state != "draining"}
 
     async def status(self, name: str) -> dict[str, Any]:
         obj = await self.mgmt.get(AWS_TARGET_GROUP_BINDING, name, self.namespace)

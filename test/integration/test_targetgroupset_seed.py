@@ -29,6 +29,7 @@ from okra_controllers.targetgroupbinding.controller import OWNER_TAG
 from okra_controllers.targetgroupbinding.controller import register as register_bindings
 from okra_runtime import Client, Manager
 from okra_testkit.albtraffic import RequestFeeder
+from okra_testkit.awsread import registered_targets
 from okra_testkit.eksauth import TokenReviewServer
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
@@ -170,13 +171,8 @@ async def test_the_seed_set_creates_a_group_per_cluster_registers_its_nodes_and_
                 return str((b.get("status") or {}).get("targetGroupARN") or "")
 
             async def registered(arn: str) -> set[str]:
-                async with aws.config.client("elbv2") as elb:
-                    out = await elb.describe_target_health(TargetGroupArn=arn)
-                return {
-                    d["Target"]["Id"]
-                    for d in out["TargetHealthDescriptions"]
-                    if d["TargetHealth"]["State"] != "draining" and d["Target"].get("Port") == 8080
-                }
+                targets = await registered_targets(aws.config, arn)
+                return {i for (i, port), st in targets.items() if st != "draining" and port == 8080}
 
             async def weights() -> dict[str, int]:
                 async with aws.config.client("elbv2") as elb:
@@ -342,9 +338,7 @@ async def test_with_no_argo_cd_secret_the_set_and_its_binding_reach_the_eks_clus
                     arn = str((await group()).get("spec", {}).get("arn") or "")
                     if not arn:
                         return False
-                    async with eks.config.client("elbv2") as elb:
-                        out = await elb.describe_target_health(TargetGroupArn=arn)
-                    ids = {d["Target"]["Id"] for d in out["TargetHealthDescriptions"]}
+                    ids = {i for i, _ in await registered_targets(eks.config, arn)}
                     return ids == {instance}
 
                 binding = f"web-{cluster}"

@@ -33,6 +33,7 @@ import yaml
 
 from e2e.conftest import VERSION_LABEL, Env, cell_obj, wait_status
 from okra_runtime import Client
+from okra_testkit.awsread import registered_targets
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD, ArgoCDBinaries, GitRepo, cluster_secret
@@ -126,12 +127,7 @@ def pod_ips(cp: ControlPlane, namespace: str, name: str) -> set[str]:
 
 async def targets(moto: MotoServer, arn: str) -> dict[tuple[str, int], str]:
     """The target group's registered targets in moto, (id, port) -> state."""
-    async with moto.config.client("elbv2") as elb:
-        out = await elb.describe_target_health(TargetGroupArn=arn)
-    return {
-        (d["Target"]["Id"], d["Target"]["Port"]): d["TargetHealth"]["State"]
-        for d in out["TargetHealthDescriptions"]
-    }
+    return await registered_targets(moto.config, arn)
 
 
 async def registered_are_pods(

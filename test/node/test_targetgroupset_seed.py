@@ -28,6 +28,7 @@ from okra_controllers.targetgroupset.controller import register as register_sets
 from okra_runtime import Client, Manager, ManagerOptions
 from okra_runtime.errors import NoKindMatchError, NotFoundError
 from okra_testkit.albtraffic import RequestFeeder
+from okra_testkit.awsread import registered_targets
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
@@ -95,13 +96,8 @@ async def test_the_seed_set_registers_the_node_and_drives_a_cell_from_v1_to_v2(
         return str((b.get("status") or {}).get("targetGroupARN") or "")
 
     async def registered(arn: str) -> set[str]:
-        async with moto.config.client("elbv2") as elb:
-            out = await elb.describe_target_health(TargetGroupArn=arn)
-        return {
-            d["Target"]["Id"]
-            for d in out["TargetHealthDescriptions"]
-            if d["TargetHealth"]["State"] != "draining" and d["Target"].get("Port") == 8080
-        }
+        targets = await registered_targets(moto.config, arn)
+        return {i for (i, port), st in targets.items() if st != "draining" and port == 8080}
 
     async def weights() -> dict[str, int]:
         async with moto.config.client("elbv2") as elb:

@@ -32,3 +32,16 @@ async def weighted_records(
         for r in out["ResourceRecordSets"]
         if r["Name"] == name + "." and r["Type"] == record_type and "SetIdentifier" in r
     }
+
+
+async def registered_targets(
+    config: AwsConfig, target_group_arn: str
+) -> dict[tuple[str, int], str]:
+    """The target group's registered targets (DescribeTargetHealth): (id, port) -> state
+    (`initial`, `healthy`, `draining`, …)."""
+    async with config.client("elbv2") as elb:
+        out = await elb.describe_target_health(TargetGroupArn=target_group_arn)
+    return {
+        (str(d["Target"]["Id"]), int(d["Target"]["Port"])): str(d["TargetHealth"]["State"])
+        for d in out["TargetHealthDescriptions"]
+    }
