@@ -97,6 +97,15 @@ class FreezeSpec(ApiModel):
         return self
 
 
+COLUMNS = (
+    PrinterColumn("Reason", "string", ".spec.reason"),
+    PrinterColumn("Author", "string", ".spec.author"),
+    PrinterColumn("Until", "string", ".spec.until"),
+    PrinterColumn("Windows", "string", ".spec.windows[*].schedule", priority=1),
+)
+"""`kubectl get freezes` and `kubectl get clusterfreezes`: the same columns."""
+
+
 class Freeze(ApiModel):
     """A change freeze: manual or recurring windows, over selected Cells and
     ProgressiveRollouts of its namespace."""
@@ -107,12 +116,7 @@ class Freeze(ApiModel):
         kind="Freeze",
         plural="freezes",
         categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Reason", "string", ".spec.reason"),
-            PrinterColumn("Author", "string", ".spec.author"),
-            PrinterColumn("Until", "string", ".spec.until"),
-            PrinterColumn("Windows", "string", ".spec.windows[*].schedule", priority=1),
-        ),
+        printer_columns=COLUMNS,
     )
     api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "Freeze"
@@ -146,12 +150,7 @@ class ClusterFreeze(ApiModel):
         plural="clusterfreezes",
         scope="Cluster",
         categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Reason", "string", ".spec.reason"),
-            PrinterColumn("Author", "string", ".spec.author"),
-            PrinterColumn("Until", "string", ".spec.until"),
-            PrinterColumn("Windows", "string", ".spec.windows[*].schedule", priority=1),
-        ),
+        printer_columns=COLUMNS,
     )
     api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "ClusterFreeze"
