@@ -15,7 +15,12 @@ from pydantic import ValidationError
 from okra_controllers.analysis.check_controller import HASH_ANNOTATION
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.v1alpha1.providers import MetricProvider
-from okra_controllers.api.v1alpha1.system import SystemApplication, SystemCheck, SystemCluster
+from okra_controllers.api.v1alpha1.system import (
+    SystemApplication,
+    SystemArgoCD,
+    SystemCheck,
+    SystemCluster,
+)
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.system.model import Obj, SystemObserved
 from okra_controllers.cell.system.names import (
@@ -67,51 +72,15 @@ def child_cell(
         "versionLabels": [version_key(o.name, app.name)],
         "updateStrategy": {"type": "Canary", "canary": {"steps": steps(app)}},
     }
-    if app.alb is not None:
-        rule = app.alb.forward_config.model_dump(
-            by_alias=True, exclude_none=True, exclude={"target_group"}, mode="json"
-        )
-        if not app.alb.forward_config.has_condition():
-            # seed 002 gives a priority only: the rule takes every request that reaches it
-            rule["pathPatterns"] = ["/*"]
-        alb: dict[str, Any] = {
-            "listenerARN": app.alb.listener_arn,
-            "listenerRule": rule,
-            "targetGroupSelector": {"matchLabels": labels(o, app.name)},
-        }
-        if app.alb.role_arn:
-            alb["roleARN"] = app.alb.role_arn
-        spec["ingress"] = {"type": "AWSApplicationLoadBalancer", "awsApplicationLoadBalancer": alb}
-    for kind, key, lb in (
-        ("AWSNetworkLoadBalancer", "awsNetworkLoadBalancer", app.nlb),
-        ("AWSRoute53", "awsRoute53", app.route53),
-    ):
-        if lb is not None:
-            own = lb.model_dump(
-                by_alias=True,
-                exclude_none=True,
-                exclude={"target_group", "update_strategy"},
-                mode="json",
-            )
-            own["targetGroupSelector"] = {"matchLabels": labels(o, app.name)}
-            spec["ingress"] = {"type": kind, key: own}
+    ingress = _ingress(o, app)
+    if ingress is not None:
+        spec["ingress"] = ingress
     if app.traffic is not None and app.traffic_confirmation is not None:
         spec["trafficConfirmation"] = app.traffic_confirmation.model_dump(
             by_alias=True, mode="json"
         )
     if app.argocd is not None:
-        argocd: dict[str, Any] = {
-            "clusterSecret": {
-                "selector": {"matchLabels": {member_key(o.name, app.name): "true"}},
-                "labels": dict(app.argocd.cluster_secret.labels or {}),
-            },
-            "updateStrategy": app.argocd.update_strategy.model_dump(by_alias=True, mode="json"),
-        }
-        if app.argocd.application_set is not None:
-            argocd["applicationSet"] = app.argocd.application_set.model_dump(
-                by_alias=True, exclude_none=True, mode="json"
-            )
-        spec["argocd"] = argocd
+        spec["argocd"] = _argocd(o, app.name, app.argocd)
     for key, checks in (("prechecks", app.prechecks), ("postchecks", app.postchecks)):
         if checks:
             spec[key] = [
@@ -136,6 +105,57 @@ def child_cell(
         },
         "spec": spec,
     }
+
+
+def _ingress(o: SystemObserved, app: SystemApplication) -> Obj | None:
+    """The application Cell's ingress: the application's ALB rule, NLB listener or Route 53
+    records, its target groups selected by the labels the system puts on them."""
+    if app.alb is not None:
+        rule = app.alb.forward_config.model_dump(
+            by_alias=True, exclude_none=True, exclude={"target_group"}, mode="json"
+        )
+        if not app.alb.forward_config.has_condition():
+            # seed 002 gives a priority only: the rule takes every request that reaches it
+            rule["pathPatterns"] = ["/*"]
+        alb: dict[str, Any] = {
+            "listenerARN": app.alb.listener_arn,
+            "listenerRule": rule,
+            "targetGroupSelector": {"matchLabels": labels(o, app.name)},
+        }
+        if app.alb.role_arn:
+            alb["roleARN"] = app.alb.role_arn
+        return {"type": "AWSApplicationLoadBalancer", "awsApplicationLoadBalancer": alb}
+    for kind, key, lb in (
+        ("AWSNetworkLoadBalancer", "awsNetworkLoadBalancer", app.nlb),
+        ("AWSRoute53", "awsRoute53", app.route53),
+    ):
+        if lb is not None:
+            own = lb.model_dump(
+                by_alias=True,
+                exclude_none=True,
+                exclude={"target_group", "update_strategy"},
+                mode="json",
+            )
+            own["targetGroupSelector"] = {"matchLabels": labels(o, app.name)}
+            return {"type": kind, key: own}
+    return None
+
+
+def _argocd(o: SystemObserved, app: str, a: SystemArgoCD) -> Obj:
+    """The application Cell's Argo CD part: the cluster Secrets the system labels as members,
+    and the application's ApplicationSet."""
+    argocd: dict[str, Any] = {
+        "clusterSecret": {
+            "selector": {"matchLabels": {member_key(o.name, app): "true"}},
+            "labels": dict(a.cluster_secret.labels or {}),
+        },
+        "updateStrategy": a.update_strategy.model_dump(by_alias=True, mode="json"),
+    }
+    if a.application_set is not None:
+        argocd["applicationSet"] = a.application_set.model_dump(
+            by_alias=True, exclude_none=True, mode="json"
+        )
+    return argocd
 
 
 def hold_annotations(pause: bool, promote: str | None, abort: str | None) -> dict[str, str]:
