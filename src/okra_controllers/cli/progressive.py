@@ -43,6 +43,14 @@ def _table(rows: list[list[str]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
+def _condition_message(st: Obj, kind: str, status: str) -> str | None:
+    """The message of the status's condition `kind` when it has `status` (None: it has not)."""
+    for c in st.get("conditions") or []:
+        if c.get("type") == kind and c.get("status") == status:
+            return str(c.get("message"))
+    return None
+
+
 def render(pr: Obj, apps: dict[str, Obj], runs: dict[str, Obj], now: datetime.datetime) -> str:
     """Stages → clusters: phase, revision, sync/health, bake left, attempts, message."""
     meta, spec, st = pr["metadata"], pr.get("spec") or {}, pr.get("status") or {}
@@ -59,20 +67,10 @@ def render(pr: Obj, apps: dict[str, Obj], runs: dict[str, Obj], now: datetime.da
         f"{spec.get('progressDeadlineSeconds', 600)}s",
         f"Message:       {st.get('message') or ''}",
     ]
-    stalled = [
-        c
-        for c in st.get("conditions") or []
-        if c.get("type") == "Stalled" and c["status"] == "True"
-    ]
-    if stalled:
-        lines.append(f"Stalled:       {stalled[0].get('message')}")
-    projects = [
-        c
-        for c in st.get("conditions") or []
-        if c.get("type") == "AppProjects" and c["status"] == "False"
-    ]
-    if projects:
-        lines.append(f"AppProjects:   {projects[0].get('message')}")
+    for kind, status in (("Stalled", "True"), ("AppProjects", "False")):
+        said = _condition_message(st, kind, status)
+        if said is not None:
+            lines.append(f"{kind + ':':<15}{said}")
     specs = {s["name"]: s for s in spec.get("stages") or []}
     for i, ss in enumerate(st.get("stages") or []):
         stage = specs.get(ss["name"], {})
