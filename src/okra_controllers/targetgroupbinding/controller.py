@@ -454,7 +454,16 @@ class TargetGroupBindingReconciler:
         except BotoCoreError as e:  # endpoint unreachable, credentials missing
             error = f"AWS: {e}"
 
-        if p is not None and not error and not p.in_sync:
+        self._say(raw, arn, created, None if error else p)
+        await self._report(raw, tgb, arn, p, error)
+        if error:  # retried with backoff; the status says why meanwhile
+            raise AwsRefusedError(error) if refusal else AwsError(error)
+        return Result(requeue_after=self.resync)
+
+    def _say(self, raw: dict[str, Any], arn: str, created: str, p: Plan | None) -> None:
+        """Log and Events of what a reconcile did: the group it created or adopted, the
+        targets `p` (None: the pass failed) registered and deregistered."""
+        if p is not None and not p.in_sync:
             log.info(
                 "targets synced",
                 target_group=arn,
@@ -471,17 +480,13 @@ class TargetGroupBindingReconciler:
                 f"target group {arn} existed without the tag {OWNER_TAG}: its targets are "
                 "now this binding's",
             )
-        if p is not None and not error:
+        if p is not None:
             if p.register:
                 ids = [f"{i}:{port}" for i, port in p.register]
                 self.events.event(raw, "Normal", "TargetsRegistered", _show(ids))
             if p.deregister:
                 ids = [f"{i}:{port}" for i, port in p.deregister]
                 self.events.event(raw, "Normal", "TargetsDeregistered", _show(ids))
-        await self._report(raw, tgb, arn, p, error)
-        if error:  # retried with backoff; the status says why meanwhile
-            raise AwsRefusedError(error) if refusal else AwsError(error)
-        return Result(requeue_after=self.resync)
 
     async def _hold(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         """Add the finalizer, before the first target is registered: a binding that never

@@ -486,48 +486,7 @@ class TargetGroupSetReconciler:
             elif c.reachable and before is False:
                 self.events.event(raw, "Normal", "ClusterReachable", f"cluster {c.name} is back")
         tagged_status = self._report_tagged(raw, old.aws_target_groups, tagged)
-        down = [c for c in new_clusters if not c.reachable]
-        broken = [c for c in new_clusters if c.reachable and c.message.startswith("template:")]
-        not_synced = {c.name for c in clusters if c.binding_problem}
-        problems = (tagged_status.problems or []) if tagged_status else []
-        if errors:
-            status, reason, message = "False", "WriteFailed", "; ".join(errors)[:2000]
-        elif down:
-            status, reason = "False", "ClusterUnreachable"
-            message = "; ".join(f"{c.name}: {c.message}" for c in down)[:2000]
-        elif tagged_status is not None and not tagged_status.read:
-            status, reason, message = "False", "AWSReadFailed", tagged_status.message
-        elif broken:
-            status, reason = "False", "TemplateError"
-            message = "; ".join(f"{c.name}: {c.message}" for c in broken)[:2000]
-        elif not_synced:
-            status, reason = "False", "BindingNotSynced"
-            message = "; ".join(
-                f"{c.name}: {c.message}" for c in new_clusters if c.name in not_synced
-            )[:2000]
-        elif problems:
-            status, reason = "False", "TargetGroupProblem"
-            message = "; ".join(f"{p.name}: {p.message}" for p in problems)[:2000]
-        elif tagged_status is None and not new_clusters:
-            status, reason, message = "False", "NoClusters", "no Argo CD cluster Secret matches"
-        elif tagged_status is not None and not new_clusters and tagged_status.matched == 0:
-            status, reason = "False", "NoTargetGroups"
-            message = "no target group carries the tags of " + " or ".join(
-                ",".join(f"{k}={v}" for k, v in sorted(g.target_group_selector.match_tags.items()))
-                for gen in tgs.spec.generators
-                if (g := gen.aws_target_groups) is not None
-            )
-        else:
-            status, reason = "True", "Synced"
-            parts = []
-            if new_clusters or tagged_status is None:
-                parts.append(
-                    f"{sum(c.target_groups for c in new_clusters)} target group(s) from "
-                    f"{len(new_clusters)} cluster(s)"
-                )
-            if tagged_status is not None:
-                parts.append(f"{tagged_status.target_groups} target group(s) found by AWS tags")
-            message = "; ".join(parts)
+        status, reason, message = ready(tgs, clusters, new_clusters, errors, tagged_status)
         gen = tgs.metadata.generation
         prev = next((c for c in old.conditions or [] if c.type == "Ready"), None)
         since = (
@@ -692,3 +651,58 @@ def setup_targetgroupsets(mgr: Manager, settings: Settings) -> None:
         concurrency=settings.concurrency,
         resync=settings.cluster_poll_interval,
     )
+
+
+def ready(
+    tgs: AWSTargetGroupSet,
+    clusters: Any,
+    new_clusters: list[ClusterStatus],
+    errors: list[str],
+    tagged_status: TaggedTargetGroupsStatus | None,
+) -> tuple[str, str, str]:
+    """The set's Ready condition (status, reason, message): the first problem in the order
+    a person fixes them (writes, unreachable clusters, AWS reads, templates, bindings,
+    target groups, nothing found), else what it found."""
+    down = [c for c in new_clusters if not c.reachable]
+    broken = [c for c in new_clusters if c.reachable and c.message.startswith("template:")]
+    not_synced = {c.name for c in clusters if c.binding_problem}
+    problems = (tagged_status.problems or []) if tagged_status else []
+    if errors:
+        status, reason, message = "False", "WriteFailed", "; ".join(errors)[:2000]
+    elif down:
+        status, reason = "False", "ClusterUnreachable"
+        message = "; ".join(f"{c.name}: {c.message}" for c in down)[:2000]
+    elif tagged_status is not None and not tagged_status.read:
+        status, reason, message = "False", "AWSReadFailed", tagged_status.message
+    elif broken:
+        status, reason = "False", "TemplateError"
+        message = "; ".join(f"{c.name}: {c.message}" for c in broken)[:2000]
+    elif not_synced:
+        status, reason = "False", "BindingNotSynced"
+        message = "; ".join(f"{c.name}: {c.message}" for c in new_clusters if c.name in not_synced)[
+            :2000
+        ]
+    elif problems:
+        status, reason = "False", "TargetGroupProblem"
+        message = "; ".join(f"{p.name}: {p.message}" for p in problems)[:2000]
+    elif tagged_status is None and not new_clusters:
+        status, reason, message = "False", "NoClusters", "no Argo CD cluster Secret matches"
+    elif tagged_status is not None and not new_clusters and tagged_status.matched == 0:
+        status, reason = "False", "NoTargetGroups"
+        message = "no target group carries the tags of " + " or ".join(
+            ",".join(f"{k}={v}" for k, v in sorted(g.target_group_selector.match_tags.items()))
+            for gen in tgs.spec.generators
+            if (g := gen.aws_target_groups) is not None
+        )
+    else:
+        status, reason = "True", "Synced"
+        parts = []
+        if new_clusters or tagged_status is None:
+            parts.append(
+                f"{sum(c.target_groups for c in new_clusters)} target group(s) from "
+                f"{len(new_clusters)} cluster(s)"
+            )
+        if tagged_status is not None:
+            parts.append(f"{tagged_status.target_groups} target group(s) found by AWS tags")
+        message = "; ".join(parts)
+    return status, reason, message
