@@ -15,7 +15,9 @@ recognises the result of its own sync. Applications must not sync automatically:
 and refuses an ApplicationSet whose Applications have `syncPolicy.automated`.
 
 Deletion: the finalizer removes the sync operations okra wrote that Argo CD has not started
-yet (a running one is left to finish), so no Application is left with an okra sync pending.
+yet and waits for the running ones to finish (`plan.deletion`), reading the Applications from
+the API server, so no Application is left with an okra sync pending; until then the status's
+`Deleting` condition and a `WaitingForSyncs` Event say what it waits for.
 
 Nothing lives in memory: stages, clusters, sync IDs and webhook results are in the status, so a
 restarted manager carries on where the last one stopped and never syncs a finished cluster
@@ -70,6 +72,7 @@ from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import common_fields, notifier_for
 from okra_controllers.notifications.triggers import Fired, rollout_triggers
 from okra_controllers.progressiverollout.plan import (
+    POLL,
     App,
     Observed,
     Plan,
@@ -80,6 +83,9 @@ from okra_controllers.progressiverollout.plan import (
     WebhookCall,
     parse_project,
     plan,
+    plan_deletion,
+    set_condition,
+    waiting_message,
 )
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
@@ -543,39 +549,23 @@ class ProgressiveRolloutReconciler:
     # -- delete ----------------------------------------------------------------
 
     async def _finalize(self, raw: dict[str, Any]) -> Result | None:
+        """Cancel okra's pending syncs, wait for the running ones, then let the object go.
+
+        Read from the API server, never from the cache: a sync this controller wrote a
+        moment ago may not be in the cache yet, and one left behind is a sync Argo CD runs
+        for a rollout the user deleted. The finalizer stays while any is pending."""
         finalizers = raw["metadata"].get("finalizers") or []
         if FINALIZER not in finalizers:
             return None
         ns = raw["metadata"].get("namespace") or ""
-        name = ((raw.get("spec") or {}).get("sourceRef") or {}).get("name") or ""
-        appset = self.appsets.get(name, ns)
-        removed = []
-        if appset is not None and self._owner(ProgressiveRollout.model_validate(raw)) is None:
-            for app in self.apps.by_index(OWNER_INDEX, appset["metadata"]["uid"]):
-                op = app.get("operation")
-                if op is None or _info(op) is None:
-                    continue
-                # Only an operation Argo CD has not started: a json patch with a test, so an
-                # operation that started (or changed) in between is left alone.
-                with contextlib.suppress(ApiError):
-                    await self.client.patch(
-                        APPLICATION,
-                        app["metadata"]["name"],
-                        [
-                            {"op": "test", "path": "/operation", "value": op},
-                            {"op": "remove", "path": "/operation"},
-                        ],
-                        namespace=ns,
-                        patch_type="json",
-                    )
-                    removed.append(app["metadata"]["name"])
-        if removed:
-            self.events.event(
-                raw,
-                "Normal",
-                "SyncsCancelled",
-                f"removed pending syncs from {', '.join(sorted(removed))}",
-            )
+        apps = await self._live_apps(raw)
+        d = plan_deletion(application_view(a, "", {}) for a in apps.values())
+        refused = await self._cancel(raw, d.cancel, apps)
+        if refused or d.running:
+            await self._report_waiting(raw, waiting_message(d.running, refused))
+            # A refused cancel is planned again from a fresh read (backoff); a running sync
+            # is looked at when its Application changes, and every POLL seconds at least.
+            return Result(requeue=True) if refused else Result(requeue_after=POLL)
         raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
         try:
             await self.client.update(raw)
@@ -587,6 +577,75 @@ class ProgressiveRolloutReconciler:
             with contextlib.suppress(KeyError):
                 PHASE.remove(ns, raw["metadata"]["name"], phase)
         return None
+
+    async def _live_apps(self, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The Applications of the rollout's ApplicationSet, as the API server holds them
+        (none when another rollout rolls that ApplicationSet out: the syncs are its)."""
+        if self._owner(ProgressiveRollout.model_validate(raw)) is not None:
+            return {}
+        ns = raw["metadata"].get("namespace") or ""
+        source = ((raw.get("spec") or {}).get("sourceRef") or {}).get("name") or ""
+        return {
+            a["metadata"]["name"]: a
+            for a in (await self.client.list(APPLICATION, ns)).items
+            if any(
+                o.get("kind") == "ApplicationSet" and o.get("name") == source
+                for o in a["metadata"].get("ownerReferences") or []
+            )
+        }
+
+    async def _cancel(
+        self, raw: dict[str, Any], names: tuple[str, ...], apps: dict[str, dict[str, Any]]
+    ) -> list[str]:
+        """Remove okra's pending `operation` from `names`; the ones the API server refused.
+
+        A json patch with a test of the operation read: one that Argo CD started, or that
+        changed, in between is not removed (the next pass reads it again)."""
+        ns = raw["metadata"].get("namespace") or ""
+        removed, refused = [], []
+        for name in names:
+            op = apps[name].get("operation")
+            try:
+                await self.client.patch(
+                    APPLICATION,
+                    name,
+                    [
+                        {"op": "test", "path": "/operation", "value": op},
+                        {"op": "remove", "path": "/operation"},
+                    ],
+                    namespace=ns,
+                    patch_type="json",
+                )
+            except NotFoundError:
+                continue  # the Application is gone, and its operation with it
+            except ApiError as e:
+                log.info("pending sync not cancelled; reading again", application=name, error=e)
+                refused.append(name)
+                continue
+            removed.append(name)
+        if removed:
+            self.events.event(
+                raw, "Normal", "SyncsCancelled", f"removed pending syncs from {', '.join(removed)}"
+            )
+        return refused
+
+    async def _report_waiting(self, raw: dict[str, Any], message: str) -> None:
+        """Say in the status (condition Deleting) and an Event what deletion waits for."""
+        status = ProgressiveRolloutStatus.model_validate(raw.get("status") or {})
+        before = next((c for c in status.conditions or [] if c.type == "Deleting"), None)
+        if before is not None and before.message == message:
+            return
+        set_condition(
+            status,
+            "Deleting",
+            True,
+            "WaitingForSyncs",
+            message,
+            self.clock(),
+            raw["metadata"].get("generation") or 0,
+        )
+        self.events.event(raw, "Normal", "WaitingForSyncs", f"deletion waits: {message}")
+        await self._write_status(raw, status)
 
 
 async def _call(

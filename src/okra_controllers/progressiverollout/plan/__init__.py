@@ -42,12 +42,18 @@ One module per phase, each saying its one job: `model` (what the plan reads and 
 made, shared by the phases), `requests` (promote, abort, retry), `revision` (a new revision
 restarts), `stages` (the stages in order), `clusters` (one cluster: wait, sync, bake, verify;
 starting syncs), `verify` (analysis and webhooks), `failure` (pause or roll back), `compose`
-(`plan`, and the report).
+(`plan`, and the report), `deletion` (what deleting the rollout cancels and waits for).
 """
 
 from okra_controllers.api.v1alpha1.progressiverollout import WebhookResult
 from okra_controllers.progressiverollout.plan.appproject import Project, parse_project
 from okra_controllers.progressiverollout.plan.compose import plan
+from okra_controllers.progressiverollout.plan.deletion import (
+    Deletion,
+    plan_deletion,
+    waiting_message,
+)
+from okra_controllers.progressiverollout.plan.draft import set_condition
 from okra_controllers.progressiverollout.plan.failure import rollback_order
 from okra_controllers.progressiverollout.plan.members import (
     max_clusters,
@@ -57,6 +63,7 @@ from okra_controllers.progressiverollout.plan.members import (
     target_revision,
 )
 from okra_controllers.progressiverollout.plan.model import (
+    POLL,
     App,
     Event,
     Observed,
@@ -69,7 +76,9 @@ from okra_controllers.progressiverollout.plan.model import (
 from okra_controllers.progressiverollout.plan.verify import run_name
 
 __all__ = [
+    "POLL",
     "App",
+    "Deletion",
     "Event",
     "Observed",
     "Plan",
@@ -83,9 +92,12 @@ __all__ = [
     "max_unavailable",
     "parse_project",
     "plan",
+    "plan_deletion",
     "rollback_order",
     "run_name",
     "scaled",
     "select_members",
+    "set_condition",
     "target_revision",
+    "waiting_message",
 ]
