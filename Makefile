@@ -10,12 +10,13 @@ STAMP := $(VENV)/.installed
 # 17.7 with 2)
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(max(2, (os.cpu_count() or 2) * 3 // 2))')
 
-.PHONY: help venv assets node argocd helm chart docs image test-image test-node check-chart lint manifests check-manifests rbac check-rbac test test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell bench-judge demo demo-fleet
+.PHONY: help venv assets node argocd helm chart docs image test-image test-node check-chart lint manifests check-manifests rbac check-rbac test test-stress test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell bench-judge demo demo-fleet
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
 	@echo "make demo-fleet  okra's standard scenario: EKS clusters -> Argo CD -> target groups -> canary"
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
+	@echo "make test-stress  make test beside a CPU hog (stress-ng), more workers than cores, a shuffled order"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
 	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
 	@echo "make lint    ruff, mypy --strict, import layering, kind names in one place, CRDs up to date"
@@ -108,6 +109,19 @@ test: lint
 	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
 	OKRA_EXPRLANG="$$(hack/build-exprlang.sh)" && export OKRA_EXPRLANG && \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope --durations=30 -m "not image and not fuzz and not node"
+
+# The whole suite on a busy machine, where races show: Debian's stress-ng keeps every core at
+# STRESS_CPU_LOAD percent, pytest runs two workers per core, and the modules and tests run in
+# an order shuffled by a seed it prints (OKRA_TEST_SHUFFLE=<seed> runs that order again).
+# Run it before stopping; a race it finds is the product's to fix.
+STRESS_CPU_LOAD ?= 50
+STRESS_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 2) * 2)')
+STRESS_SHUFFLE ?= $(shell $(PYTHON) -c 'import random; print(random.randrange(10**6))')
+STRESS_SHUFFLE := $(STRESS_SHUFFLE)
+test-stress: $(STAMP)
+	@echo "test-stress: OKRA_TEST_SHUFFLE=$(STRESS_SHUFFLE), $(STRESS_WORKERS) workers, CPU hog at $(STRESS_CPU_LOAD)%"
+	OKRA_TEST_SHUFFLE=$(STRESS_SHUFFLE) STRESS_CPU_LOAD=$(STRESS_CPU_LOAD) \
+		hack/stress.sh $(MAKE) test PYTEST_WORKERS=$(STRESS_WORKERS)
 
 image:
 	@hack/image.sh
