@@ -3,7 +3,10 @@
 Guarantees: one Request is never reconciled by two workers at once (the
 queue's processing set); an exception never escapes a worker, it is logged
 with the object's key and the reconcile id, counted, and the Request is
-requeued with per-item exponential backoff. A server that cannot be reached or
+requeued with per-item exponential backoff; one that is a programming error (a
+None dereferenced, a missing key, a wrong type: `errors.panicked`) is also counted in
+`controller_runtime_reconcile_panics_total`, as controller-runtime counts a recovered
+panic, and retried like any other. A server that cannot be reached or
 answers 5xx/429 is retried on a backoff of its own capped at `unreachable_max_delay`
 (1 s), logged as a warning without traceback, so that work resumes within about a
 second of an outage ending, and an ordinary error right after the outage starts
@@ -47,7 +50,7 @@ from collections.abc import Hashable
 import structlog
 
 from okra_runtime import metrics as m
-from okra_runtime.errors import unreachable
+from okra_runtime.errors import panicked, unreachable
 from okra_runtime.freshness import Floors
 from okra_runtime.logging import ContextBinder
 from okra_runtime.reconcile import (
@@ -126,6 +129,7 @@ class Controller:
         self._m_time = m.RECONCILE_TIME.labels(name)
         self._m_success = m.RECONCILE_TOTAL.labels(name, "success")
         self._m_requeue_after = m.RECONCILE_TOTAL.labels(name, "requeue_after")
+        self._m_panics = m.RECONCILE_PANICS.labels(name)
 
     async def stop(self) -> None:
         """Stop handing out work and wait until in-flight reconciles finish.
@@ -249,6 +253,8 @@ class Controller:
                     self.queue.add_after(req, delay * (0.5 + random.random() / 2))
                     return
                 self._unreachable.forget(req)  # reached: a new kind of failure
+                if panicked(e):  # a bug: counted as controller-runtime counts a panic
+                    self._m_panics.inc()
                 log.error(
                     "reconcile failed; will retry",
                     error=f"{type(e).__name__}: {e}",

@@ -133,3 +133,26 @@ def unreachable(e: BaseException) -> bool:
         | ServerError
         | TooManyRequestsError,
     )
+
+
+PANICS: tuple[type[BaseException], ...] = (
+    AssertionError,
+    AttributeError,
+    ArithmeticError,
+    ImportError,
+    LookupError,
+    NameError,
+    NotImplementedError,
+    RecursionError,
+    TypeError,
+)
+"""Exceptions that are programming errors: what would panic in Go (a nil dereferenced, an
+index or key out of range, a failed type assertion, a division by zero, an assertion)."""
+
+
+def panicked(e: BaseException) -> bool:
+    """The reconciler failed on a bug, not on an error it means (the API server's answer,
+    an unreachable server, `TerminalError`, `ReportedError`, anything else it raises): what
+    controller-runtime counts as a recovered panic. A `NoKindMatchError` (a LookupError) is
+    the API server not serving a kind, not a bug."""
+    return isinstance(e, PANICS) and not isinstance(e, NoKindMatchError)

@@ -107,12 +107,63 @@ def test_higher_confidence_needs_stronger_evidence() -> None:
     assert strict.classification == "Pass"
 
 
-def test_nan_and_infinity_are_dropped_before_judging() -> None:
-    base = _normal(100, 30, 2)
-    j = classify([*_normal(100, 30, 1), math.nan, math.inf, -math.inf], [*base, math.nan])
-    assert j.canary.count == 30
-    assert j.baseline.count == 30
-    assert j.classification == "Pass"
+def test_nan_is_dropped_before_judging() -> None:
+    j = classify([*_normal(100, 30, 1), math.nan], [*_normal(100, 30, 2), math.nan])
+    assert (j.classification, j.canary.count, j.baseline.count) == ("Pass", 30, 30)
+
+
+@pytest.mark.parametrize(
+    ("infinity", "direction", "expected"),
+    [
+        (math.inf, "increase", "High"),
+        (math.inf, "either", "High"),
+        (math.inf, "decrease", "Pass"),  # harmless there: dropped
+        (-math.inf, "decrease", "Low"),
+        (-math.inf, "either", "Low"),
+        (-math.inf, "increase", "Pass"),  # harmless there: dropped
+    ],
+)
+def test_an_infinite_canary_value_on_the_regressions_side_counts_against_it(
+    infinity: float, direction: str, expected: str
+) -> None:
+    # A canary's p99 past the last histogram bucket is +Inf: a regression, not a gap.
+    canary, baseline = _normal(100, 30, 1), _normal(100, 30, 2)
+    assert classify(canary, baseline, direction=direction).classification == "Pass"  # type: ignore[arg-type]
+    j = classify([*canary, infinity], baseline, direction=direction)  # type: ignore[arg-type]
+    assert j.classification == expected
+    assert (j.canary.count, j.baseline.count) == (30, 30)  # the summaries are of finite values
+    if expected != "Pass":
+        sign = "+" if infinity > 0 else "-"
+        assert j.reason == f"{expected}: 1 of 31 canary values are {sign}Inf"
+        assert (j.infinite, j.p_value, j.effect_size, j.critical) == (1, None, None, False)
+
+
+def test_an_infinite_canary_value_fails_a_critical_metric_whatever_the_data() -> None:
+    # too few finite points for a judgment, and effect sizes that would excuse a shift:
+    # an infinite value still fails, critically
+    j = classify(
+        [1.0, math.inf],
+        _normal(100, 30, 2),
+        direction="increase",
+        critical=True,
+        allowed_increase=10.0,
+        critical_increase=10.0,
+        effect_measure="meanRatio",
+    )
+    assert (j.classification, j.critical) == ("High", True)
+    assert j.reason == "High (critical): 1 of 2 canary values are +Inf"
+    both = classify([math.inf, -math.inf], [1.0] * 10)  # either: the first side found
+    assert both.classification == "High"
+
+
+def test_the_baselines_infinities_are_dropped_and_never_excuse_the_canary() -> None:
+    canary, baseline = _normal(140, 30, 1), _normal(100, 30, 2)
+    for infinity in (math.inf, -math.inf):
+        j = classify(canary, [*baseline, infinity], direction="increase")
+        assert (j.classification, j.baseline.count) == ("High", 30)
+    # both sides infinite: the canary's still counts against it
+    j = classify([*baseline, math.inf], [*baseline, math.inf, math.inf], direction="increase")
+    assert j.classification == "High"
 
 
 def test_nan_strategy_replace_reads_nan_as_zero() -> None:
@@ -252,7 +303,12 @@ def test_any_input_gets_a_classification_and_never_passes_without_data(
 ) -> None:
     j = classify(canary, baseline, direction=direction, min_samples=3)  # type: ignore[arg-type]
     finite = [sum(1 for v in s if math.isfinite(v)) for s in (canary, baseline)]
-    if min(finite) < 3:
+    high = direction != "decrease" and math.inf in canary
+    low = direction != "increase" and -math.inf in canary
+    if high or low:  # an infinite canary value on the regression's side counts against it
+        assert j.classification == ("High" if high else "Low")
+        assert j.infinite > 0
+    elif min(finite) < 3:
         assert j.classification == "NoData"
     else:
         assert j.classification in ("Pass", "High", "Low")
@@ -369,6 +425,11 @@ def test_describe_names_the_metric_and_by_how_much() -> None:
     )
     nodata = classify([], [1.0])
     assert describe("errors", nodata).startswith("errors NoData: canary has 0 samples")
+    infinite = classify([*[200.0] * 9, math.inf], [160.0] * 10, critical=True)
+    assert describe("latency-p99", infinite, "ms") == (
+        "latency-p99 High (critical): 1 of 10 canary values are +Inf; finite canary median "
+        "200 ms vs baseline 160 ms"
+    )
 
 
 def _summary(median: float) -> Summary:

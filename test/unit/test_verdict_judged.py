@@ -175,6 +175,10 @@ def test_critical_failure_terminates_and_fails_the_run() -> None:
     assert results["lat"].phase == "Successful"  # ended by the termination, last judgment
     assert v.judgment is not None
     assert v.judgment.score == 0
+    # the run's message names the metric and what the judge saw, as a failing score's does
+    assert v.message == (
+        "judgment Fail: score 0 (pass 90, marginal 75); critical: errors: errors High: details"
+    )
 
 
 def test_a_critical_high_below_its_critical_effect_size_counts_through_the_score() -> None:

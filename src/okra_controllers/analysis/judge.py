@@ -6,8 +6,16 @@ setting has Kayenta's name it has Kayenta's meaning; where okra is stricter it s
 (docs/judge.md lists every difference, each failing safe).
 
 One metric (`classify`)
-    NaN is dropped (`nan_strategy` "remove", Kayenta's default) or read as 0 ("replace");
-    ±Inf is dropped either way. With `outlier_factor`, values outside Kayenta's IQR fences
+    NaN is dropped (`nan_strategy` "remove", Kayenta's default) or read as 0 ("replace").
+    An infinite canary value on the regression's side (+Inf where the metric must not
+    increase, -Inf where it must not decrease; `either`: both) is a High (Low) at once,
+    whatever else the samples hold (a p99 past the histogram's last bucket is a
+    regression, and cannot be compared); for a critical metric it is a critical failure
+    (its mean ratio is infinite). The canary's ±Inf on the harmless side are dropped
+    (they could only make it look better), and so are all of the baseline's: the
+    baseline is judged by its finite values, and an infinite one never excuses the
+    canary. Kayenta keeps them all, and its root solver then answers NaN, a Pass.
+    With `outlier_factor`, values outside Kayenta's IQR fences
     are dropped (its `outliers.strategy: remove`). Either side then with fewer than
     `min_samples` values (Kayenta: 1, okra: 10 by default), or whose values sum to less
     than `min_total`, is **NoData** (with "replace" too: Kayenta passes an empty side
@@ -125,6 +133,9 @@ class MetricJudgment:
     """mean(canary) / mean(baseline), Kayenta's reported deviation (None when undefined)."""
     estimate: float | None = None
     """Hodges-Lehmann estimate of the shift canary - baseline."""
+    infinite: int = 0
+    """Canary values that were infinite on the regression's side: when not 0 they decided
+    the classification (and `reason` says so), and the summaries are of the finite ones."""
 
 
 @dataclass(frozen=True)
@@ -155,13 +166,44 @@ class RunScore:
 
 
 def _clean(values: Iterable[float], nan_strategy: NaNStrategy) -> np.ndarray:
+    """The values with NaN removed or read as 0; ±Inf kept."""
     import numpy as np
 
     arr = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
     if nan_strategy == "replace":
-        arr = np.where(np.isnan(arr), 0.0, arr)
-    finite: np.ndarray = arr[np.isfinite(arr)]
+        return np.where(np.isnan(arr), 0.0, arr)
+    kept: np.ndarray = arr[~np.isnan(arr)]
+    return kept
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    finite: np.ndarray = values[np.isfinite(values)]
     return finite
+
+
+def _infinite(
+    canary: np.ndarray, direction: Direction, cs: Summary, bs: Summary, critical: bool
+) -> MetricJudgment | None:
+    """High (Low) when the canary has a +Inf (-Inf) value on the regression's side, a
+    critical failure for a critical metric; None when it has none."""
+    import numpy as np
+
+    sides: tuple[tuple[Classification, str, Direction], ...] = (
+        ("High", "+", "decrease"),
+        ("Low", "-", "increase"),
+    )
+    for label, sign, harmless in sides:
+        n = int(np.count_nonzero(canary == (np.inf if sign == "+" else -np.inf)))
+        if n and direction != harmless:
+            reason = (
+                label
+                + (" (critical)" if critical else "")
+                + f": {n} of {canary.size} canary values are {sign}Inf"
+            )
+            return MetricJudgment(label, cs, bs, None, None, reason, critical=critical, infinite=n)
+    return None
 
 
 def summarize(values: np.ndarray) -> Summary:
@@ -220,10 +262,14 @@ def classify(
         raise ValueError(f"tolerance must not be negative, not {tolerance}")
     if outlier_factor is not None and outlier_factor <= 0:
         raise ValueError(f"outlierFactor must be greater than 0, not {outlier_factor}")
-    x, y = _clean(canary, nan_strategy), _clean(baseline, nan_strategy)
+    raw = _clean(canary, nan_strategy)
+    x, y = _finite(raw), _finite(_clean(baseline, nan_strategy))
     if outlier_factor is not None:
         x, y = shift.iqr_keep(x, outlier_factor), shift.iqr_keep(y, outlier_factor)
     cs, bs = summarize(x), summarize(y)
+    infinite = _infinite(raw, direction, cs, bs, critical)
+    if infinite is not None:  # fails safe: no data or test can excuse an infinite canary
+        return infinite
     short = _too_little(cs, bs, min_samples, min_total)
     if short:
         return MetricJudgment("NoData", cs, bs, None, None, "; ".join(short))
@@ -339,6 +385,11 @@ def describe(name: str, j: MetricJudgment, unit: str = "") -> str:
     `latency-p99 High: canary median 212 ms vs baseline 161 ms, +32 %, p = 0.001`."""
     if j.classification == "NoData":
         return f"{name} NoData: {j.reason}"
+    if j.infinite:
+        return (
+            f"{name} {j.reason}; finite canary median {_number(j.canary.median, unit)} vs "
+            f"baseline {_number(j.baseline.median, unit)}"
+        )
     change = "" if j.effect_size is None else f", {j.effect_size * 100:+.0f} %"
     p = "" if j.p_value is None else f", p = {j.p_value:.2g}"
     crit = " (critical)" if j.critical else ""

@@ -548,7 +548,13 @@ def assess_run(
     scored = judge_run(metrics, results, dry, judgment)
     if scored is not None:
         scored_phase = _OUTCOME_PHASE[scored.outcome]
-        if worst is None or is_worse(worst, scored_phase):
+        # A critical judged metric that failed the run alone says nothing of its own (its
+        # limits are not Argo's): the score, which it set to 0, names it and by how much.
+        if (
+            worst is None
+            or is_worse(worst, scored_phase)
+            or (worst == scored_phase and not worst_message)
+        ):
             worst, worst_message = scored_phase, scored.message or ""
     return RunVerdict(
         worst or "Successful", worst_message.strip(), summary, dry_summary, transitions, scored

@@ -129,6 +129,7 @@ def observe(
     annotations = cell.metadata.annotations
     return Observed(
         cell_name=cell.metadata.name,
+        cell_uid=cell.metadata.uid or "",
         generation=cell.metadata.generation or 0,
         spec=cell.spec,
         status=cell.status or CellStatus(),

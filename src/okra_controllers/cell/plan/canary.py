@@ -163,7 +163,7 @@ def start_if_new(p: Plan, o: Observed, stable: Version, to: Version) -> None:
     st.canary_version, st.current_step_hash = to.text, h
     st.current_step_index, st.step_started_at = 0, o.now
     st.last_progress_time = o.now
-    st.rollout_id = rollout_id(h, o.now)
+    st.rollout_id = rollout_id(o.cell_uid, h, o.now)
     st.analysis_runs, st.paused_reason, st.aborted = {}, None, None
     p.events.append(Event("Normal", "RolloutStarted", f"canary {to.text} from {stable.text}"))
 

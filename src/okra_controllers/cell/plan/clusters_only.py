@@ -76,7 +76,7 @@ def clusters_rollout(
         end_rollout(p, o)
         st.canary_version, st.current_step_hash = to.text, step_hash(to.text, o.spec)
         st.step_started_at = st.last_progress_time = o.now
-        st.rollout_id = rollout_id(st.current_step_hash, o.now)
+        st.rollout_id = rollout_id(o.cell_uid, st.current_step_hash, o.now)
         p.events.append(
             Event(
                 "Normal",

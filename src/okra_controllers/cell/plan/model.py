@@ -85,6 +85,9 @@ class Observed:
     # the Freezes that hold the Cell now and until when (None: none does): no new step
     # starts and no rollout begins (plan/freeze.py)
     freeze: Hold | None = None
+    # the Cell's metadata.uid: part of every rollout ID, so that no two Cells (the same
+    # name in two namespaces, the same steps started in the same second) share one
+    cell_uid: str = ""
 
     @property
     def pause_clock(self) -> datetime.datetime:

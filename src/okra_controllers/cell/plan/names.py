@@ -19,8 +19,12 @@ def dns(text: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
 
 
-def rollout_id(spec_hash: str, started: datetime.datetime) -> str:
-    return hashlib.sha256(f"{spec_hash}/{started.isoformat()}".encode()).hexdigest()[:8]
+def rollout_id(cell_uid: str, spec_hash: str, started: datetime.datetime) -> str:
+    """Names one rollout of one Cell: its uid (no two Cells share one, in any namespace),
+    its version and steps, and the second it started. Made once, when the rollout starts,
+    and kept in `status.rolloutId`; the same observation gives the same ID."""
+    text = f"{cell_uid}/{spec_hash}/{started.isoformat()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def run_name(cell: str, version: str, rollout: str, what: str) -> str:

@@ -79,7 +79,7 @@ def first_with_checks(p: Plan, o: Observed, to: Version) -> Plan:
         end_rollout(p, o)
         st.canary_version, st.current_step_hash = to.text, step_hash(to.text, o.spec)
         st.step_started_at = st.last_progress_time = o.now
-        st.rollout_id = rollout_id(st.current_step_hash, o.now)
+        st.rollout_id = rollout_id(o.cell_uid, st.current_step_hash, o.now)
         p.events.append(Event("Normal", "RolloutStarted", f"first rollout: {to.text}"))
     rid = st.rollout_id
     assert rid is not None
