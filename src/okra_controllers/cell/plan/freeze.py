@@ -53,7 +53,9 @@ def frozen_note(o: Observed, what: str) -> str:
 def hold_start(p: Plan, o: Observed, to: Version, stable: Version | None) -> Plan:
     """A rollout of `to` that has not begun waits for the freeze to end. The stable
     version, if one serves, goes on serving as in the steady state (a new target group of
-    it is added); with none, nothing is written."""
+    it is added); with none, nothing is written. The Cell is Paused in phase Init, as
+    while it waits for Argo CD: a new version is found and no traffic moves to it yet
+    (not Migrating: the stable version serves 100 % and no step has begun)."""
     if stable is not None:
         p = steady(p, o, stable, "")
         if p.status.health == "Degraded":
@@ -62,8 +64,7 @@ def hold_start(p: Plan, o: Observed, to: Version, stable: Version | None) -> Pla
     what = f"rollout of {to.text}"
     if stable is not None:
         what = f"{stable.text} serves 100%; {what}"
-    else:
-        st.phase = "Init"
+    st.phase = "Init"
     st.paused_reason = FROZEN
     set_phase(p, o, "Paused", frozen_note(o, what))
     return p
