@@ -235,6 +235,13 @@ async def test_one_cluster_freeze_holds_cells_in_two_namespaces(
             abort = {"metadata": {"annotations": {ABORT: rollout[other_env.namespace]}}}
             await rt_client.patch(CELL, "web", abort, namespace=other_env.namespace)
             assert await other_env.rule_becomes({"web-a-v1": 100})
+            st = await wait_status(rt_client, other_env.namespace, lambda s: s.get("aborted"))
+            # the abort ends the hold: Error, and no longer paused for the freeze
+            assert (st["phase"], st["health"], st.get("pausedReason")) == (
+                "Error",
+                "Degraded",
+                None,
+            )
             st = await cell_status(rt_client, env.namespace)
             assert frozen(st)
             assert st["currentStepIndex"] == 2
@@ -247,6 +254,7 @@ async def test_one_cluster_freeze_holds_cells_in_two_namespaces(
                 other_env.namespace,
                 lambda s: frozen(s) and "rollout of v2 waits" in (s.get("message") or ""),
             )
+            assert (st["phase"], st["health"]) == ("Init", "Paused")  # v1 serves 100 %
             assert await other_env.rule_weights() == {"web-a-v1": 100}
         finally:
             with contextlib.suppress(NotFoundError):

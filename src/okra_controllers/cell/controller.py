@@ -65,7 +65,7 @@ from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, label_patch
 from okra_controllers.cell.checkjobs import PodFailures, check_job, owner_ref
 from okra_controllers.cell.mappers import cells_for_target_group, cells_with_argocd
 from okra_controllers.cell.observe import observe
-from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, plan
+from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, freeze_holds, plan
 from okra_controllers.freeze import watch as freezes
 from okra_controllers.lbconfig import aws_message
 from okra_controllers.notifications import outbox
@@ -473,7 +473,7 @@ class CellReconciler:
         CANARY_WEIGHT.labels(ns, name).set(p.status.canary_weight or 0)
         STEP_INDEX.labels(ns, name).set(p.status.current_step_index or 0)
         PROGRESS_DEADLINE_EXCEEDED.labels(ns, name).set(past_deadline(p.status))
-        freezes.report_held("Cell", ns, name, p.status.paused_reason == "Frozen")
+        freezes.report_held("Cell", ns, name, freeze_holds(p.status))
         return True
 
     async def _label_clusters(self, raw: dict[str, Any], cell: Cell, p: Plan) -> None:

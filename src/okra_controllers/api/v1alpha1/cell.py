@@ -415,18 +415,19 @@ class CellStatus(ApiModel):
         "Reverting",
         "FailedReverting",
     ] = ""
-    """Where the Cell's rollout is (seed 002): Init (a new version found; prechecks, waiting
-    for Argo CD; no traffic moves yet), Migrating (steps; traffic moving), Completing
-    (postchecks, the new version serving 100%), Completed (a version serves 100%, nothing
-    under way), Error (a version failed, was aborted, or the Cell cannot proceed). A system
-    Cell: Pending (waiting for its clusters), Migrating, Completed, Failed (an application
-    failed and stays where it is), Reverting (an application going back to the clusters
-    that served it), FailedReverting (going back failed: the load balancer does not take the
-    weights back; the message says why)."""
+    """Where the Cell's rollout is (seed 002): Init (a new version found; prechecks,
+    waiting for Argo CD or for a freeze to end; no traffic moves yet), Migrating (steps;
+    traffic moving), Completing (postchecks, the new version serving 100%), Completed (a
+    version serves 100%, nothing under way), Error (a version failed, was aborted, or
+    the Cell cannot proceed). A system Cell: Pending (waiting for its clusters),
+    Migrating, Completed, Failed (an application failed and stays where it is),
+    Reverting (an application going back to the clusters that served it),
+    FailedReverting (going back failed: the load balancer does not take the weights
+    back; the message says why)."""
     health: Literal["", "Progressing", "Paused", "Healthy", "Degraded"] = ""
     """Progressing (working towards a state), Paused (waiting for a pause, an inconclusive
-    analysis or `okra promote`), Healthy (settled), Degraded (needs attention); conditions
-    of the same names say the same."""
+    analysis, `okra promote` or the end of a freeze), Healthy (settled), Degraded (needs
+    attention); conditions of the same names say the same."""
     message: str | None = None
     stable_version: str | None = None
     canary_version: str | None = None
@@ -443,6 +444,8 @@ class CellStatus(ApiModel):
     analysis_runs: dict[str, str] | None = None
     """Names of the AnalysisRuns of the current rollout: `step-N` and `background`."""
     paused_reason: str | None = None
+    """Why a Paused Cell is paused: Pause, Inconclusive, PausedByUser or Frozen; unset on
+    any other health."""
     aborted: bool | None = None
     target_groups: list[TargetGroupWeight] | None = None
     traffic: TrafficStatus | None = None

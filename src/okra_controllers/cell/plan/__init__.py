@@ -53,6 +53,7 @@ and `clusters_only` (Argo CD), `traffic` (does the traffic served match the weig
 
 from okra_controllers.cell.plan.bluegreen import steps_of
 from okra_controllers.cell.plan.compose import plan
+from okra_controllers.cell.plan.freeze import freeze_holds
 from okra_controllers.cell.plan.loadbalancer import MAX_FORWARD, MAX_WEIGHT
 from okra_controllers.cell.plan.model import (
     DONE_PAUSE,
@@ -89,6 +90,7 @@ __all__ = [
     "Stage",
     "forward_for",
     "forward_hash",
+    "freeze_holds",
     "job_name",
     "plan",
     "rollout_id",

@@ -14,6 +14,7 @@ freeze ends.
 
 from __future__ import annotations
 
+from okra_controllers.api.v1alpha1.cell import CellStatus
 from okra_controllers.api.v1alpha1.strategy import CanaryStep
 from okra_controllers.cell.plan.model import Event, Forward, Observed, Plan
 from okra_controllers.cell.plan.status import condition, set_phase
@@ -22,6 +23,13 @@ from okra_controllers.cell.plan.weights import same_weights
 from okra_controllers.cell.versions import Version
 
 FROZEN = "Frozen"
+
+
+def freeze_holds(status: CellStatus) -> bool:
+    """Whether `status` says a freeze holds the rollout: Paused, for reason Frozen (the
+    metric okra_rollout_held_by_freeze). A Cell that is not Paused (aborted, failed,
+    done) is held by no freeze, whatever reason a status written by an older okra kept."""
+    return status.health == "Paused" and status.paused_reason == FROZEN
 
 
 def started(o: Observed, s: CanaryStep, target: tuple[Forward, ...], run: str, pause: str) -> bool:
@@ -45,7 +53,9 @@ def frozen_note(o: Observed, what: str) -> str:
 def hold_start(p: Plan, o: Observed, to: Version, stable: Version | None) -> Plan:
     """A rollout of `to` that has not begun waits for the freeze to end. The stable
     version, if one serves, goes on serving as in the steady state (a new target group of
-    it is added); with none, nothing is written."""
+    it is added); with none, nothing is written. The Cell is Paused in phase Init, as
+    while it waits for Argo CD: a new version is found and no traffic moves to it yet
+    (not Migrating: the stable version serves 100 % and no step has begun)."""
     if stable is not None:
         p = steady(p, o, stable, "")
         if p.status.health == "Degraded":
@@ -54,8 +64,7 @@ def hold_start(p: Plan, o: Observed, to: Version, stable: Version | None) -> Pla
     what = f"rollout of {to.text}"
     if stable is not None:
         what = f"{stable.text} serves 100%; {what}"
-    else:
-        st.phase = "Init"
+    st.phase = "Init"
     st.paused_reason = FROZEN
     set_phase(p, o, "Paused", frozen_note(o, what))
     return p
@@ -67,8 +76,8 @@ def report_freeze(p: Plan, o: Observed) -> None:
     when a freeze starts or stops holding the rollout, and a look again when it ends."""
     st = p.status
     before = next((c for c in o.status.conditions or [] if c.type == FROZEN), None)
-    held = st.paused_reason == FROZEN
-    was_held = o.status.paused_reason == FROZEN
+    held = freeze_holds(st)
+    was_held = freeze_holds(o.status)
     if o.freeze is not None:
         message = o.freeze.describe()
         reason = "Held" if held else "Applies"

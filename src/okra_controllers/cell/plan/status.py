@@ -51,9 +51,13 @@ def condition(
 def set_phase(p: Plan, o: Observed, phase: Health, message: str) -> None:
     """The Cell's health (and its conditions) and, from it, its lifecycle phase: Healthy
     is Completed, Degraded is Error; a Cell on its way is Migrating unless this pass put
-    it in Init or Completing (set before this call)."""
+    it in Init or Completing (set before this call). `pausedReason` says why a Paused
+    Cell is paused (set before this call) and is cleared on any other health: a Cell
+    aborted, failed or done is held by nothing, whatever held it on an earlier pass."""
     st = p.status
     st.health = phase
+    if phase != "Paused":
+        st.paused_reason = None
     if phase == "Healthy":
         st.phase = "Completed"
     elif phase == "Degraded":

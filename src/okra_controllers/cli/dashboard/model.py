@@ -22,7 +22,7 @@ from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.api.v1alpha1.cell import Cell
 from okra_controllers.cell.plan import weight_before
 from okra_controllers.cli.actions import PAUSED
-from okra_controllers.cli.render import describe_step, pause_seconds
+from okra_controllers.cli.render import describe_step, held_by, pause_seconds
 from okra_runtime.timeutil import parse_time
 
 Obj = dict[str, Any]
@@ -232,7 +232,8 @@ class History:
 
 def step_timeline(cell: Obj, now: datetime.datetime) -> list[Obj]:
     """Each step: what it does, done / current / todo, and for the current pause the
-    time left (seconds) or that it waits for a promote."""
+    time left (seconds) or that it waits for a promote; a current step a freeze holds
+    the rollout before has not begun, and says so."""
     try:
         model = Cell.model_validate(cell)
     except ValueError:
@@ -246,6 +247,7 @@ def step_timeline(cell: Obj, now: datetime.datetime) -> list[Obj]:
         steps = strategy.blue_green.steps
     in_rollout = bool(st and st.canary_version and st.rollout_id)
     current = (st.current_step_index or 0) if st is not None and in_rollout else None
+    frozen = held_by(st, model.metadata.name) if st and st.paused_reason == "Frozen" else None
     out: list[Obj] = []
     for n, step in enumerate(steps):
         state = "todo" if current is None or n > current else "done" if n < current else "current"
@@ -254,7 +256,9 @@ def step_timeline(cell: Obj, now: datetime.datetime) -> list[Obj]:
         if getattr(step, "set_weight", None) is not None or getattr(step, "step_weight", None):
             text += f" → canary {weight_before(canary_steps, n + 1)}%"
         item: Obj = {"index": n, "text": text, "state": state}
-        if state == "current" and getattr(step, "pause", None) is not None and st is not None:
+        if state == "current" and frozen is not None:
+            item["note"] = f"not started, {frozen}"  # a freeze holds only before a step begins
+        elif state == "current" and getattr(step, "pause", None) is not None and st is not None:
             seconds = pause_seconds(step)
             if seconds is None:
                 item["note"] = "paused until promoted"

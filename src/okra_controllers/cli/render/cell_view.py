@@ -26,6 +26,7 @@ from okra_controllers.cli.render.common import (
     age,
     describe_step,
     duration,
+    held_by,
     pause_seconds,
     step_label,
     table,
@@ -122,7 +123,11 @@ def _header(
     if st.canary_version:
         extra = [f"rollout {st.rollout_id}"] if st.rollout_id else []
         if st.step_started_at:
-            extra.append(f"step started {age(st.step_started_at, now)} ago")
+            # a step a freeze holds the rollout before has not started: it was reached
+            begun = (
+                "reached" if st.health == "Paused" and st.paused_reason == "Frozen" else "started"
+            )
+            extra.append(f"step {begun} {age(st.step_started_at, now)} ago")
         note = f"  ({', '.join(extra)})" if extra else ""
         lines.append(f"Canary:   {st.canary_version}  {weight_of(st.canary_version)}%{note}")
         if st.aborted:
@@ -283,9 +288,11 @@ def _steps(
     if i is None:
         head = f"{paint.bold('Steps:')}    no rollout in progress ({len(steps)} steps per rollout)"
     elif i >= len(steps):
-        head = (
-            f"{paint.bold('Steps:')}    {len(steps)}/{len(steps)} done, "
-            f"shifting all traffic to {st.canary_version}"
+        by = held_by(st, name)
+        head = f"{paint.bold('Steps:')}    {len(steps)}/{len(steps)} done" + (
+            f"; the final 100% to {st.canary_version} waits: {by}"
+            if by is not None and st.paused_reason == "Frozen"
+            else f", shifting all traffic to {st.canary_version}"
         )
     else:
         head = f"{paint.bold('Steps:')}    {step_label(i, len(steps))}"
@@ -298,7 +305,7 @@ def _steps(
             text += f" → canary {weight_before(steps, n + 1)}%"
         note: Col = ""
         if mark == CURRENT:
-            note = _current_note(step, n, st, runs, config, name, now)
+            note = _current_note(step, n, steps, st, runs, config, name, now)
         rows.append([(mark, ""), f"{n + 1}.", text, note])
     lines += table(rows, paint)
     if background is not None:
@@ -348,15 +355,47 @@ def _analysis_note(index: int, st: CellStatus, runs: dict[str, Obj]) -> Col:
     return (f"{run_name}: {phase}", _STYLES.get(phase, ""))
 
 
+def _not_started(
+    index: int,
+    steps: Sequence[CanaryStep],
+    st: CellStatus,
+    config: Obj | None,
+    by: str,
+    now: datetime.datetime,
+) -> str:
+    """The note of a current step that has not begun, held `by` something: and, when AWS
+    showed the weights okra wrote, that those are the weights of the steps before it."""
+    note = f"not started, {by}"
+    synced, _ = _sync_state(config, now)
+    if not synced or st.canary_weight is None:
+        return note
+    before = [
+        n
+        for n in range(index)
+        if steps[n].set_weight is not None or steps[n].step_weight is not None
+    ]
+    whose = "the weights"
+    if before and weight_before(list(steps), index) == st.canary_weight:
+        whose = f"step {before[-1] + 1}'s weights"
+    read = read_age(config, now)
+    return f"{note}; AWS showed {whose} (canary {st.canary_weight}%)" + (
+        f" {read} ago" if read else ""
+    )
+
+
 def _current_note(
     step: CanaryStep,
     index: int,
+    steps: Sequence[CanaryStep],
     st: CellStatus,
     runs: dict[str, Obj],
     config: Obj | None,
     name: str,
     now: datetime.datetime,
 ) -> Col:
+    """What the current step is doing. A freeze holds the rollout only before a step that
+    has not begun (its weights, Pause or run not there yet); `okra pause` holds a weight
+    step whose weights okra has not written (the status' canaryWeight is not the step's)."""
     if st.aborted:
         return ("aborted", "31")
     if st.paused_reason == "Inconclusive":
@@ -364,7 +403,16 @@ def _current_note(
             f"inconclusive: okra promote {name} continues, okra abort {name} rolls back",
             "33",
         )
+    by = held_by(st, name)
+    if by is not None and st.paused_reason == "Frozen":
+        return (_not_started(index, steps, st, config, by, now), "33")
     if step.set_weight is not None or step.step_weight is not None:
+        written = st.canary_weight in (None, weight_before(list(steps), index + 1))
+        if not written:
+            return (
+                _not_started(index, steps, st, config, by or "its weights not written yet", now),
+                "33",
+            )
         synced, _ = _sync_state(config, now)
         if not synced:
             return ("waiting for AWS to apply the weights", "33")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from okra_controllers.analysis.duration import parse_duration
+from okra_controllers.api.v1alpha1.cell import CellStatus
 from okra_controllers.api.v1alpha1.strategy import BlueGreenStep, CanaryStep
 from okra_controllers.cli.view import Obj
 
@@ -147,6 +148,19 @@ def pause_seconds(step: CanaryStep) -> float | None:
         return parse_duration(d)
     except ValueError:
         return None
+
+
+def held_by(st: CellStatus, name: str) -> str | None:
+    """What holds a Paused Cell before its current step: a freeze (the freezes and until
+    when, as condition Frozen says) or `okra pause`; None when nothing does."""
+    if st.health != "Paused":
+        return None
+    if st.paused_reason == "Frozen":
+        frozen = next((c for c in st.conditions or [] if c.type == "Frozen"), None)
+        return f"held by {frozen.message}" if frozen and frozen.message else "held by a freeze"
+    if st.paused_reason == "PausedByUser":
+        return f"held by okra pause (okra promote {name} resumes)"
+    return None
 
 
 def step_label(index: int | None, total: int) -> str:
