@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from okra_controllers.cell.plan.model import Forward
@@ -158,6 +158,8 @@ def test_every_share_moves_one_way_and_the_walk_never_goes_back(before: str, aft
 
 
 @given(before=sets, after=sets, weight=st.integers(0, 100))
+@example(before="abcf", after="abcd", weight=7)  # f's 25 to give, a-c's 5 each: f first
+@example(before="abcf", after="abcde", weight=7)
 def test_each_moving_share_stays_within_a_unit_of_its_proportional_part(
     before: str, after: str, weight: int
 ) -> None:
@@ -167,7 +169,7 @@ def test_each_moving_share_stays_within_a_unit_of_its_proportional_part(
     moving = {c for c in set(start) | set(end) if start.get(c, 0) != end.get(c, 0)}
     for c in moving:
         exact = start.get(c, 0) + (end.get(c, 0) - start.get(c, 0)) * weight / 100
-        assert abs(w.get(c, 0) - exact) <= 1.5, (c, weight, w, exact)
+        assert abs(w.get(c, 0) - exact) <= 1, (c, weight, w, exact)
 
 
 def shared_world(steps: list[Any], **kw: Any) -> World:

@@ -98,13 +98,19 @@ def _ends(
 
 
 def _fill(amount: int, room: dict[str, int]) -> dict[str, int]:
-    """`amount` units given one at a time, each to the target group furthest behind its
-    own share of the whole (`room`: what each takes at the end; ties by ARN), so that
-    each one's part grows with `amount` and stays within a unit of its proportional
-    share."""
+    """`amount` units given one at a time, the h-th to the target group furthest behind
+    its proportional part of h (`room`: what each takes at the end; ties by ARN), so that
+    each one's part grows with `amount` and stays within a unit of its proportional part.
+    (Behind its own share of the whole, as this once chose, gave the first units one each
+    to every target group, however small its room, and left a large one 1.75 behind.)"""
     got = dict.fromkeys(room, 0)
-    for _ in range(amount):
-        arn = min((a for a in room if got[a] < room[a]), key=lambda a: (got[a] / room[a], a))
+    total = sum(room.values())
+    for h in range(1, amount + 1):
+        # The deficit h * room / total - got, times total: integers, so ties are exact.
+        arn = min(
+            (a for a in room if got[a] < room[a]),
+            key=lambda a: (got[a] * total - h * room[a], a),
+        )
         got[arn] += 1
     return got
 
