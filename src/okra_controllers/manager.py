@@ -28,6 +28,7 @@ from okra_controllers.api.kinds import APP_PROJECT, APPLICATION
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig, close_clients
 from okra_controllers.registry import CACHE_SELECTORS, CONTROLLERS, REQUIRED_KINDS
+from okra_controllers.serverversion import server_version
 from okra_controllers.settings import Settings as Settings
 from okra_runtime import Client, Manager, ManagerOptions, configure_logging
 from okra_runtime import loop as event_loop
@@ -53,6 +54,19 @@ async def _kind_served(client: Client, gvk: GVK) -> bool:
     except NoKindMatchError:
         return False
     return True
+
+
+async def _check_server_version(client: Client, mgr: Manager) -> None:
+    """Log the Kubernetes version found; below the oldest supported minor, say so in one
+    line and in the readiness (`serverversion`)."""
+    found = await server_version(client)
+    if found is None:
+        log.warning("the API server did not say its version (GET /version)")
+        return
+    log.info("kubernetes api server", version=found.git_version)
+    if (why := found.unsupported) is not None:
+        log.error(why)
+        mgr.add_readyz_check("server-version", lambda: why)
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -299,6 +313,7 @@ async def run(a: argparse.Namespace) -> int:
                 label_selectors=dict(CACHE_SELECTORS),
             ),
         )
+        await _check_server_version(client, mgr)
         enabled = [c for c in a.controllers.split(",") if c and await _served(client, c)]
         settings = dataclasses.replace(
             settings,
