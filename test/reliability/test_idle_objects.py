@@ -5,7 +5,8 @@ in which every way a rollout can end has been reached:
 
 - single Cells: on an ALB, v1 -> v2 Completed (an analysis step passed); on an ALB, an
   NLB and Route 53, v1 -> v3 ended in Error (v3's analysis failed, all traffic back to
-  v1, v3 blocked);
+  v1, v3 blocked); on an ALB, v1 given a sixth target group, held Degraded (a forward
+  action holds at most 5) until someone fixes it;
 - system Cells (seed 002: two applications, web on a pair of clusters with a check per
   cluster, api on one; EKS in moto through the local-EKS proxy): web moved to a new pair
   and Completed; the new pair's check failed with `failurePolicy: Rollback` (Failed, web
@@ -24,6 +25,7 @@ Printed: the objects watched and the resourceVersions that moved.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,43 @@ async def alb_cell(env: Env, name: str, to: str, rates: Metrics, failing: bool) 
         )
         assert await env.rule_becomes({f"{name}-{to}": 100}, within=ENDED)
     await config_settled(c, ns, ALB_CONFIG, name)
+
+
+async def alb_held_degraded(world: Env, name: str) -> None:
+    """A Cell on an ALB of its own in `world` serving v1 on one target group, then given
+    five more of v1, one at a time: six in one forward action, which an ALB does not take.
+    The Cell is held Degraded (its weights as they were) and says what to fix."""
+    c, ns = world.client, world.namespace
+    alb = await world.aws.alb(f"{name}-{ns[-8:]}", world.network)
+    env = dataclasses.replace(world, alb=alb, tg_arns={})
+    cell = cell_obj(ns, env.alb.listener_arn, [{"setWeight": 50}])
+    cell["metadata"]["name"] = name
+    cell["spec"]["ingress"]["awsApplicationLoadBalancer"]["targetGroupSelector"] = {
+        "matchLabels": {"role": name}
+    }
+    await env.target_group(f"{name}-v1", "v1", labels={"role": name})
+    await c.create(cell)
+    await reaches(c, ns, CELL, name, lambda s: s.get("stableVersion") == "v1", "serving v1")
+    for n in range(2, 7):
+        await env.target_group(f"{name}-{n}-v1", "v1", labels={"role": name})
+    await reaches(
+        c,
+        ns,
+        CELL,
+        name,
+        lambda s: (
+            s.get("health") == "Degraded"
+            and "forward action holds at most 5" in (s.get("message") or "")
+        ),
+        "held Degraded: six target groups",
+    )
+    await config_settled(c, ns, ALB_CONFIG, name)
+    # what it wrote before the sixth came (a new target group of the serving version joins
+    # at once): v1's, at most 5, all of the weight
+    shown = await env.rule_weights()
+    assert 1 <= len(shown) <= 5, shown
+    assert all(n.startswith(name) and n.endswith("-v1") for n in shown), shown
+    assert sum(shown.values()) == 100, shown
 
 
 async def nlb_rolled_back(n: NlbEnv, rates: Metrics) -> None:
@@ -292,6 +331,7 @@ async def test_every_object_of_every_ended_rollout_stays_still_for_30_seconds(
             await asyncio.gather(
                 alb_cell(r53.env, "alb-ok", "v2", metrics, failing=False),
                 alb_cell(nlb_env.env, "alb-rb", "v3", metrics, failing=True),
+                alb_held_degraded(r53.env, "alb-six"),
                 nlb_rolled_back(nlb_env, metrics),
                 route53_rolled_back(r53, metrics),
                 system_cell(s, "sys-ok", rates, None),

@@ -48,6 +48,19 @@ def condition(
     )
 
 
+def since_observed(status: CellStatus, observed: CellStatus) -> None:
+    """Each condition of `status` whose status is the one observed keeps the observed
+    transition time: a pass that flips a condition and flips it back (a phase's plan says
+    Healthy, a gate then holds it Degraded) has not moved it."""
+    before = {c.type: c for c in observed.conditions or []}
+    status.conditions = [
+        c.model_copy(update={"last_transition_time": old.last_transition_time})
+        if (old := before.get(c.type)) is not None and old.status == c.status
+        else c
+        for c in status.conditions or []
+    ] or None
+
+
 def set_phase(p: Plan, o: Observed, phase: Health, message: str) -> None:
     """The Cell's health (and its conditions) and, from it, its lifecycle phase: Healthy
     is Completed, Degraded is Error; a Cell on its way is Migrating unless this pass put
@@ -130,6 +143,7 @@ def hold(
         type_, reason = condition_
         condition(st, type_, False, reason, message, o.now, o.generation)
     set_phase(held, o, phase, message)
+    since_observed(st, o.status)
     if event is not None and (o.status.message != message or o.status.health != phase):
         held.events.append(event)
     return held

@@ -5,6 +5,7 @@ shared otherwise, each with its `analysis-hash`)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -22,10 +23,11 @@ from okra_controllers.api.v1alpha1.system import (
     SystemCluster,
 )
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
-from okra_controllers.cell.system.model import Obj, SystemObserved
+from okra_controllers.cell.system.model import ChildSeen, Obj, SystemObserved
 from okra_controllers.cell.system.names import (
     APP_LABEL,
     CHECK_LABEL,
+    SPEC_HASH,
     SYSTEM_LABEL,
     child_name,
     dns,
@@ -156,6 +158,39 @@ def _argocd(o: SystemObserved, app: str, a: SystemArgoCD) -> Obj:
             by_alias=True, exclude_none=True, mode="json"
         )
     return argocd
+
+
+def kept_cell(o: SystemObserved, app: str, seen: ChildSeen, annotations: dict[str, str]) -> Obj:
+    """The application's Cell as the API server holds it (the spec okra last applied, with
+    what the server defaulted, and its `SPEC_HASH`), with the holds the system sets now:
+    while okra refuses a change of the system's spec, the change does not reach the Cell.
+    Its resourceVersion is the apply's precondition: a cache that has not seen a later
+    write yet does not put an older spec back."""
+    notes = dict(annotations)
+    if SPEC_HASH in seen.annotations:
+        notes[SPEC_HASH] = seen.annotations[SPEC_HASH]
+    meta: Obj = {
+        "name": child_name(o.name, app),
+        "namespace": o.namespace,
+        "labels": labels(o, app),
+        "annotations": notes,
+    }
+    if seen.resource_version:
+        meta["resourceVersion"] = seen.resource_version
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Cell",
+        "metadata": meta,
+        "spec": copy.deepcopy(dict(seen.spec or {})),
+    }
+
+
+def with_spec_hash(cell: Obj) -> Obj:
+    """`cell` with the hash of its spec (`SPEC_HASH`) among its annotations, unless it
+    carries one already (a Cell kept as the API server holds it keeps the hash it has)."""
+    digest = hashlib.sha256(json.dumps(cell["spec"], sort_keys=True).encode()).hexdigest()[:16]
+    cell["metadata"].setdefault("annotations", {}).setdefault(SPEC_HASH, digest)
+    return cell
 
 
 def hold_annotations(pause: bool, promote: str | None, abort: str | None) -> dict[str, str]:

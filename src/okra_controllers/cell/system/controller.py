@@ -37,7 +37,7 @@ from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import AwsReadError, EksCluster, observe_eks
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, observe_clusters
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
-from okra_controllers.cell.system.children import child_cell, hold_annotations
+from okra_controllers.cell.system.children import child_cell, hold_annotations, with_spec_hash
 from okra_controllers.cell.system.model import (
     AppsOn,
     CheckSeen,
@@ -138,6 +138,8 @@ class SystemReconciler:
                 status=_status(c),
                 generation=int(c["metadata"].get("generation") or 0),
                 annotations=dict(c["metadata"].get("annotations") or {}),
+                spec=dict(c.get("spec") or {}),
+                resource_version=str(c["metadata"].get("resourceVersion") or ""),
             )
             for c in self.cells.list(ns, {"matchLabels": mine})
         }
@@ -293,7 +295,7 @@ class SystemReconciler:
             "blockOwnerDeletion": True,
         }
         for kind, store, wanted in (
-            (CELL, self.cells, p.cells),
+            (CELL, self.cells, [with_spec_hash(c) for c in p.cells]),
             (TARGET_GROUP, self.target_groups, p.target_groups),
             (CHECK, self.checks, p.checks),
         ):
@@ -327,11 +329,13 @@ class SystemReconciler:
             obj["metadata"]["ownerReferences"] = [owner]
             names.add(obj["metadata"]["name"])
             have = store.get(obj["metadata"]["name"], ns)
-            if have is not None and _covers(have, obj):
+            if have is not None and covers(have, obj):
                 continue
             try:
                 await self.client.apply(obj, field_manager=FIELD_MANAGER, force=True)
                 log.debug("applied", kind=kind.kind, name=obj["metadata"]["name"])
+            except ConflictError:  # kept as held, and changed since: its change wakes us
+                log.debug("changed since read", kind=kind.kind, name=obj["metadata"]["name"])
             except ApiError as e:
                 self.events.event(
                     raw,
@@ -377,8 +381,10 @@ def _check_seen(check: Obj) -> CheckSeen:
     )
 
 
-def _covers(have: Obj, want: Obj) -> bool:
-    """The object in the cache already says everything `want` says."""
+def covers(have: Obj, want: Obj) -> bool:
+    """The object in the cache already says everything `want` says. An application's Cell
+    carries the hash of the spec okra applied (`SPEC_HASH`), so a spec that leaves out a
+    field okra wrote before is not covered by the Cell that still has it."""
     return (
         _subset(want.get("spec"), have.get("spec"))
         and all(

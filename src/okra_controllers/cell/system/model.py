@@ -36,6 +36,8 @@ class ChildSeen:
     status: CellStatus
     generation: int = 0
     annotations: Mapping[str, str] = field(default_factory=dict)
+    spec: Obj | None = None  # None: not known (its last accepted spec, as held)
+    resource_version: str = ""
 
 
 @dataclass(frozen=True)

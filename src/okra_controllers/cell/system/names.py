@@ -13,6 +13,10 @@ from okra_controllers.api.v1alpha1.common import SYSTEM_LABEL as SYSTEM_LABEL
 CHECK_LABEL = f"{GROUP}/check"
 """On a Check the system Cell makes: the name of the application's check it runs."""
 VERSION_PREFIX = "v"
+SPEC_HASH = f"{GROUP}/spec-hash"
+"""On an application's Cell: the hash of the spec the system Cell last applied to it (what
+okra owns of it). A spec the system derives with a field left out hashes differently, so
+it is applied again, and the API server removes the field okra no longer states."""
 
 
 def version_key(system: str, app: str) -> str:

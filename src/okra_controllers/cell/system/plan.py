@@ -39,6 +39,7 @@ from okra_controllers.cell.system.children import (
     check_objects,
     child_cell,
     hold_annotations,
+    kept_cell,
     steps,
     target_group,
 )
@@ -438,12 +439,20 @@ def cause_of(message: str) -> str:
 
 def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
     """The objects the application needs: its Cell, its target groups and Argo CD labels
-    for the versions it is going to and coming from, and its Checks."""
+    for the versions it is going to and coming from, and its Checks. With a problem (a
+    change okra refuses), its Cell is the one the API server holds and the Argo CD labels
+    stay as they are."""
     a, app = w.status, w.app
     if not a.version:
         return
     annotations = {**o.subscriptions, **hold_annotations(hold, w.promote, w.abort)}
-    p.cells.append(child_cell(o, app, a.version, len(a.clusters), annotations))
+    if not w.problem:
+        p.cells.append(child_cell(o, app, a.version, len(a.clusters), annotations))
+    elif w.child is not None and w.child.spec is not None:
+        # a change okra refuses reaches nothing: the Cell keeps its last accepted spec
+        p.cells.append(kept_cell(o, app.name, w.child, annotations))
+    else:
+        p.keep.add(("Cell", a.cell))
     if a.phase not in FAILED:  # a check failed: the decision sticks, nothing left to gate
         p.checks += w.checks
     by_name = {c.name: c for c in o.spec.clusters or []}
@@ -467,7 +476,7 @@ def _emit(o: SystemObserved, p: SystemPlan, w: AppWork, hold: bool) -> None:
             secret = (o.clusters.get(n) or ClusterSeen()).secret
             if app.argocd is not None and secret is not None:
                 wanted_secrets[secret] = version
-    if app.argocd is not None:
+    if app.argocd is not None and not w.problem:
         _secret_labels(o, p, app, wanted_secrets, {a.version, a.serving_version} - {""})
 
 
