@@ -143,6 +143,14 @@ async def test_once_events_are_said_once_on_a_watch_a_second_late(
                     Actions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": hand}}],
                 )
             assert await env.rule_becomes({"web-a-v1": 100}, within=90)
+
+            # AWS shows the repair as soon as okra's ModifyRule lands, before the reconcile
+            # that wrote it has read the rule back and said so (and its log line reached
+            # this test): wait for the Event, then count.
+            async def repair_said() -> bool:
+                return bool(said(okra.records(), "DriftRepaired"))
+
+            assert await eventually(repair_said, within=60)
             assert await eventually(config_synced, within=60)
             records = okra.records()
         writes = [s for r, n, s in api.statuses if r == "cells" and n == "web"]
