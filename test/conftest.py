@@ -19,7 +19,9 @@ order fixed by the seed (tests must pass in any order; this is how that is check
 Tests under test/unit, test/integration, test/e2e, test/reliability and test/node get the
 matching marker.
 After the whole run, the controller process fails the session if any server
-process started by this run is still alive.
+process started by this run is still alive, and, under `CI=true`, if any test was skipped
+for a reason not in `CI_SKIPS_ALLOWED` (a test skipped for a missing tool would otherwise
+pass CI without testing: CI installs what the tests need).
 """
 
 from __future__ import annotations
@@ -54,6 +56,39 @@ hypothesis_settings.load_profile("okra")
 
 RUN_ENV = "OKRA_TEST_RUN"
 
+CI_SKIPS_ALLOWED: dict[str, str] = {}
+"""Skip reasons a CI run (`CI=true`) may show, each with why it is not a gap in what CI
+tests. None today: every tool a test needs, CI installs (.ci/run, the Makefile's targets),
+and a test that can check something wherever it runs does not skip."""
+
+_skipped_in_ci: list[tuple[str, str]] = []  # (test id, reason), on the controller
+
+
+def skip_reason(report: pytest.CollectReport | pytest.TestReport) -> str:
+    """The reason a skipped test or module gave (without pytest's "Skipped: ")."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def unlisted_skips(skips: list[tuple[str, str]], allowed: dict[str, str]) -> list[tuple[str, str]]:
+    """The (test id, reason) skips whose reason is not allowed."""
+    return [(test, reason) for test, reason in skips if reason not in allowed]
+
+
+def _note_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
+    # xdist hands its workers' reports to the controller's hooks: every skip is seen here
+    if report.skipped and not hasattr(report, "wasxfail") and os.environ.get("CI") == "true":
+        _skipped_in_ci.append((report.nodeid, skip_reason(report)))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _note_skip(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    _note_skip(report)  # a module skipped as a whole
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # Set before xdist spawns workers, so every server of this run inherits it.
@@ -86,12 +121,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return  # workers stop their own servers; the controller checks after them
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    assert reporter is not None
+    say = reporter.write_line
     left = leftover_servers(RUN_ENV, os.environ[RUN_ENV], ("okra_controllers.manager",))
     if left:
-        session.config.pluginmanager.get_plugin("terminalreporter").write_line(  # type: ignore[union-attr]
-            f"FAILED: server processes left running after the suite: {left}", red=True
-        )
+        say(f"FAILED: server processes left running after the suite: {left}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    unlisted = unlisted_skips(_skipped_in_ci, CI_SKIPS_ALLOWED)
+    if unlisted:
+        say("")  # end the line of progress dots
+    for test, reason in unlisted:
+        say(f"FAILED: skipped under CI=true: {test}: {reason}", red=True)
+    if unlisted:
+        say("(install what it needs in .ci/run, or allow the reason in CI_SKIPS_ALLOWED)")
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def write_loops() -> float:

@@ -5,7 +5,7 @@ test/conftest.py).
   so one worker starts one Argo CD for all of them, instead of each worker that draws one of
   them starting its own.
 - Units are handed out longest first, by kind: the Argo CD unit, reliability, e2e,
-  integration, then the many short unit-test modules, which fill the workers' ends evenly.
+  integration and fuzz, then the many short unit-test modules, which fill the workers' ends evenly.
   xdist's own order (most tests first) would leave the single-test, minute-long modules
   to the end, where one worker runs them while the other has nothing left.
 
@@ -27,7 +27,7 @@ ARGOCD_MODULES = frozenset(
     }
 )
 ARGOCD_SCOPE = "argocd"
-RANK = {"reliability": 1, "e2e": 2, "integration": 3}
+RANK = {"reliability": 1, "e2e": 2, "integration": 3, "fuzz": 3}
 LAST = 4
 
 

@@ -32,7 +32,7 @@ from aiohttp import web
 
 import iampolicy
 from okra_controllers.aws.config import AwsConfig
-from okra_runtime import GVK, Client
+from okra_runtime import GVK, Client, NotFoundError
 from okra_runtime.timeutil import parse_time
 from okra_testkit.awsread import weighted_records
 from okra_testkit.emulator import CountingProxy, MotoServer, action_of
@@ -234,7 +234,7 @@ async def wait_for(
         nonlocal last
         try:
             last = await status_of(c, ns, gvk, name)
-        except Exception:
+        except NotFoundError:  # not made yet; any other refusal fails the test
             return False
         return bool(pred(last))
 

@@ -26,7 +26,9 @@ from support import eventually
 
 from .conftest import Env, OkraManager, cell_obj, cell_status
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="needs tmux (Debian's tmux; .ci/run installs it)"
+)
 ALB_CONFIG = GVK("okra.mumo.co", "v1alpha1", "AWSApplicationLoadBalancerConfig")
 STEPS: list[dict[str, Any]] = [
     {"setWeight": 20},

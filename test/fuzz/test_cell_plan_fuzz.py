@@ -1,4 +1,4 @@
-"""The Cell plan under ≥ 10,000 generated rollouts (`make fuzz`; not part of `make test`).
+"""The Cell plan under ≥ 10,000 generated rollouts (`make fuzz`; `make test` runs 300 a test).
 
 Each generated input is a whole rollout: canary steps (setWeight, stepWeight, timed and
 indefinite pauses, analysis), target groups of several versions (unparsable ones included),
@@ -12,7 +12,8 @@ second run has target groups of newer versions arrive mid-rollout, at generated 
 gives weight to a version but the stable one and the one desired as the plan runs (a version
 that a higher eligible one supersedes is never written).
 
-`make fuzz` runs 10,000 (OKRA_FUZZ_EXAMPLES=N to change); a bare pytest run of this file, 200.
+`make fuzz` runs 10,000 (OKRA_FUZZ_EXAMPLES=N to change), `make test` 300; a bare pytest run
+of this file, 200.
 The run prints the count and the time.
 """
 

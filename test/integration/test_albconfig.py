@@ -290,11 +290,17 @@ async def test_the_original_okras_spelling_is_applied_and_named(env: Env) -> Non
 
 
 async def test_idle_resync_reads_once_and_writes_nothing(env: Env) -> None:
-    await env.start(resync=0.2)
+    rec = await env.start(resync=0.2)
+    assert rec is not None
     await env.client.create(config(env, "web", [50, 50]))
     await env.wait_synced("web")
-    await asyncio.sleep(0.5)  # let the status write reach the cache
     version = (await env.get("web"))["metadata"]["resourceVersion"]
+
+    async def cached() -> bool:  # the controller's cache holds its status write
+        obj = rec.configs.get("web", env.namespace)
+        return obj is not None and obj["metadata"]["resourceVersion"] == version
+
+    assert await eventually(cached)
     mark = env.calls.mark()
 
     async def resynced_three_times() -> bool:

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from okra_controllers.api.kinds import ANALYSIS_RUN, BLOCKLIST, CELL, PAUSE
-from okra_runtime import GVK, Client
+from okra_runtime import GVK, Client, NotFoundError
 from okra_testkit.envtest import ADMIN, UNPRIVILEGED, ControlPlane
 from support import eventually
 
@@ -576,7 +576,7 @@ async def test_run_analysis_waits_for_the_verdict(
         async def exists() -> bool:
             try:
                 await rt_client.get(ANALYSIS_RUN, "adhoc", namespace)
-            except Exception:
+            except NotFoundError:  # not made yet; any other refusal fails the test
                 return False
             return True
 

@@ -36,7 +36,7 @@ def promtool() -> str:
         prometheus = out.stdout.strip()
     tool = Path(prometheus).with_name("promtool")
     if not tool.exists():
-        pytest.skip("no promtool beside prometheus")
+        pytest.skip(f"no promtool beside {prometheus} (Debian's prometheus package has it)")
     return str(tool)
 
 

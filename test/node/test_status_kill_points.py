@@ -69,7 +69,7 @@ async def test_kill_9_at_a_check_jobs_create_resumes_on_the_same_job(
         print(f"{p.name:<40} {p.resumed_in or 0:.1f}s")
     print(f"Jobs: {jobs}")
     assert len(kills) == 2, kills
-    assert all(p.resumed_in is not None for p in killer.points)
+    killer.assert_resumed()
     # one Job per rollout (v1's first rollout, v2's): none made twice, none lost
     assert len(jobs) == 2, jobs
     assert all(j.startswith("web-") and j.endswith("-prec-smoke") for j in jobs), jobs

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import re
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 
 from e2e.conftest import (
+    CELL,
     Env,
     OkraManager,
     cell_obj,
@@ -27,9 +29,9 @@ from e2e.conftest import (
 )
 from faultproxy import ApiServerProxy, FaultProxy
 from okra_runtime import GVK, Client
-from okra_runtime.errors import NotFoundError
 from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
+from okra_testkit.envtest.process import free_port
 from support import eventually
 from tcpproxy import StallingProxy
 
@@ -149,95 +151,203 @@ class Sampler:
         return out
 
 
+RESUME_WITHIN = 120.0
+"""Seconds from a kill to the restarted okra-manager's first reconcile of the Cell: past
+it the point fails (a restart takes a few seconds; this is the bound of a loaded machine)."""
+
+
 @dataclasses.dataclass
 class Point:
-    """One kill point and what the Cell's status said around it."""
+    """One kill point and the Cell's status around it: `before`, what the killed manager
+    left; `after`, the first status the restarted one wrote (or `before` again, when its
+    first reconcile found nothing to change, as in an indefinite pause)."""
 
     name: str
-    rollout_before: str | None = None
-    rollout_after: str | None = None
-    step_before: int | None = None
-    step_after: int | None = None
+    before: dict[str, Any] = dataclasses.field(default_factory=dict)
+    after: dict[str, Any] | None = None
     resumed_in: float | None = None
-    outcome: str = "not reached"
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def rollout_before(self) -> str | None:
+        return self.before.get("rolloutId")
+
+    @property
+    def rollout_after(self) -> str | None:
+        return (self.after or {}).get("rolloutId")
+
+    @property
+    def step_before(self) -> int | None:
+        return self.before.get("currentStepIndex")
+
+    @property
+    def step_after(self) -> int | None:
+        return (self.after or {}).get("currentStepIndex")
+
+    def brief(self) -> str:
+        """The point, its problems and the fields of the status they are about."""
+        keys = "rolloutId currentStepIndex canaryVersion canaryWeight stableVersion health message"
+
+        def fields(st: dict[str, Any] | None) -> dict[str, Any] | None:
+            return None if st is None else {k: st.get(k) for k in keys.split()}
+
+        before, after = fields(self.before), fields(self.after)
+        return f"{self.name}: {self.problems()}; before {before}; after {after}"
+
+    def problems(self) -> list[str]:
+        """How the restart failed to resume the rollout where the kill left it: a rollout
+        under way goes on under its id at the step it was at or the next one, its canary's
+        weight never lower; or it ends as it was ending (its canary promoted, or rolled
+        back with the version blocked)."""
+        if self.after is None:
+            return ["never resumed (the point was not reached, or its restart not awaited)"]
+        b, a = self.before, self.after
+        if not b.get("rolloutId"):
+            return []  # no rollout to resume: a first one may begin
+        if not a.get("rolloutId"):
+            promoted = a.get("stableVersion") == b.get("canaryVersion")
+            rolled_back = a.get("health") == "Degraded" and a.get("stableVersion") == b.get(
+                "stableVersion"
+            )
+            return [] if promoted or rolled_back else ["the rollout ended neither way"]
+        out = []
+        if a["rolloutId"] != b["rolloutId"]:
+            out.append(f"rollout {b['rolloutId']} became {a['rolloutId']}")
+        step_b, step_a = b.get("currentStepIndex") or 0, a.get("currentStepIndex") or 0
+        if step_a not in (step_b, step_b + 1):
+            out.append(f"step {step_b} became {step_a}")
+        weight_b, weight_a = b.get("canaryWeight") or 0, a.get("canaryWeight") or 0
+        if weight_a < weight_b:
+            out.append(f"canary weight {weight_b} went back to {weight_a}")
+        return out
 
 
 class Killer:
     """Kills okra-manager when a proxy passes an armed operation (`on_forward`), or on
-    demand, restarts it at once (as a kubelet would) and records each `Point`."""
+    demand, restarts it at once (as a kubelet would) and records each `Point`.
+
+    A restart has resumed when it wrote the Cell's status, finished a reconcile of the Cell
+    (its metrics, on a fresh port each start, say so: an indefinite pause has nothing to
+    write), or was killed by the next armed point (at a write of its own)."""
 
     def __init__(self, okra: OkraManager, client: Client, ns: str) -> None:
         self.okra, self.client, self.ns = okra, client, ns
         self.armed: dict[str, Point] = {}
         self.points: list[Point] = []
-        self.killed = asyncio.Event()
-        self._pending: list[asyncio.Task[None]] = []
+        self._args = okra.args
+        self._start = 0  # the number of the manager's current start (0: the test's own)
+        self._killed: set[int] = set()  # starts that were killed
+        self._left: dict[int, dict[str, Any]] = {}  # start -> the status its kill found
+        self._ports: dict[int, int] = {}  # start -> its metrics port
+        self._new_metrics_port()
+
+    def _new_metrics_port(self) -> None:
+        self._ports[self._start] = port = free_port()
+        self.okra.args = (*self._args, "--metrics-bind-address", f"127.0.0.1:{port}")
+
+    def _kill(self) -> None:
+        self._killed.add(self._start)
+        self.okra.kill()
 
     def on_forward(self, op: str) -> None:
         point = self.armed.pop(op, None)
         if point is not None:
-            self.okra.kill()  # the request is on its way; its sender is gone
-            self._pending.append(asyncio.ensure_future(self._after_kill(point)))
+            self._kill()  # the request is on its way; its sender is gone
+            point.task = asyncio.create_task(self._after_kill(point))
 
     async def arm(self, op: str, name: str) -> Point:
         p = Point(name)
         self.points.append(p)
-        await self._before(p)
-        self.killed.clear()
         self.armed[op] = p
         return p
 
     async def kill_now(self, name: str) -> Point:
         p = Point(name)
         self.points.append(p)
-        await self._before(p)
-        self.okra.kill()
+        self._kill()
         await self._after_kill(p)
         return p
 
     def assert_resumed(self) -> None:
-        """Every point was resumed from, under the rollout id it had (where it had one
-        before and after)."""
-        for p in self.points:
-            assert p.resumed_in is not None, p
-            if p.rollout_before and p.rollout_after:
-                assert p.rollout_before == p.rollout_after, p
+        """Every point was resumed from (`Point.problems`)."""
+        bad = [p.brief() for p in self.points if p.problems()]
+        assert not bad, "\n".join(bad)
 
-    async def wait(self, p: Point, within: float = 120) -> None:
-        assert await eventually(lambda: now(p.resumed_in is not None), within=within), p
-
-    def _starts(self) -> int:
-        return self.okra.text().count('"caches synced"')
-
-    async def _before(self, p: Point) -> None:
-        try:
-            st = await cell_status(self.client, self.ns)
-        except NotFoundError:
-            return
-        p.rollout_before, p.step_before = st.get("rolloutId"), st.get("currentStepIndex")
+    async def wait(self, p: Point, within: float = RESUME_WITHIN + 30) -> None:
+        """Until `p` fired and the manager it killed resumed (failing past `within`)."""
+        assert await eventually(lambda: now(p.task is not None), within=within), p.name
+        assert p.task is not None
+        await p.task  # raises what went wrong after the kill
+        assert not p.problems(), p.brief()
 
     async def _after_kill(self, p: Point) -> None:
         killed_at = time.monotonic()
-        st = await cell_status(self.client, self.ns)
-        p.rollout_before = st.get("rolloutId") or p.rollout_before
-        p.step_before = st.get("currentStepIndex", p.step_before)
-        starts = self._starts()
-        self.okra.start()
-        # Resumed: the restarted manager changed the Cell's status, or (where nothing is
-        # to change, as in an indefinite pause) has its caches synced and reconciled.
-        before = st
-
-        async def progressed() -> bool:
-            current = await cell_status(self.client, self.ns)
-            return current != before or self._starts() > starts
-
-        await eventually(progressed, within=120, interval=0.1)
-        if self._starts() > starts and await cell_status(self.client, self.ns) == before:
-            await asyncio.sleep(1.0)  # one reconcile of the unchanged Cell
-        after = await cell_status(self.client, self.ns)
-        p.rollout_after, p.step_after = after.get("rolloutId"), after.get("currentStepIndex")
+        cell = await self.client.get(CELL, "web", self.ns)
+        p.before = self._left[self._start] = cell.get("status") or {}
+        changed = asyncio.create_task(
+            self._first_change(p.before, cell["metadata"]["resourceVersion"])
+        )
+        try:
+            self._start += 1
+            mine = self._start
+            self._new_metrics_port()
+            self.okra.start()
+            await self._resumed(p, mine, changed)
+            # what the restart wrote first, if it wrote (its kill, if it was killed, came
+            # after that write: the status then has it)
+            if mine in self._left:
+                current = self._left[mine]
+            else:
+                current = await cell_status(self.client, self.ns)
+            p.after = p.before if current == p.before else await asyncio.wait_for(changed, 30)
+        finally:
+            changed.cancel()
         p.resumed_in = time.monotonic() - killed_at
-        self.killed.set()
+
+    async def _resumed(self, p: Point, start: int, changed: asyncio.Task[Any]) -> None:
+        async def resumed() -> bool:
+            if changed.done() or start in self._left:
+                return True
+            return start not in self._killed and await self._reconciles(start) > 0
+
+        proc = self.okra.proc
+        assert await eventually(resumed, within=RESUME_WITHIN, interval=0.1), (
+            f"{p.name}: the restarted okra-manager (exit code {proc and proc.poll()})"
+            f" did not reconcile the Cell within {RESUME_WITHIN:g}s of the kill"
+        )
+
+    async def _first_change(self, status: dict[str, Any], rv: str) -> dict[str, Any]:
+        """The Cell's first status other than `status`, from `rv` on (a watch)."""
+        while True:
+            async for ev in self.client.watch(
+                CELL, self.ns, resource_version=rv, field_selector="metadata.name=web"
+            ):
+                if ev["type"] in ("BOOKMARK", "MODIFIED"):
+                    rv = ev["object"]["metadata"]["resourceVersion"]
+                if ev["type"] == "MODIFIED" and (ev["object"].get("status") or {}) != status:
+                    return dict(ev["object"].get("status") or {})
+
+    async def _reconciles(self, start: int) -> float:
+        """The Cell reconciles okra-manager's `start` has finished (0 while it starts)."""
+        url = f"http://127.0.0.1:{self._ports[start]}/metrics"
+        try:
+            text = await asyncio.to_thread(_get, url)
+        except OSError as e:
+            refused = isinstance(getattr(e, "reason", e), ConnectionRefusedError)
+            if refused or start in self._killed:
+                return 0.0  # not serving yet, or killed while it answered
+            raise
+        total = 0.0
+        for line in text.splitlines():
+            m = re.match(r"controller_runtime_reconcile_total\{(.*)\} (\S+)", line)
+            if m and 'controller="cell"' in m.group(1) and 'result="error"' not in m.group(1):
+                total += float(m.group(2))
+        return total
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return str(resp.read().decode())
 
 
 async def error_rate_templates(c: Client, ns: str, metrics_url: str, slow_count: int) -> None:

@@ -5,7 +5,9 @@ Points: the moment the AWS proxy forwards the first CreateRule, the canary's fir
 ModifyRule, a ModifyRule while a background analysis runs; during a timed pause, an
 inline analysis, an indefinite pause; and the rollback's ModifyRule of a failed
 version (its VersionBlocklist entry is written just before). After each restart the
-rollout must resume with the same rollout id; at the end: one rollout id per version
+rollout must resume (test/reliability/harness.py's `Point.problems`): under the same
+rollout id, at the step it was at or the next, its canary's weight never lower, or end as
+it was ending; at the end: one rollout id per version
 in the names of all its Pauses and AnalysisRuns, the blocklist entry written once,
 no weight regression and every sampled total 100. The matrix (point x outcome) is
 printed.
@@ -19,7 +21,7 @@ import pytest
 
 from e2e.conftest import BLOCKLIST, PAUSE, RUN, VERSION_ARG, Metrics, cell_obj, promote, wait_status
 
-from .harness import Killer, Sampler, World, error_rate_templates, rollout_ids
+from .harness import Killer, Point, Sampler, World, error_rate_templates, rollout_ids
 
 
 @pytest.mark.timeout(900)
@@ -41,11 +43,10 @@ async def test_kill_9_at_every_kind_of_moment_resumes_exactly(
     print("\nkill point                                   rollout id      step     resumed in")
     for p in killer.points:
         same = "same" if p.rollout_before == p.rollout_after else "ended/changed"
-        if p.outcome == "not reached":
-            p.outcome = "ok"
         print(
             f"{p.name:<44} {p.rollout_before!s:>8}->{same:<13} "
-            f"{p.step_before}->{p.step_after}   {p.resumed_in or 0:.1f}s  {p.outcome}"
+            f"{p.step_before}->{p.step_after}   {p.resumed_in or 0:.1f}s  "
+            f"{'; '.join(p.problems()) or 'ok'}"
         )
     print(
         f"v2: rollout ids in its runs and pauses {sorted(v2_ids)} ({len(runs)} runs, "
@@ -111,3 +112,28 @@ async def _scenario(world: World, metrics: Metrics, killer: Killer, sampler: Sam
     await wait_status(c, ns, lambda s: s.get("health") == "Degraded")
 
     assert await env.rule_becomes({"web-a-v2": 100}, interval=0.1)
+
+
+def test_a_point_resumed_only_where_its_rollout_goes_on_or_ends_as_it_was_ending() -> None:
+    """What the matrix counts as resumed (`Point.problems`), situation by situation."""
+    at = {"rolloutId": "r1", "currentStepIndex": 2, "canaryVersion": "v2", "canaryWeight": 20}
+    at |= {"stableVersion": "v1", "health": "Progressing"}
+
+    def problems(after: dict[str, Any] | None, before: dict[str, Any] = at) -> list[str]:
+        return Point("p", before=before, after=after).problems()
+
+    assert problems(at) == []  # nothing to change: as it was
+    assert problems(at | {"currentStepIndex": 3, "canaryWeight": 40}) == []
+    assert problems(at | {"currentStepIndex": 4}) == ["step 2 became 4"]
+    assert problems(at | {"currentStepIndex": 1}) == ["step 2 became 1"]
+    assert problems(at | {"rolloutId": "r2"}) == ["rollout r1 became r2"]
+    assert problems(at | {"canaryWeight": 0}) == ["canary weight 20 went back to 0"]
+    assert problems({"stableVersion": "v2", "health": "Healthy"}) == []  # promoted
+    assert problems({"stableVersion": "v1", "health": "Degraded"}) == []  # rolled back
+    assert problems({"stableVersion": "v1", "health": "Healthy"}) == [
+        "the rollout ended neither way"
+    ]
+    assert problems(None) == [
+        "never resumed (the point was not reached, or its restart not awaited)"
+    ]
+    assert problems({"rolloutId": "r1"}, before={}) == []  # a first rollout began

@@ -4,8 +4,9 @@ Pause or AnalysisRun status, restarted at once (as a kubelet would).
 The manager reaches kube-apiserver through `ApiServerProxy` (test/faultproxy.py), which
 names each request as RBAC does (`update cells/status`). At each point the manager is
 killed either *before* the write reaches the server (the request is dropped) or *after*
-the server applied it (the reply is lost). After every restart the rollout carries on at
-the same step with the same rollout id; at the end there is one rollout id in the names
+the server applied it (the reply is lost). After every restart the rollout carries on
+with the same rollout id at the step it was at or the next, its canary's weight never
+lower (harness.py's `Point.problems`); at the end there is one rollout id in the names
 of all Pauses and AnalysisRuns, one Pause per pause step and one AnalysisRun per analysis
 (inline, background) of the rollout, no weight regression, every sampled total 100. The
 matrix (point x outcome) is printed. The check-Job point (the create of a precheck's Job,
@@ -91,9 +92,6 @@ async def test_kill_9_at_each_status_write_resumes_exactly(world: World, metrics
     assert sampler.totals == {100}
     assert shares == sorted(shares)
     killer.assert_resumed()
-    for p in killer.points:
-        if p.step_before is not None and p.step_after is not None:
-            assert p.step_after >= p.step_before, p
 
 
 async def _scenario(world: World, metrics: Metrics, killer: Killer, sampler: Sampler) -> None:

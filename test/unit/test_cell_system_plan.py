@@ -344,7 +344,11 @@ def test_a_failed_check_waits_the_delay_then_rolls_that_application_back() -> No
             for a in p.status.applications or []
         )
     ]
-    assert 3 <= len(waiting) <= 4
+    # a tick a second: the failure's tick and the three after it wait; the rollback starts
+    # on the tick 4 s after the failure
+    assert len(waiting) == 4
+    after = w.history[w.history.index(waiting[-1]) + 1]
+    assert next(a.phase for a in after.status.applications or [] if a.name == "web") == "Reverting"
     assert w.app("web").phase == "Reverted"
     assert w.weights("web") == {"sys-web-web-1-v1": 50, "sys-web-web-2-v1": 50}
     assert w.app("api").phase == "Synced"
