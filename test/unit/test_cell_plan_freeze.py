@@ -99,6 +99,16 @@ def walk_to(w: Frozen, index: int) -> None:
     raise AssertionError(f"never reached step {index}: {w.status.message}")
 
 
+def frozen_at_step_1() -> Frozen:
+    """v2 walked to its second step, then the holiday freeze, two ticks on."""
+    w = rolled_out()
+    w.add_tg("a-v2", "v2")
+    walk_to(w, 1)
+    w.freeze = HOLIDAY
+    w.run(2)
+    return w
+
+
 def test_weight_step_written_completes_then_the_next_step_waits() -> None:
     w = rolled_out()
     w.add_tg("a-v2", "v2")
@@ -186,11 +196,7 @@ def test_background_analysis_failure_rolls_back_during_the_freeze() -> None:
 
 
 def test_abort_and_rollback_proceed_during_the_freeze() -> None:
-    w = rolled_out()
-    w.add_tg("a-v2", "v2")
-    walk_to(w, 1)
-    w.freeze = HOLIDAY
-    w.run(2)
+    w = frozen_at_step_1()
     w.abort = w.status.rollout_id
     w.run(3)
     assert w.weights() == {"a-v1": 100}

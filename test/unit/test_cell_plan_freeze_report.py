@@ -6,15 +6,18 @@ and after it."""
 from __future__ import annotations
 
 from okra_controllers.cell.plan import freeze_holds
-from unit.test_cell_plan_freeze import HOLIDAY, SAID, frozen_condition, rolled_out, walk_to
+from unit.test_cell_plan_freeze import (
+    HOLIDAY,
+    SAID,
+    frozen_at_step_1,
+    frozen_condition,
+    rolled_out,
+    walk_to,
+)
 
 
 def test_an_abort_under_a_freeze_ends_the_hold_in_the_status() -> None:
-    w = rolled_out()
-    w.add_tg("a-v2", "v2")
-    walk_to(w, 1)
-    w.freeze = HOLIDAY
-    w.run(2)
+    w = frozen_at_step_1()
     assert w.status.paused_reason == "Frozen"
     assert freeze_holds(w.status)
     w.abort = w.status.rollout_id
@@ -36,11 +39,7 @@ def test_an_abort_under_a_freeze_ends_the_hold_in_the_status() -> None:
 
 
 def test_only_a_paused_cell_counts_as_held() -> None:
-    w = rolled_out()
-    w.add_tg("a-v2", "v2")
-    walk_to(w, 1)
-    w.freeze = HOLIDAY
-    w.run(2)
+    w = frozen_at_step_1()
     stale = w.status.model_copy(update={"health": "Degraded", "phase": "Error"})
     assert stale.paused_reason == "Frozen"
     assert not freeze_holds(stale)  # written by an okra that left the reason behind

@@ -100,6 +100,19 @@ def test_cell_event_names_the_failed_metrics() -> None:
     assert with_run_messages("analysis gone Failed", runs.get) == "analysis gone Failed"
 
 
+def failed_on(
+    spec: AnalysisRunSpec, metrics: Any, j: Any, t0: datetime.datetime
+) -> AnalysisRunStatus:
+    """The status of a run whose first metric was judged `j` once, the run concluded Failed."""
+    pair = (Side("canary", "2.0.0", ()), Side("baseline", "1.0.0", ()))
+    results: dict[str, MetricResult] = {}
+    m, meta = run_pass.judged_measurement(metrics[0], j, pair, t0, t0)
+    run_pass.add_measurement(results, metrics[0], m, meta, set())
+    status = AnalysisRunStatus()
+    assert run_pass.conclude(spec, status, metrics, results, set(), t0, t0).phase == "Failed"
+    return status
+
+
 def test_cell_event_names_a_critical_metric_and_by_how_much() -> None:
     """A step failed by a critical metric alone (the other metric still measuring): the
     run's message, and so the Cell's RolloutFailed Event, names the metric and by how
@@ -119,12 +132,7 @@ def test_cell_event_names_a_critical_metric_and_by_how_much() -> None:
     canary, baseline = [5.0 + i / 10 for i in range(30)], [1.0 + i / 10 for i in range(30)]
     j = judge.classify(canary, baseline, critical=True)
     assert (j.classification, j.critical) == ("High", True)
-    pair = (Side("canary", "2.0.0", ()), Side("baseline", "1.0.0", ()))
-    results: dict[str, MetricResult] = {}
-    m, meta = run_pass.judged_measurement(metrics[0], j, pair, t0, t0)
-    run_pass.add_measurement(results, metrics[0], m, meta, set())
-    status = AnalysisRunStatus()
-    assert run_pass.conclude(spec, status, metrics, results, set(), t0, t0).phase == "Failed"
+    status = failed_on(spec, metrics, j, t0)
     line = "errors High (critical): canary median 6.45 % vs baseline 2.45 %, +163 %, p = 3e-11"
     assert status.message is not None
     assert f"critical: errors: {line}" in status.message, status.message
@@ -147,12 +155,7 @@ def test_a_run_whose_canary_p99_is_infinite_fails() -> None:
     baseline = [100.0 + i for i in range(30)]
     j = compare.classify(metrics[0].judge, [*baseline, float("inf")], baseline)
     assert j.classification == "High"
-    pair = (Side("canary", "2.0.0", ()), Side("baseline", "1.0.0", ()))
-    results: dict[str, MetricResult] = {}
-    m, meta = run_pass.judged_measurement(metrics[0], j, pair, t0, t0)
-    run_pass.add_measurement(results, metrics[0], m, meta, set())
-    status = AnalysisRunStatus()
-    assert run_pass.conclude(spec, status, metrics, results, set(), t0, t0).phase == "Failed"
+    status = failed_on(spec, metrics, j, t0)
     assert status.message == (
         "judgment Fail: score 0 (pass 90, marginal 75): latency-p99 High: 1 of 31 canary "
         "values are +Inf; finite canary median 114.5 ms vs baseline 114.5 ms"
