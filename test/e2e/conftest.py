@@ -27,7 +27,7 @@ from okra_controllers.manager import EMULATOR_ENV, local_command
 from okra_runtime import GVK, Client
 from okra_runtime.errors import NotFoundError
 from okra_runtime.hotloop import LOOP_EVENT
-from okra_testkit.emulator import CountingProxy, MotoServer
+from okra_testkit.emulator import CountingProxy, MotoServer, forward_weights
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import ArgoCD
 from okra_testkit.seed import LoadBalancer, Network, Seeder
@@ -113,6 +113,15 @@ class Env:
     def through(self, proxy: CountingProxy) -> Env:
         """This world with okra-manager's AWS calls going through `proxy` (a fault proxy)."""
         return replace(self, proxy=proxy)
+
+    def rule_writes(self, since: float = 0.0) -> list[dict[str, int]]:
+        """Weights by target group name of each ModifyRule okra sent since `since` (with
+        `proxy.keep_bodies` holding "ModifyRule"), in order: exactly what it wrote."""
+        by_arn = {a: n for n, a in self.tg_arns.items()}
+        return [
+            {by_arn.get(arn, arn): w for arn, w in forward_weights(body).items()}
+            for _, body in self.proxy.sent("ModifyRule", since)
+        ]
 
     async def rule_weights(self) -> dict[str, int]:
         """Weights by target group name in okra's rule, read from AWS (moto)."""

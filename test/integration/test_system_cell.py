@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -32,12 +33,14 @@ from okra_controllers.route53config.controller import setup as setup_route53conf
 from okra_controllers.settings import Settings
 from okra_runtime import GVK, Client, Manager, ManagerOptions
 from okra_testkit.awsread import listener_forward, weighted_records
-from okra_testkit.emulator import MotoServer, forward_weights
+from okra_testkit.emulator import MotoServer, forward_weights, record_weights
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
 from okra_testkit.localeks import LocalEks
 from okra_testkit.seed import LoadBalancer, Network, Seeder
 from support import ErrorRates, eventually, serve_error_rates
+
+WRITES = ("ModifyRule", "ModifyListener", "ChangeResourceRecordSets")  # kept whole
 
 REPO = Path(__file__).resolve().parents[2]
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
@@ -53,6 +56,7 @@ class System:
         self.c, self.ns, self.eks, self.plane, self.network = c, ns, eks, plane, network
         self.seed = Seeder(eks.config)
         self.tgs: dict[str, str] = {}
+        self.since = 0.0  # of the writes `rule_writes` and `record_writes` read
 
     async def cluster(
         self, name: str, role: str, eks: bool = True, backend: str = "alb"
@@ -119,17 +123,35 @@ class System:
             raise AssertionError((await self.weights(listener, priority), await self.debug()))
 
     def record_rule_writes(self) -> None:
-        """Keep every ModifyRule okra sends from now on (`rule_writes` reads them)."""
-        self.eks.proxy.keep_bodies.add("ModifyRule")
+        """Keep every forward and record write okra sends from now on (ModifyRule,
+        ModifyListener, ChangeResourceRecordSets): `rule_writes` and `record_writes` read
+        them."""
+        self.eks.proxy.keep_bodies.update(WRITES)
+        self.since = time.monotonic()
 
-    def rule_writes(self) -> list[dict[str, int]]:
-        """Each ModifyRule okra sent since `record_rule_writes`: weights by cluster name."""
+    def rule_writes(self, action: str = "ModifyRule") -> list[dict[str, int]]:
+        """Each ModifyRule (or ModifyListener) okra sent since `record_rule_writes`: weights
+        above 0 by cluster name."""
         names = {arn: n for n, arn in self.tgs.items()}
         return [
             {names.get(arn, arn): w for arn, w in forward_weights(body).items() if w}
-            for action, body in self.eks.proxy.bodies
-            if action == "ModifyRule"
+            for _, body in self.eks.proxy.sent(action, self.since)
         ]
+
+    def record_writes(self, name: str) -> list[tuple[float, dict[str, int]]]:
+        """After each ChangeResourceRecordSets of `name` okra sent since
+        `record_rule_writes`: when it was sent, and the weighted records it leaves (each
+        write folded over the last), SetIdentifier -> weight."""
+        records: dict[str, int] = {}
+        out = []
+        for t, body in self.eks.proxy.sent("ChangeResourceRecordSets", self.since):
+            for ident, weight in record_weights(body, name).items():
+                if weight is None:
+                    records.pop(ident, None)
+                else:
+                    records[ident] = weight
+            out.append((t, dict(records)))
+        return out
 
     async def set_clusters(self, clusters: list[dict[str, Any]]) -> None:
         """Edit the system's spec.clusters, as a person does (a merge patch)."""

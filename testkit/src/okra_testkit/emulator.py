@@ -142,7 +142,7 @@ class CountingProxy:
         self.target = target.rstrip("/")
         self.calls: list[tuple[float, str]] = []  # (monotonic time, action)
         self.keep_bodies: set[str] = set()  # actions whose requests are kept whole, in...
-        self.bodies: list[tuple[str, bytes]] = []  # ...(action, request body), in order
+        self.bodies: list[tuple[float, str, bytes]] = []  # ...(time, action, body), in order
         self.port = 0
         self.on_credentials = on_credentials
         self._eks: dict[str, tuple[str, str]] = {}
@@ -162,6 +162,12 @@ class CountingProxy:
 
     def actions(self, since: float = 0.0) -> list[str]:
         return [a for t, a in self.calls if t >= since]
+
+    def sent(self, action: str, since: float = 0.0) -> list[tuple[float, bytes]]:
+        """(monotonic time, body) of each `action` request (one of `keep_bodies`) forwarded
+        since `since`, in the order they arrived: what okra wrote, exactly and in order,
+        where sampling AWS's reads can miss a state that lasts less than a poll."""
+        return [(t, b) for t, a, b in self.bodies if a == action and t >= since]
 
     async def start(self) -> None:
         import aiohttp
@@ -192,7 +198,7 @@ class CountingProxy:
         action = action_of(request, body)
         self.calls.append((time.monotonic(), action))
         if action in self.keep_bodies:
-            self.bodies.append((action, body))
+            self.bodies.append((time.monotonic(), action, body))
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host",)}
         async with self._session.request(
             request.method, self.target + request.path_qs, data=body, headers=headers
@@ -240,6 +246,24 @@ def forward_weights(body: bytes) -> dict[str, int]:
         ):
             groups.setdefault(head, {})[field] = values[0]
     return {g["TargetGroupArn"]: int(g.get("Weight", "1")) for g in groups.values()}
+
+
+def record_weights(body: bytes, name: str) -> dict[str, int | None]:
+    """SetIdentifier -> weight of each weighted record of `name` a Route 53
+    `ChangeResourceRecordSets` request changes: the weight it CREATEs or UPSERTs, or None
+    where it DELETEs the record (`name` with or without its trailing dot)."""
+    ns = {"r": "https://route53.amazonaws.com/doc/2013-04-01/"}
+    out: dict[str, int | None] = {}
+    for change in ElementTree.fromstring(body).iterfind(".//r:Change", ns):
+        rrset = change.find("r:ResourceRecordSet", ns)
+        if rrset is None or rrset.findtext("r:Name", "", ns).rstrip(".") != name.rstrip("."):
+            continue
+        ident = rrset.findtext("r:SetIdentifier", "", ns)
+        weight = rrset.findtext("r:Weight", "", ns)
+        if ident and weight:
+            deleted = change.findtext("r:Action", "", ns) == "DELETE"
+            out[ident] = None if deleted else int(weight)
+    return out
 
 
 def _eks_describe(method: str, path: str) -> str | None:
