@@ -10,12 +10,13 @@ STAMP := $(VENV)/.installed
 # 17.7 with 2)
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(max(2, (os.cpu_count() or 2) * 3 // 2))')
 
-.PHONY: help venv assets node argocd helm chart docs image test-image test-node check-chart lint manifests check-manifests rbac check-rbac test test-stress test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell bench-judge demo demo-fleet
+.PHONY: help venv assets node argocd helm chart docs image test-image test-node check-chart lint manifests check-manifests rbac check-rbac test test-stress test-compat test-unit test-reliability fuzz fmt lock clean bench-runtime bench-cell bench-judge demo demo-fleet
 
 help:
 	@echo "make demo    a real cluster canary on a local control plane + moto, live"
 	@echo "make demo-fleet  okra's standard scenario: EKS clusters -> Argo CD -> target groups -> canary"
 	@echo "make test    lint, type-check and run every test (installs everything on first use)"
+	@echo "make test-compat  the compatibility subset on each Kubernetes minor (COMPAT_MINORS) and Argo CD"
 	@echo "make test-stress  make test beside a CPU hog (stress-ng), more workers than cores, a shuffled order"
 	@echo "make assets  build/cache kube-apiserver, kube-controller-manager, kubectl, etcd"
 	@echo "make argocd  build/cache Argo CD (argocd + CRDs) and fetch Debian's redis-server"
@@ -104,15 +105,28 @@ fmt: $(STAMP)
 	$(BIN)/ruff format src testkit test examples bench
 	$(BIN)/ruff check --fix src testkit test examples bench
 
-test: lint
-	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && \
-	OKRA_PROMETHEUS="$$(hack/prometheus.sh)" && export OKRA_PROMETHEUS && \
+# The servers the suites beyond the control plane run (each built or fetched on first use).
+SERVERS = OKRA_PROMETHEUS="$$(hack/prometheus.sh)" && export OKRA_PROMETHEUS && \
 	OKRA_HELM="$$(hack/build-helm.sh)" && export OKRA_HELM && \
 	OKRA_ARGOCD="$$(hack/build-argocd.sh)" && export OKRA_ARGOCD && \
 	OKRA_REDIS="$$(hack/redis.sh)" && export OKRA_REDIS && \
-	OKRA_EXPRLANG="$$(hack/build-exprlang.sh)" && export OKRA_EXPRLANG && \
+	OKRA_EXPRLANG="$$(hack/build-exprlang.sh)" && export OKRA_EXPRLANG
+
+test: lint
+	OKRA_ASSETS="$$(hack/build-control-plane.sh)" && export OKRA_ASSETS && $(SERVERS) && \
 	OKRA_FUZZ_EXAMPLES=$(TEST_FUZZ_EXAMPLES) \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope --durations=30 -m "not image and not node"
+
+# The compatibility matrix (docs/compatibility.md): test/compat.py's subset on each Kubernetes
+# minor of COMPAT_MINORS (the oldest EKS supports through the newest the Go module proxy
+# serves, each pinned in hack/k8s/) with the pinned Argo CD, and okra's reads and writes of
+# Argo CD's objects against the CRDs of each release in COMPAT_ARGOCD_CRDS. CI runs the
+# matrix's ends: COMPAT_MINORS="1.32 1.37".
+COMPAT_MINORS ?= 1.32 1.33 1.34 1.35 1.36 1.37
+COMPAT_ARGOCD_CRDS ?= v3.4.13 v3.5.7
+test-compat: $(STAMP)
+	$(SERVERS) && COMPAT_ARGOCD_CRDS="$(COMPAT_ARGOCD_CRDS)" PYTEST_WORKERS=$(PYTEST_WORKERS) \
+	hack/compat.sh $(COMPAT_MINORS)
 
 # The whole suite on a busy machine, where races show: Debian's stress-ng keeps every core at
 # STRESS_CPU_LOAD percent, pytest runs two workers per core, and the modules and tests run in

@@ -38,6 +38,7 @@ import structlog
 from hypothesis import settings as hypothesis_settings
 from kubernetes_asyncio import client
 
+from compat import in_subset
 from okra_runtime.client import Client
 from okra_runtime.logging import configure_logging
 from okra_runtime.metrics import REGISTRY
@@ -115,6 +116,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for kind in ("unit", "integration", "e2e", "reliability", "node"):
             if kind in parts:
                 item.add_marker(getattr(pytest.mark, kind))
+        if in_subset(item.nodeid):
+            item.add_marker(pytest.mark.compat)
 
 
 @pytest.hookimpl(trylast=True)  # after session fixtures are torn down

@@ -13,7 +13,9 @@ by any Secret a test or okra's ClusterSet writes.
 
 The binaries: `argocd` (one binary for every component, chosen by the name it runs as) and its
 CRDs from `OKRA_ARGOCD` (the directory `hack/build-argocd.sh` prints) or the newest build in
-okra's cache; `redis-server` from `OKRA_REDIS` (`hack/redis.sh`), `PATH` or the cache. The
+okra's cache (`OKRA_ARGOCD_CRDS`, a directory `hack/argocd-crds.sh` prints, puts another
+release's CRDs in their place: the compatibility matrix's cells where only that release's
+schemas are tried, with no Argo CD process running); `redis-server` from `OKRA_REDIS` (`hack/redis.sh`), `PATH` or the cache. The
 components run as symlinks named after them in a private `bin/` that also holds
 `argocd-k8s-auth` and comes first on their PATH, so clusters with `awsAuthConfig` (EKS tokens)
 work as they do in a real installation.
@@ -46,6 +48,7 @@ from okra_testkit.envtest.controlplane import ADMIN, ControlPlane
 from okra_testkit.envtest.process import Process, Processes
 
 ARGOCD_ENV = "OKRA_ARGOCD"
+ARGOCD_CRDS_ENV = "OKRA_ARGOCD_CRDS"
 REDIS_ENV = "OKRA_REDIS"
 COMPONENTS = (
     "argocd-repo-server",
@@ -115,8 +118,9 @@ def find_argocd(directory: str | os.PathLike[str] | None = None) -> ArgoCDBinari
             f"redis-server not found; fetch it with `hack/redis.sh` and set {REDIS_ENV} to the "
             "path it prints"
         )
+    crds = Path(os.environ.get(ARGOCD_CRDS_ENV) or build / "crds")
     return ArgoCDBinaries(
-        argocd=build / "argocd", crds=build / "crds", helpers=build / "bin", redis_server=redis
+        argocd=build / "argocd", crds=crds, helpers=build / "bin", redis_server=redis
     )
 
 
