@@ -238,7 +238,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(ARGO_GROUP, "applications", verbs=READ),
         EVENTS,
     ),
-    # A system Cell (seed 002): makes and owns a Cell per application, an AWSTargetGroup per
+    # A system Cell: makes and owns a Cell per application, an AWSTargetGroup per
     # cluster and version, the applications' Checks (server-side apply: patch; deleted when
     # no longer wanted); labels Argo CD cluster Secrets (merge patch); reads Applications.
     # Workload clusters are reached with their Argo CD Secret's or EKS's credentials.

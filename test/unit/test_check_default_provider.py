@@ -136,5 +136,6 @@ def test_the_default_interval_an_earlier_okra_stored_beside_analysis_warns() -> 
     doc["spec"]["interval"] = "15s"
     errors = lint_texts([("check.yaml", yaml.safe_dump(doc))]).errors
     assert [e.message.split(":")[0] for e in errors] == [
-        "spec.interval beside spec.analysis (seed 000's spelling, read as the spec's own fields)"
+        "spec.interval beside spec.analysis "
+        "(the original okra's spelling, read as the spec's own fields)"
     ]

@@ -1,8 +1,8 @@
 """The Check controller: a standing metric check on its own schedule.
 
 A Check's provider query is templated with `{{.Vars.NAME}}` from `spec.vars`,
-which whoever writes the Check fills in (seed 002 names `eksClusterName`,
-`albListenerARN`, `targetGroupARN`). A system Cell writes its applications' Checks
+which whoever writes the Check fills in (`eksClusterName`, `albListenerARN`,
+`targetGroupARN`, say). A system Cell writes its applications' Checks
 itself, one per cluster where the rendered queries differ (`cell.system.children`,
 docs/system-cells.md); a user or another tool may write one too. Every `interval`
 (and at once when the spec changes)

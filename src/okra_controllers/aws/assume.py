@@ -18,18 +18,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import ClientError
 
-if TYPE_CHECKING:
-    from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.clients import ClientMaker
 
 SESSION_NAME = "okra"
 DURATION = 3600
 """Seconds an assumed role's credentials last (AWS's default maximum for a role)."""
 
-_SESSIONS: dict[tuple[int, AwsConfig, str], Any] = {}
+_SESSIONS: dict[tuple[int, ClientMaker, str], Any] = {}
 
 
 def _clock() -> datetime.datetime:
@@ -37,7 +36,7 @@ def _clock() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
-def role_session(base: AwsConfig, role_arn: str) -> Any:
+def role_session(base: ClientMaker, role_arn: str) -> Any:
     """The session whose credentials are `role_arn`'s, assumed with `base`'s."""
     key = (id(asyncio.get_running_loop()), base, role_arn)
     session = _SESSIONS.get(key)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 from prometheus_client import Counter, Histogram
 
+from okra_controllers.aws.assume import role_session
 from okra_controllers.aws.errors import THROTTLING_CODES, AwsRefusalError, refused
 from okra_runtime.metrics import REGISTRY
 
@@ -111,8 +112,6 @@ class AwsConfig:
     def _session(self) -> Any:
         if self.role_arn is None:
             return shared_session()
-        from okra_controllers.aws.assume import role_session
-
         return role_session(self._base(), self.role_arn)
 
     def _instrument(self, c: Any, service: str) -> None:

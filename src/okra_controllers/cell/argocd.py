@@ -1,4 +1,4 @@
-"""Argo CD cluster Secret strategies (seed 002), the pure part: which of a Cell's clusters
+"""Argo CD cluster Secret strategies, the pure part: which of a Cell's clusters
 carry the labels its ApplicationSet selects on, and whether Argo CD has deployed the app.
 
 A Cell's clusters are Argo CD cluster Secrets (selected by `spec.argocd.clusterSecret.selector`,

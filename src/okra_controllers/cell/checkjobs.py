@@ -27,7 +27,7 @@ log = structlog.get_logger("okra.cell")
 
 
 def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
-    """The Job of one check of one rollout, owned by the Cell: the check's Pod (seed 002's
+    """The Job of one check of one rollout, owned by the Cell: the check's Pod (the
     one-container shorthand, or the Pod spec written), run once unless the check gives a
     `backoffLimit`."""
     cell = raw["metadata"]["name"]

@@ -1,5 +1,5 @@
 """`okra promote | pause | resume | abort | retry SYSTEM [--application NAME]`: a system
-Cell (seed 002) is operated as one thing.
+Cell is operated as one thing.
 
 A system's applications roll out through their own Cells (labelled with the system's
 name), so each command does to every application Cell (or, with `--application`, to one)

@@ -8,7 +8,7 @@ Argo Rollouts' `status` exits the same way). Paused and Progressing keep
 waiting: a pause ends by itself or by `okra promote`. Exit 3 when `--timeout`
 passes first, or, with `--no-watch`, when the Cell is not finished yet.
 
-A system Cell (seed 002) is finished when the system is: every application Completed
+A system Cell is finished when the system is: every application Completed
 (Healthy), or one failed (Degraded). Under its own line, each application's phase and
 message is printed when it changes, so a pipeline's log shows which one moved or failed.
 """

@@ -1,4 +1,4 @@
-"""`okra get cell NAME` for a system Cell (seed 002): the system as a tree — its clusters,
+"""`okra get cell NAME` for a system Cell: the system as a tree — its clusters,
 then each application with the versions it is going to and coming from, the clusters of
 each and the weight each has now (from the application's Cell)."""
 

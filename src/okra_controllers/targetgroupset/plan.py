@@ -21,8 +21,8 @@ Rules:
   that is not a valid object name, one used twice, or a spec the AWSTargetGroupBinding API
   rejects is a template error of that cluster.
 
-One binding per cluster, that creates its target group (seed 000: no AWS Load Balancer
-Controller needed):
+One binding per cluster, that creates its target group (no AWS Load Balancer Controller
+needed):
 - A reachable cluster is planned this way when `bindingTemplate` is given without
   `targetGroupARN`, and either the template gives `targetGroup` or the cluster is an EKS
   cluster (`awseks`; its VPC is known) in which no TargetGroupBinding with an ARN was found.

@@ -397,9 +397,9 @@ class AnalysisRun(ApiModel):
     status: AnalysisRunStatus | None = None
 
 
-class SeedCheckAnalysis(ApiModel):
-    """Seed 000's spelling of a Check's spec, under `spec.analysis`: read as the same fields
-    of the spec."""
+class CheckAnalysisSpelling(ApiModel):
+    """The original okra's spelling of a Check's spec, under `spec.analysis`: read as the
+    same fields of the spec."""
 
     interval: str | None = Field(default=None, pattern=DURATION_PATTERN)
     provider: MetricProvider | None = None
@@ -411,10 +411,10 @@ class SeedCheckAnalysis(ApiModel):
 
 
 STORED_INTERVAL = "30s"
-"""The interval an earlier okra's schema stored by default in every Check, seed 000's
-too: beside spec.analysis it is accepted with a warning (refusing it would refuse the
-next apply of a Check stored then), any other value refused."""
-_SEED_KEYS = (
+"""The interval an earlier okra's schema stored by default in every Check, one written
+under spec.analysis too: beside spec.analysis it is accepted with a warning (refusing it
+would refuse the next apply of a Check stored then), any other value refused."""
+_ANALYSIS_KEYS = (
     "interval",
     "provider",
     "query",
@@ -423,15 +423,15 @@ _SEED_KEYS = (
     "min",
     "max",
 )
-"""The fields seed 000 writes under spec.analysis: each refused beside it, by name."""
+"""The fields spec.analysis takes: each refused beside it, by name."""
 
 
 class CheckSpec(ApiModel):
     """A standing metric check: `provider`'s query (templated with `{{.Vars.NAME}}`
     from `vars`) runs every `interval`; it passes when `successCondition` holds and
     `failureCondition` does not, and, for a numeric result, when it is within
-    `min` / `max`. Seed 000 writes the same under `spec.analysis` (`interval`, `query`,
-    `max`): read as these fields."""
+    `min` / `max`. The same written under `spec.analysis` (`interval`, `query`, `max`, ...)
+    is read as these fields."""
 
     model_config = ApiModel.model_config | {
         "json_schema_extra": {
@@ -439,11 +439,11 @@ class CheckSpec(ApiModel):
                 {
                     "rule": f"!has(self.analysis) || !has(self.{key})"
                     + (f" || self.{key} == '{STORED_INTERVAL}'" if key == "interval" else ""),
-                    "message": f"spec.{key} beside spec.analysis (seed 000's spelling, read as "
-                    f"the spec's own fields): write spec.analysis.{key}, or write the whole "
-                    "check in spec without spec.analysis",
+                    "message": f"spec.{key} beside spec.analysis (the original okra's spelling, "
+                    f"read as the spec's own fields): write spec.analysis.{key}, or write the "
+                    "whole check in spec without spec.analysis",
                 }
-                for key in _SEED_KEYS
+                for key in _ANALYSIS_KEYS
             ]
         }
     }
@@ -454,16 +454,17 @@ class CheckSpec(ApiModel):
     """Where the query runs. None: okra-manager's default metrics provider
     (`--default-metrics-provider`)."""
     query: str | None = None
-    """The query, written beside the provider (seed 000 and 002 do): it goes into the
-    provider's `prometheus.query` or `datadog.query`."""
+    """The query, written beside the provider: it goes into the provider's
+    `prometheus.query` or `datadog.query`."""
     vars: dict[str, str] = Field(default_factory=dict)
     success_condition: str | None = None
     failure_condition: str | None = None
     min: float | None = None
     max: float | None = None
     history_limit: int = Field(default=10, ge=1, le=100)
-    analysis: SeedCheckAnalysis | None = None
-    """Seed 000's spelling: `spec.analysis.{interval, query, max, ...}`."""
+    analysis: CheckAnalysisSpelling | None = None
+    """Another spelling of the spec's fields, `spec.analysis.{interval, query, max, ...}`: read
+    as them."""
 
     def unused_vars(self) -> list[str]:
         """The names in `vars` that no `{{.Vars.NAME}}` of the provider or the query (or
@@ -480,7 +481,7 @@ class CheckSpec(ApiModel):
         return sorted(set(self.vars) - used)
 
     @model_validator(mode="after")
-    def _seed_spelling(self) -> CheckSpec:
+    def _analysis_spelling(self) -> CheckSpec:
         a = self.analysis
         if a is None:
             return self

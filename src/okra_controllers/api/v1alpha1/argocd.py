@@ -1,4 +1,4 @@
-"""How an application moves between clusters through Argo CD cluster Secrets (seed 002)."""
+"""How an application moves between clusters through Argo CD cluster Secrets."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from okra_controllers.api.v1alpha1.listener import LabelSelector
 
 class ArgoCDClusterSecret(ApiModel):
     """Which Argo CD cluster Secrets are the Cell's clusters, and the labels that put an
-    application on them (seed 002: `clusterSecret.labels`)."""
+    application on them (`labels`)."""
 
     selector: LabelSelector = Field(default_factory=LabelSelector)
     """Cluster Secrets (`argocd.argoproj.io/secret-type: cluster`, in the Cell's namespace)
@@ -24,8 +24,8 @@ class ArgoCDClusterSecret(ApiModel):
 
 
 class ArgoCDApplicationSet(ApiModel):
-    """The Applications to wait for on a version's clusters (seed 002: "automatically waits
-    for related applicationset(s)"): those an ApplicationSet of this `name` owns, or those
+    """The Applications to wait for on a version's clusters (until each is Synced and
+    Healthy): those an ApplicationSet of this `name` owns, or those
     whose labels match `selector`; neither: every Application sent to the clusters."""
 
     name: str | None = None
@@ -42,7 +42,7 @@ class ArgoCDUpdateStrategy(ApiModel):
 
 
 class CellArgoCD(ApiModel):
-    """Argo CD cluster Secret strategy (seed 002): which app runs on which clusters."""
+    """Argo CD cluster Secret strategy: which app runs on which clusters."""
 
     cluster_secret: ArgoCDClusterSecret
     application_set: ArgoCDApplicationSet | None = None

@@ -218,8 +218,8 @@ class CellIngress(ApiModel):
 
     def listener(self) -> CellALB | CellNLB | CellRoute53 | None:
         """The traffic section that applies: for an NLB `awsNetworkLoadBalancer`, else the
-        seed's spelling (`awsApplicationLoadBalancer`) if only that is given; for Route 53
-        `awsRoute53`."""
+        original okra's spelling (`awsApplicationLoadBalancer`) if only that is given; for
+        Route 53 `awsRoute53`."""
         if self.route53:
             return self.aws_route53
         if self.network:
@@ -251,8 +251,8 @@ class CellSpec(ApiModel):
                     "!(has(self.ingress) || has(self.argocd) || has(self.prechecks) || "
                     "has(self.postchecks))",
                     "message": "a Cell is either one application (spec.ingress, spec.argocd, "
-                    "spec.prechecks, spec.postchecks: seed 000's shape) or a system "
-                    "(spec.clusters and spec.applications: seed 002's shape), not both: move "
+                    "spec.prechecks, spec.postchecks) or a system (spec.clusters and "
+                    "spec.applications), not both: move "
                     "the application's settings into an entry of spec.applications",
                 },
                 {
@@ -342,17 +342,17 @@ class CellSpec(ApiModel):
     Waiting for the user (an indefinite pause, an inconclusive analysis) does not count,
     as in Argo Rollouts. Unset: no deadline (Argo Rollouts' default is 600)."""
     prechecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
-    """Run, in order, before any traffic moves to a new version (seed 002)."""
+    """Run, in order, before any traffic moves to a new version."""
     postchecks: list[RolloutCheck] = Field(default_factory=list, max_length=8)
     """Run, in order, once the new version serves 100%, before the rollout completes."""
     rollback_delay_seconds: int = Field(default=60, ge=0)
-    """After a failed precheck or postcheck, how long to wait before rolling back (seed 002:
-    "run-test failed. Waiting 60 seconds before starting a rollback"); the wait survives a
-    restart.
+    """After a failed precheck or postcheck, how long to wait before rolling back (the
+    Cell's message meanwhile: "... failed. Waiting 60 seconds before starting a rollback");
+    the wait survives a restart.
     A system Cell: the wait of every application whose `failurePolicy` (and the Cell's)
     is unset."""
     clusters: list[SystemCluster] | None = Field(default=None, min_length=1, max_length=32)
-    """A system Cell (seed 002): the clusters the system runs on. Editing this list (a new
+    """A system Cell: the clusters the system runs on. Editing this list (a new
     pair in place of the old) starts a migration, once every cluster is ready."""
     applications: list[SystemApplication] | None = Field(default=None, min_length=1, max_length=16)
     """A system Cell: the applications on `clusters`, each moved by a Cell okra makes and
@@ -389,8 +389,8 @@ class TargetGroupWeight(ApiModel):
 
 
 class CheckResult(ApiModel):
-    """One check's outcome for one forward config (seed 002: results paired with the
-    forward config's hash; an unchanged hash with a success is not run again)."""
+    """One check's outcome for one forward config (results are paired with the forward
+    config's hash; a check that passed for an unchanged hash is not run again)."""
 
     name: str
     stage: Literal["precheck", "postcheck"]
@@ -415,7 +415,7 @@ class CellStatus(ApiModel):
         "Reverting",
         "FailedReverting",
     ] = ""
-    """Where the Cell's rollout is (seed 002): Init (a new version found; prechecks,
+    """Where the Cell's rollout is: Init (a new version found; prechecks,
     waiting for Argo CD or for a freeze to end; no traffic moves yet), Migrating (steps;
     traffic moving), Completing (postchecks, the new version serving 100%), Completed (a
     version serves 100%, nothing under way), Error (a version failed, was aborted, or
@@ -458,8 +458,8 @@ class CellStatus(ApiModel):
     clusters: list[SystemClusterStatus] | None = None
     """A system Cell: each cluster, ready or what it waits for."""
     applications: list[ApplicationStatus] | None = None
-    """A system Cell: each application's phase (seed 002: Pending, Syncing, Synced,
-    PrecheckFailed, ...), where it is going and what serves it now."""
+    """A system Cell: each application's phase (Pending, Syncing, Synced, PrecheckFailed,
+    ...), where it is going and what serves it now."""
     notifications: list[PendingNotification] | None = None
     """Notifications not yet accepted by their receiver (oldest first)."""
 

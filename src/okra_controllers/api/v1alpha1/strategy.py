@@ -1,5 +1,5 @@
 """How a Cell rolls out: its update strategy (Argo Rollouts' canary and blue-green steps,
-with their analyses) and its checks (seed 002's prechecks and postchecks)."""
+with their analyses) and its checks (prechecks and postchecks)."""
 
 from __future__ import annotations
 
@@ -150,11 +150,11 @@ class UpdateStrategy(ApiModel):
 
 
 SHORTHAND = ("image", "command", "args", "env", "envFrom", "imagePullPolicy", "resources")
-"""The fields of seed 002's one-container shorthand (`job.template.spec.image`, ...)."""
+"""The fields of the one-container shorthand (`job.template.spec.image`, ...)."""
 
 
 class CheckPodSpec(ApiModel):
-    """What the check's Job runs (`job.template.spec`): seed 002's shorthand, one container
+    """What the check's Job runs (`job.template.spec`): a shorthand for one container
     (`image`, `command`, `args`, `env`, `envFrom`, `imagePullPolicy`, `resources`), or a
     Pod's spec as a Kubernetes Job writes it (`containers`, `initContainers`); either with
     the Pod's own fields (`serviceAccountName` for IRSA, `imagePullSecrets`, `volumes`,
@@ -167,7 +167,7 @@ class CheckPodSpec(ApiModel):
             "x-kubernetes-validations": [
                 {
                     "rule": "has(self.image) != has(self.containers)",
-                    "message": "job.template.spec takes image (one container: seed 002's "
+                    "message": "job.template.spec takes image (one container: the "
                     "shorthand) or containers (a Pod's spec), exactly one of them",
                 },
                 {

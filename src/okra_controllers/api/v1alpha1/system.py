@@ -1,4 +1,4 @@
-"""A system Cell (seed 002): several clusters serving several applications, swapped as one.
+"""A system Cell: several clusters serving several applications, swapped as one.
 
 `spec.clusters` names the clusters the system runs on now (EKS clusters by name);
 `spec.applications` says, per application, which of them serve it (`clusterSelector`), how
@@ -41,8 +41,8 @@ class SystemCluster(ApiModel):
 
     name: str = Field(min_length=1, max_length=100, pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
     eks: EKSClusterRef | None = Field(default=None, json_schema_extra={"nullable": True})
-    """Where to find it in EKS (`eks: {}`, or `eks:` with nothing under it as seed 002
-    writes it: the EKS cluster of the same name)."""
+    """Where to find it in EKS (`eks: {}`, or `eks:` with nothing under it: the EKS cluster
+    of the same name)."""
     require_ready: bool = True
     """Wait for this cluster before any application migrates (the default). False: it is
     waited for `readyTimeout` at most (not at all without one), then left out."""
@@ -77,7 +77,7 @@ class SystemClusterSecret(ApiModel):
     Argo CD cluster Secrets of the clusters that should run the application and removes
     them from the others (`argocd.argoproj.io/secret-type: cluster` is Argo CD's own)."""
     lables: dict[str, str] | None = Field(default=None, min_length=1)
-    """The spelling of seed 002's sketch, read as `labels`."""
+    """Another spelling of `labels`: read as it, with a warning."""
 
     @model_validator(mode="after")
     def _spelling(self) -> SystemClusterSecret:
@@ -170,7 +170,7 @@ class SystemCheckAnalysis(ApiModel):
     """An analysis metric provider (`prometheus`, `datadog`, `cloudWatch`, `web`, as in an
     AnalysisTemplate); with `query` below, the provider's own query may be left out."""
     query: str | None = None
-    """The query, written beside the provider as seed 002 does: it goes into
+    """The query, written beside the provider: it goes into
     `prometheus.query` or `datadog.query`. Without `provider`, okra-manager's default metrics
     provider (`--default-metrics-provider`) runs it; without one either, the Check says
     what to add."""
@@ -187,9 +187,9 @@ class SystemCheck(ApiModel):
     name: str = Field(min_length=1, max_length=20, pattern=DNS_LABEL)
     analysis: SystemCheckAnalysis
     retries: int = Field(default=DEFAULT_CHECK_RETRIES, ge=0, le=20)
-    """Seed 002's "run all the checks with retries": how many failed runs in a row, after
-    the first, a step tolerates before it fails (each run is the Check's next `interval`;
-    a passing run clears them). Default 2: the third failed run in a row fails the step."""
+    """How many failed runs in a row, after the first, a step tolerates before it fails
+    (each run is the Check's next `interval`; a passing run clears them). Default 2: the
+    third failed run in a row fails the step."""
 
 
 class FailurePolicy(ApiModel):

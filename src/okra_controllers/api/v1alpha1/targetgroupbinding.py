@@ -1,6 +1,6 @@
 """AWSTargetGroupBinding: the targets of one AWS target group, gathered across clusters.
 
-Field names follow the original okra (seed `000`): `targetGroupARN` names an existing group; when
+Field names follow the original okra: `targetGroupARN` names an existing group; when
 it is empty, `targetGroup` describes the group to create (its ARN is then recorded in
 `status.targetGroupARN`). Each entry of `targets` is one of:
 

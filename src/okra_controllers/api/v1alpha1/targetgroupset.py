@@ -9,8 +9,8 @@ AWSTargetGroup; `{{.cluster.name}}`, `{{.cluster.labels.KEY}}`, `{{.awseks.clust
 target group's version label). `bindingTemplate`, optional, is the metadata and spec of an
 AWSTargetGroupBinding generated beside each AWSTargetGroup, with the same substitution in every
 string; its `targetGroupARN` defaults to the discovered TargetGroupBinding's. A cluster of an
-`awseks` generator that has no TargetGroupBinding (no AWS Load Balancer Controller: seed 000's
-example) gets one binding from the template that creates a target group in the cluster's VPC
+`awseks` generator that has no TargetGroupBinding (no AWS Load Balancer Controller in the
+cluster) gets one binding from the template that creates a target group in the cluster's VPC
 and registers the nodes its targets select, and one AWSTargetGroup with that group's ARN (as
 does every cluster when the template gives `targetGroup`). An `awseks` cluster's tag
 `okra.mumo.co/version` becomes the version label of its AWSTargetGroups when the template sets
@@ -63,7 +63,7 @@ class ArgoCDClustersGenerator(ApiModel):
 class EKSClusterSelector(ApiModel):
     match_tags: dict[str, str] = Field(default_factory=dict)
     match_labels: dict[str, str] = Field(default_factory=dict)
-    """Another spelling of `matchTags` (seed 000); merged into it."""
+    """Another spelling of `matchTags` (EKS tags): merged into it, with a warning."""
 
     @model_validator(mode="after")
     def _tags(self) -> EKSClusterSelector:
@@ -76,7 +76,7 @@ class EKSClusterSelector(ApiModel):
 class AWSEKSGenerator(ApiModel):
     cluster_selector: EKSClusterSelector = Field(default_factory=EKSClusterSelector)
     binding_selector: LabelSelector | None = None
-    """Another place for the spec's `bindingSelector` (seed 000); merged into it."""
+    """Another place for the spec's `bindingSelector`: merged into it, with a warning."""
 
 
 DEFAULT_VERSION_KEY = "okra.mumo.co/version"
@@ -264,8 +264,8 @@ _QUOTED = re.compile(r'"(\{\{[^{}]*\}\})"')
 
 
 def unquoted_name(name: str) -> str:
-    """A binding name template with each placeholder written in double quotes (seed 000:
-    `web-"{{.awseks.cluster.name}}"`, YAML quoting inside the value) read as meant:
+    """A binding name template with each placeholder written in double quotes
+    (`web-"{{.awseks.cluster.name}}"`, YAML quoting inside the value) read as meant:
     `web-{{.awseks.cluster.name}}`."""
     return _QUOTED.sub(r"\1", name)
 

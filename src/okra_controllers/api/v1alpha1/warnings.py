@@ -47,7 +47,7 @@ def spec_warnings(kind: str, spec: Any) -> list[str]:
 
 def check_warnings(spec: Any) -> list[str]:
     """A Check's vars that nothing refers to, and the default interval an earlier okra
-    stored beside seed 000's spec.analysis (the Check controller's `UnusedField` Events)."""
+    stored beside spec.analysis (the Check controller's `UnusedField` Events)."""
     try:
         names = CheckSpec.model_validate(spec).unused_vars()
     except ValidationError:
@@ -55,9 +55,9 @@ def check_warnings(spec: Any) -> list[str]:
     out = []
     if isinstance(spec, dict) and "analysis" in spec and spec.get("interval") == STORED_INTERVAL:
         out.append(
-            f"spec.interval: {STORED_INTERVAL} beside spec.analysis (seed 000's spelling) is "
-            "not read (an earlier okra stored this default there): remove spec.interval, and "
-            "write spec.analysis.interval to change how often the check runs"
+            f"spec.interval: {STORED_INTERVAL} beside spec.analysis (the original okra's "
+            "spelling) is not read (an earlier okra stored this default there): remove "
+            "spec.interval, and write spec.analysis.interval to change how often the check runs"
         )
     return out + [
         f"spec.vars.{name}: no {{{{.Vars.{name}}}}} in the check's provider or query refers "

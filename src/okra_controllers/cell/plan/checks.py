@@ -1,6 +1,6 @@
 """Checks: prechecks before traffic moves, postchecks once the new version serves.
 
-A check is a Job or an AnalysisRun (seed 002), one per rollout and check, found again
+A check is a Job or an AnalysisRun, one per rollout and check, found again
 by name after a restart. Its success is recorded with the forward config it ran for,
 so a check is not run twice for the same weights but is run again when they change.
 """

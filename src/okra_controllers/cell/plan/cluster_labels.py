@@ -1,4 +1,4 @@
-"""Argo CD cluster Secret strategies (seed 002): which clusters carry the app.
+"""Argo CD cluster Secret strategies: which clusters carry the app.
 
 okra moves an app between clusters by moving labels on their Argo CD cluster Secrets
 (an ApplicationSet selects clusters by them). CreateBeforeDelete, behind a load

@@ -1,4 +1,4 @@
-"""A Cell with no load balancer (seed 002's background jobs): a rollout moves app labels.
+"""A Cell with no load balancer (background jobs, say): a rollout moves app labels.
 
 Its versions are its Argo CD clusters (`grouped` holds one entry per cluster Secret),
 and there is no weight to shift: a rollout goes Init (prechecks) → Migrating (labels

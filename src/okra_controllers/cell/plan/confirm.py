@@ -10,15 +10,11 @@ at a held step accepts the traffic as it is. What the reading showed stays in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from okra_controllers.api.v1alpha1.traffic import TrafficStatus
+from okra_controllers.cell.plan.canary_walk import Outcome, Walk
 from okra_controllers.cell.plan.failure import check_failed
 from okra_controllers.cell.plan.model import Event, Forward
 from okra_controllers.cell.plan.traffic import Share, decide
-
-if TYPE_CHECKING:
-    from okra_controllers.cell.plan.canary import Outcome, Walk
 
 
 def confirm(w: Walk, target: tuple[Forward, ...]) -> Outcome:

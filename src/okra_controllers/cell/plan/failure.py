@@ -39,10 +39,10 @@ def check_failed(
     """A failed check, handled as `spec.failurePolicy` says.
 
     - No policy: a failed precheck or postcheck rolls back after `rollbackDelaySeconds`
-      (seed 002's one flow: "run-test failed. Waiting 60 seconds before starting a
-      rollback"; after a precheck no traffic has moved, so the rollback is the version
-      being blocked); traffic that stays off the plan fails the version at once (as a
-      failed analysis does).
+      (one flow for both: "... failed. Waiting 60 seconds before starting a rollback";
+      after a precheck no traffic has moved, so the rollback is the version being
+      blocked); traffic that stays off the plan fails the version at once (as a failed
+      analysis does).
     - `Rollback`: either kind rolls back after the policy's `delaySeconds`.
     - `Stop`: nothing moves, nothing is blocked; the Cell says so and waits for a person.
 

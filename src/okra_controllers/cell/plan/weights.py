@@ -116,7 +116,7 @@ def _fill(amount: int, room: dict[str, int]) -> dict[str, int]:
 
 
 def forward_hash(forward: tuple[Forward, ...]) -> str:
-    """The forward config a check runs for (seed 002: results are paired with it)."""
+    """The forward config a check runs for (its results are paired with it)."""
     raw = json.dumps(sorted((f.arn, f.weight) for f in forward))
     return hashlib.sha256(raw.encode()).hexdigest()[:10]
 

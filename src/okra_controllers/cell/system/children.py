@@ -1,7 +1,7 @@
-"""What a system Cell makes for one application, as objects to apply: its Cell (seed 000's
-shape, pinned to the version of the cluster set it is going to), an AWSTargetGroup per
-cluster and version, and its Checks (one per cluster when the rendered queries differ, one
-shared otherwise, each with its `analysis-hash`)."""
+"""What a system Cell makes for one application, as objects to apply: its Cell (a
+single-application Cell, pinned to the version of the cluster set it is going to), an
+AWSTargetGroup per cluster and version, and its Checks (one per cluster when the rendered
+queries differ, one shared otherwise, each with its `analysis-hash`)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def _ingress(o: SystemObserved, app: SystemApplication) -> Obj | None:
             by_alias=True, exclude_none=True, exclude={"target_group"}, mode="json"
         )
         if not app.alb.forward_config.has_condition():
-            # seed 002 gives a priority only: the rule takes every request that reaches it
+            # a priority only: the rule takes every request that reaches it
             rule["pathPatterns"] = ["/*"]
         alb: dict[str, Any] = {
             "listenerARN": app.alb.listener_arn,

@@ -1,14 +1,14 @@
-"""The system Cell's plan (seed 002), a pure function of what okra observed.
+"""The system Cell's plan, a pure function of what okra observed.
 
-In the seed's order:
+In order:
 1. Every cluster is ready (EKS ACTIVE, reachable, an Argo CD cluster Secret where an
    application needs one) or left out by its own settings; until then no application is
    given a new cluster set, so no weight moves towards a half-built system.
 2. Per application, the clusters its `clusterSelector` picks are a version (`v<N>`, a new
-   number for a new set). The application's Cell (seed 000's engine) is pinned to it: Init
-   (prechecks, results paired with the forward config's hash), Migrating (the steps of
-   `stepWeight`; at each step the checks must pass, and the system Cell promotes the
-   step), Completing (postchecks; then the old clusters lose the Argo CD labels),
+   number for a new set). The application's Cell (a single-application Cell) is pinned
+   to it: Init (prechecks, results paired with the forward config's hash), Migrating (the
+   steps of `stepWeight`; at each step the checks must pass, and the system Cell promotes
+   the step), Completing (postchecks; then the old clusters lose the Argo CD labels),
    Completed.
 3. A failed check: `failurePolicy` Rollback (after `delaySeconds`, the application's Cell
    is aborted: its traffic goes back to the clusters that served it) or Stop.

@@ -1,4 +1,4 @@
-"""What the Cells page shows of a system Cell (seed 002): one card, pure functions from the
+"""What the Cells page shows of a system Cell: one card, pure functions from the
 objects as the informers hold them (no I/O).
 
 A system's application Cells (labelled with the system's and the application's names) are
