@@ -15,10 +15,10 @@ The binaries: `argocd` (one binary for every component, chosen by the name it ru
 CRDs from `OKRA_ARGOCD` (the directory `hack/build-argocd.sh` prints) or the newest build in
 okra's cache (`OKRA_ARGOCD_CRDS`, a directory `hack/argocd-crds.sh` prints, puts another
 release's CRDs in their place: the compatibility matrix's cells where only that release's
-schemas are tried, with no Argo CD process running); `redis-server` from `OKRA_REDIS` (`hack/redis.sh`), `PATH` or the cache. The
-components run as symlinks named after them in a private `bin/` that also holds
-`argocd-k8s-auth` and comes first on their PATH, so clusters with `awsAuthConfig` (EKS tokens)
-work as they do in a real installation.
+schemas are tried, with no Argo CD process running); `redis-server` from `OKRA_REDIS`
+(`hack/redis.sh`), `PATH` or the cache. The components run as symlinks named after them in a
+private `bin/` that also holds `argocd-k8s-auth` and comes first on their PATH, so clusters
+with `awsAuthConfig` (EKS tokens) work as they do in a real installation.
 
 Like `ControlPlane`, the harness is synchronous: it runs in fixtures and before a demo's event
 loop, never inside a controller. Reconciliation is made fast for tests (a few seconds instead
