@@ -17,13 +17,23 @@ complete() { for c in "${crds[@]}"; do [ -s "$out/$c" ] || return 1; done; }
 if complete; then echo "$out"; exit 0; fi
 command -v go >/dev/null || { echo "go is required to fetch Argo CD's module (https://go.dev/dl/)" >&2; exit 1; }
 echo "fetching Argo CD $version's module for its CRDs" >&2
-src="$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/argoproj/argo-cd/v3@$version" |
-  sed -nE 's/^\s*"Dir": "(.*)",?$/\1/p')"
-[ -d "$src/manifests/crds" ] || { echo "the module proxy has no Argo CD $version" >&2; exit 1; }
+# The zip, not the module's directory: `go mod download` extracts a module only when this Go
+# can build it (Argo CD 3.6 needs Go 1.27; it then exits 1 with the zip downloaded), and the
+# CRDs are plain files in the zip either way.
+zip="$( (cd / && GOFLAGS=-mod=mod go mod download -json "github.com/argoproj/argo-cd/v3@$version" || true) |
+  sed -nE 's/^\s*"Zip": "(.*)",?$/\1/p')"
+[ -s "$zip" ] || { echo "the module proxy has no Argo CD $version" >&2; exit 1; }
 mkdir -p "$cache_root/argocd-crds"
 tmp="$(mktemp -d "$cache_root/argocd-crds/.fetch-XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-for c in "${crds[@]}"; do install -m 0644 "$src/manifests/crds/$c" "$tmp/$c"; done
+python3 - "$zip" "github.com/argoproj/argo-cd/v3@$version/manifests/crds" "$tmp" "${crds[@]}" <<'PY'
+import sys, zipfile
+zip_path, prefix, out, *names = sys.argv[1:]
+with zipfile.ZipFile(zip_path) as z:
+    for name in names:
+        with open(f"{out}/{name}", "wb") as f:
+            f.write(z.read(f"{prefix}/{name}"))
+PY
 rm -rf "$out"
 mv "$tmp" "$out"
 trap - EXIT
