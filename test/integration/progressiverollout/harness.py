@@ -243,15 +243,25 @@ class AppController:
 
 @asynccontextmanager
 async def manager(
-    client: Client, ns: str, *, analysis: bool = False, gate: PriorityGate | None = None
+    client: Client,
+    ns: str,
+    *,
+    analysis: bool = False,
+    gate: PriorityGate | None = None,
+    projects: bool = False,
 ) -> AsyncIterator[Manager]:
     """The ProgressiveRollout controller in-process (with the AnalysisRun controller when
-    stages have analysis); `gate`: the manager's PriorityGate, to watch what it is told."""
+    stages have analysis); `gate`: the manager's PriorityGate, to watch what it is told;
+    `projects`: the plane serves AppProjects, and the controller reads them."""
     mgr = Manager(client, ManagerOptions(namespace=ns, metrics_address=None, probe_address=None))
     if gate is not None:
         mgr.priority = gate
     settings = Settings(
-        namespace=ns, okra_namespace=ns, aws=AwsConfig(region="us-east-1"), concurrency=2
+        namespace=ns,
+        okra_namespace=ns,
+        aws=AwsConfig(region="us-east-1"),
+        concurrency=2,
+        argocd_projects=projects,
     )
     setup(mgr, settings)
     if analysis:
