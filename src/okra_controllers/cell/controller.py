@@ -689,8 +689,10 @@ def _blocked_versions(blocklist: dict[str, Any] | None) -> set[str]:
     return {i["version"] for i in items if isinstance(i, dict) and "version" in i}
 
 
-def setup(mgr: Manager, s: Settings) -> None:
-    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws, argocd=s.argocd)
+def setup(mgr: Manager, settings: Settings) -> None:
+    rec = CellReconciler(
+        mgr, mgr.event_recorder("cell-controller"), settings.aws, argocd=settings.argocd
+    )
     cells = mgr.informer_for(CELL).store
     builder = (
         mgr.builder("cell")
@@ -710,8 +712,8 @@ def setup(mgr: Manager, s: Settings) -> None:
         .watches(FREEZE, freezes.objects_for_freeze(cells))
         .watches(CLUSTER_FREEZE, freezes.objects_for_freeze(cells, rec.freezes.namespaces))
         .watches(NAMESPACE, freezes.objects_for_namespace(cells, rec.freezes.cluster))
-        .with_options(max_concurrent_reconciles=s.concurrency)
+        .with_options(max_concurrent_reconciles=settings.concurrency)
     )
-    if s.argocd:
+    if settings.argocd:
         builder = builder.watches(APPLICATION, cells_with_argocd(cells))
     builder.complete(rec)

@@ -441,13 +441,13 @@ def _with_argocd(o: SystemObserved, secrets: list[Obj], apps_store: Store | None
     return dataclasses.replace(o, argocd=out)
 
 
-def setup(mgr: Manager, s: Settings) -> None:
+def setup(mgr: Manager, settings: Settings) -> None:
     rec = SystemReconciler(
         mgr,
         mgr.event_recorder("system-cell-controller"),
-        s.aws,
-        s.argocd,
-        resync=s.cluster_poll_interval,
+        settings.aws,
+        settings.argocd,
+        resync=settings.cluster_poll_interval,
     )
     cells = mgr.informer_for(CELL).store
 
@@ -468,9 +468,9 @@ def setup(mgr: Manager, s: Settings) -> None:
         .watches(CELL, system_of)
         .watches(CHECK, system_of)
         .watches(SECRET, systems_in)
-        .with_options(max_concurrent_reconciles=s.concurrency)
+        .with_options(max_concurrent_reconciles=settings.concurrency)
     )
-    if s.argocd:
+    if settings.argocd:
         builder = builder.watches(APPLICATION, systems_in)
     builder.complete(rec)
     mgr.add_closer("system-cell-connections", rec.connections.close)
