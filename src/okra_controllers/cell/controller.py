@@ -448,7 +448,7 @@ class CellReconciler:
                 raw,
                 {
                     "apiVersion": API_VERSION,
-                    "kind": "Pause",
+                    "kind": PAUSE.kind,
                     "metadata": {
                         "name": p.create_pause.name,
                         "namespace": ns,
@@ -616,7 +616,7 @@ class CellReconciler:
                     await self.client.create(
                         {
                             "apiVersion": API_VERSION,
-                            "kind": "VersionBlocklist",
+                            "kind": BLOCKLIST.kind,
                             "metadata": {
                                 "name": name,
                                 "namespace": ns,

@@ -419,7 +419,7 @@ class TargetGroupSetReconciler:
                 self.events.event(
                     raw,
                     "Normal",
-                    "TargetGroupRegistered" if kind == "AWSTargetGroup" else "BindingGenerated",
+                    "TargetGroupRegistered" if kind == TARGET_GROUP.kind else "BindingGenerated",
                     f"{kind} {name} for {source}",
                 )
 
