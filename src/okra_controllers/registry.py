@@ -13,14 +13,14 @@ from okra_controllers.api.kinds import APPLICATION, JOB, SECRET
 from okra_controllers.cell.controller import setup as setup_cells
 from okra_controllers.cell.pause_controller import setup as setup_pauses
 from okra_controllers.cell.system.controller import setup as setup_system_cells
-from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.clusterset.controller import setup as setup_clustersets
 from okra_controllers.clusterset.plan import SECRET_TYPE_LABEL
 from okra_controllers.nlbconfig.controller import setup as setup_nlbconfigs
 from okra_controllers.progressiverollout.controller import setup as setup_progressiverollouts
 from okra_controllers.route53config.controller import setup as setup_route53configs
 from okra_controllers.settings import Setup
-from okra_controllers.targetgroupbinding.controller import setup_targetgroupbindings
-from okra_controllers.targetgroupset.controller import setup_targetgroupsets
+from okra_controllers.targetgroupbinding.controller import setup as setup_targetgroupbindings
+from okra_controllers.targetgroupset.controller import setup as setup_targetgroupsets
 from okra_runtime.gvk import GVK
 
 CONTROLLERS: dict[str, Setup] = {

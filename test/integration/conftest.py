@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from okra_controllers.clusterset.controller import setup_clustersets
+from okra_controllers.clusterset.controller import setup as setup_clustersets
 from okra_controllers.settings import Settings
 from okra_controllers.targetgroupset.controller import register
 from okra_runtime import Client, Manager, ManagerOptions

@@ -232,18 +232,18 @@ class CheckReconciler:
         return phase, out.result.display, message, out.provider
 
 
-def setup(mgr: Manager, s: Settings) -> None:
+def setup(mgr: Manager, settings: Settings) -> None:
     rec = CheckReconciler(
         mgr.client,
         mgr.informer_for(CHECK),
         mgr.event_recorder("check-controller"),
-        s.aws,
-        s.okra_namespace,
-        default_provider=s.default_metrics_provider,
+        settings.aws,
+        settings.okra_namespace,
+        default_provider=settings.default_metrics_provider,
     )
     (
         mgr.builder("check")
         .for_(CHECK, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
-        .with_options(max_concurrent_reconciles=s.concurrency)
+        .with_options(max_concurrent_reconciles=settings.concurrency)
         .complete(rec)
     )

@@ -24,6 +24,7 @@ from okra_controllers.analysis import judge
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.providers import cloudwatch, datadog, prometheus
 from okra_controllers.analysis.providers.base import ProviderContext, ProviderError
+from okra_controllers.api.kinds import CELL
 from okra_controllers.api.v1alpha1.analysis import EffectSize, Judgment, Metric, MetricJudge
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.templating import Syntax, TemplateError, render
@@ -53,7 +54,7 @@ class Side:
 
 def sides(judgment: Judgment | None, owner: dict[str, Any] | None) -> tuple[Side, Side]:
     """(canary, baseline): from the run's `judgment`, else from the owning Cell's status."""
-    status = (owner or {}).get("status") or {} if (owner or {}).get("kind") == "Cell" else {}
+    status = (owner or {}).get("status") or {} if (owner or {}).get("kind") == CELL.kind else {}
     groups = status.get("targetGroups") or []
     out: list[Side] = []
     for name, given, field in (

@@ -325,17 +325,17 @@ class AnalysisRunReconciler:
                 )
 
 
-def setup(mgr: Manager, s: Settings) -> None:
+def setup(mgr: Manager, settings: Settings) -> None:
     rec = AnalysisRunReconciler(
         mgr.client,
         mgr.informer_for(ANALYSIS_RUN),
         mgr.event_recorder("analysisrun-controller"),
-        s.aws,
-        s.okra_namespace,
+        settings.aws,
+        settings.okra_namespace,
     )
     (
         mgr.builder("analysisrun")
         .for_(ANALYSIS_RUN, predicates=(GenerationChanged(),))
-        .with_options(max_concurrent_reconciles=s.concurrency)
+        .with_options(max_concurrent_reconciles=settings.concurrency)
         .complete(rec)
     )

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from okra_controllers.api.kinds import (
+    ANALYSIS_RUN,
     ANALYSIS_TEMPLATE,
     ARGO_ANALYSIS_TEMPLATE,
     ARGO_CLUSTER_ANALYSIS_TEMPLATE,
@@ -191,7 +192,7 @@ async def build_run(
         ]
     return {
         "apiVersion": API_VERSION,
-        "kind": "AnalysisRun",
+        "kind": ANALYSIS_RUN.kind,
         "metadata": meta,
         "spec": run_spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
     }

@@ -4,7 +4,8 @@ okra's own kinds are built from their models' metadata (`__crd__`: group, versio
 name cannot drift from the CRD it stands for. Kinds okra does not serve (Kubernetes', Argo
 CD's and Argo Rollouts', the AWS Load Balancer Controller's) are spelled here once. A
 controller imports its kinds from here; `make lint` (hack/check-kinds.py) fails on a `GVK`
-with a kind spelled anywhere else in okra_controllers.
+with a kind spelled anywhere else in okra_controllers, and on one of these kinds compared or
+keyed as a bare string outside api/ (`obj["kind"] == "Cell"`: write `CELL.kind`).
 
 Two kinds are called TargetGroupBinding: okra's `AWS_TARGET_GROUP_BINDING`
 (okra.mumo.co, the AWSTargetGroupBinding controller registers targets itself) and the AWS Load

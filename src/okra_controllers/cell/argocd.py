@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from okra_controllers.api.kinds import APPLICATION_SET
 from okra_controllers.api.v1alpha1.cell import CellArgoCD
 from okra_controllers.api.v1alpha1.common import CELL_LABELS_ANNOTATION
 from okra_controllers.cell.versions import parse_version
@@ -167,7 +168,7 @@ def observe_clusters(
             appset is not None
             and appset.name
             and not any(
-                o.get("kind") == "ApplicationSet" and o.get("name") == appset.name
+                o.get("kind") == APPLICATION_SET.kind and o.get("name") == appset.name
                 for o in meta.get("ownerReferences") or []
             )
         ):

@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from okra_controllers.api.kinds import POD
+from okra_controllers.api.kinds import JOB, POD
 from okra_controllers.api.v1alpha1.strategy import SHORTHAND
 from okra_controllers.cell.plan import JobRequest
 from okra_runtime.client import Client
@@ -63,7 +63,7 @@ def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
         spec["ttlSecondsAfterFinished"] = job.ttl_seconds_after_finished
     return {
         "apiVersion": "batch/v1",
-        "kind": "Job",
+        "kind": JOB.kind,
         "metadata": {
             "name": req.name,
             "namespace": raw["metadata"]["namespace"],

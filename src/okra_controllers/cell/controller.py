@@ -66,6 +66,7 @@ from okra_controllers.cell.checkjobs import PodFailures, check_job, owner_ref
 from okra_controllers.cell.mappers import cells_for_target_group, cells_with_argocd
 from okra_controllers.cell.observe import observe
 from okra_controllers.cell.plan import Forward, Observed, Plan, RunRequest, freeze_holds, plan
+from okra_controllers.cell.system.shape import IsApplicationCell, is_system
 from okra_controllers.freeze import watch as freezes
 from okra_controllers.lbconfig import aws_message
 from okra_controllers.notifications import outbox
@@ -272,13 +273,14 @@ class CellReconciler:
     # shows of health and traffic, act, when to look again).
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.cells.get(req.name, req.namespace)
-        if raw is None:
+        if raw is None or is_system(raw):
+            # Gone, or a system Cell (the system Cell controller's, cell/system: edited into
+            # one, or mapped here from another kind): none of its series stays, since the
+            # deletion of a system Cell does not reach this controller (IsApplicationCell).
             report_info(req.namespace or "", req.name, None)
             freezes.report_held("Cell", req.namespace or "", req.name, None)
             traffic.report(req.namespace or "", req.name, None)
             return None
-        if "clusters" in (raw.get("spec") or {}) or "applications" in (raw.get("spec") or {}):
-            return None  # a system Cell: the system Cell controller's (cell/system)
         cell = Cell.model_validate(raw)
         if cell.metadata.generation != (cell.status.observed_generation if cell.status else None):
             for warning in deprecated_spellings("Cell", raw.get("spec")):
@@ -448,7 +450,7 @@ class CellReconciler:
                 raw,
                 {
                     "apiVersion": API_VERSION,
-                    "kind": "Pause",
+                    "kind": PAUSE.kind,
                     "metadata": {
                         "name": p.create_pause.name,
                         "namespace": ns,
@@ -616,7 +618,7 @@ class CellReconciler:
                     await self.client.create(
                         {
                             "apiVersion": API_VERSION,
-                            "kind": "VersionBlocklist",
+                            "kind": BLOCKLIST.kind,
                             "metadata": {
                                 "name": name,
                                 "namespace": ns,
@@ -689,12 +691,17 @@ def _blocked_versions(blocklist: dict[str, Any] | None) -> set[str]:
     return {i["version"] for i in items if isinstance(i, dict) and "version" in i}
 
 
-def setup(mgr: Manager, s: Settings) -> None:
-    rec = CellReconciler(mgr, mgr.event_recorder("cell-controller"), s.aws, argocd=s.argocd)
+def setup(mgr: Manager, settings: Settings) -> None:
+    rec = CellReconciler(
+        mgr, mgr.event_recorder("cell-controller"), settings.aws, argocd=settings.argocd
+    )
     cells = mgr.informer_for(CELL).store
     builder = (
         mgr.builder("cell")
-        .for_(CELL, predicates=(Any_(GenerationChanged(), AnnotationsChanged()),))
+        .for_(
+            CELL,
+            predicates=(IsApplicationCell(), Any_(GenerationChanged(), AnnotationsChanged())),
+        )
         .owns(ANALYSIS_RUN)
         .owns(PAUSE)
         .owns(ALB_CONFIG)
@@ -710,8 +717,8 @@ def setup(mgr: Manager, s: Settings) -> None:
         .watches(FREEZE, freezes.objects_for_freeze(cells))
         .watches(CLUSTER_FREEZE, freezes.objects_for_freeze(cells, rec.freezes.namespaces))
         .watches(NAMESPACE, freezes.objects_for_namespace(cells, rec.freezes.cluster))
-        .with_options(max_concurrent_reconciles=s.concurrency)
+        .with_options(max_concurrent_reconciles=settings.concurrency)
     )
-    if s.argocd:
+    if settings.argocd:
         builder = builder.watches(APPLICATION, cells_with_argocd(cells))
     builder.complete(rec)

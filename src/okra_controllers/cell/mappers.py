@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from okra_controllers.api.kinds import SECRET
 from okra_controllers.api.v1alpha1.cell import DEFAULT_VERSION_LABEL
 from okra_controllers.api.v1alpha1.spelling import normalise_cell
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL
@@ -97,7 +98,7 @@ def cells_with_argocd(cells: Store) -> Callable[[dict[str, Any]], list[Request]]
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or ""
         labels = meta.get("labels") or {}
-        secret = obj.get("kind") == "Secret"
+        secret = obj.get("kind") == SECRET.kind
         if secret and labels.get(SECRET_TYPE_LABEL) != "cluster":
             return []
         out = []

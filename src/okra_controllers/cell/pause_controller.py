@@ -70,13 +70,13 @@ class PauseReconciler:
         return Result(requeue_after=wait) if wait else None
 
 
-def setup(mgr: Manager, s: Settings) -> None:
+def setup(mgr: Manager, settings: Settings) -> None:
     rec = PauseReconciler(
         mgr.client, mgr.informer_for(PAUSE), events=mgr.event_recorder("pause-controller")
     )
     (
         mgr.builder("pause")
         .for_(PAUSE, predicates=(GenerationChanged(),))
-        .with_options(max_concurrent_reconciles=s.concurrency)
+        .with_options(max_concurrent_reconciles=settings.concurrency)
         .complete(rec)
     )

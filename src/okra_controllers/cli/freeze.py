@@ -235,7 +235,7 @@ def _selector_text(sel: Any) -> str:
 def _shown(r: dict[str, str], col: str) -> str:
     """A cell of the table: a ClusterFreeze's name is `clusterfreeze/NAME` and its namespace
     what its namespaceSelector picks (`*`: every namespace)."""
-    if r.get("kind") == "ClusterFreeze":
+    if r.get("kind") == CLUSTER_FREEZE.kind:
         if col == "name":
             return f"clusterfreeze/{r['name']}"
         if col == "namespace":
@@ -276,7 +276,7 @@ async def cmd_get_freezes(ctx: Context, args: argparse.Namespace) -> int:
             ):
                 continue  # one that does not reach this namespace
             rows.append(freeze_row(raw, now, cluster=True))
-    cluster_rows = any(r["kind"] == "ClusterFreeze" for r in rows)
+    cluster_rows = any(r["kind"] == CLUSTER_FREEZE.kind for r in rows)
     if args.output in ("json", "yaml"):
         ctx.out.write(dump(rows, args.output))
     elif args.output == "name":

@@ -166,6 +166,14 @@ def models() -> dict[str, type[BaseModel]]:
 
 
 def lint_doc(linter: Linter, doc: Doc, known: dict[str, type[BaseModel]]) -> None:
+    from okra_controllers.api.kinds import (
+        ALB_CONFIG,
+        ANALYSIS_RUN,
+        ANALYSIS_TEMPLATE,
+        CELL,
+        CLUSTER_ANALYSIS_TEMPLATE,
+    )
+
     api, kind = str(doc.data.get("apiVersion") or ""), doc.kind
     if (api == OKRA and kind in known) or (api.startswith("argoproj.io/") and kind in ARGO_KINDS):
         model = known[kind]
@@ -187,11 +195,11 @@ def lint_doc(linter: Linter, doc: Doc, known: dict[str, type[BaseModel]]) -> Non
     _cel(linter, doc, model)
     if api == OKRA:
         _warnings(linter, doc)
-    if kind in ("AnalysisTemplate", "ClusterAnalysisTemplate", "AnalysisRun"):
+    if kind in (ANALYSIS_TEMPLATE.kind, CLUSTER_ANALYSIS_TEMPLATE.kind, ANALYSIS_RUN.kind):
         _analysis(linter, doc)
-    elif kind == "Cell":
+    elif kind == CELL.kind:
         _cell(linter, doc)
-    elif kind == "AWSApplicationLoadBalancerConfig":
+    elif kind == ALB_CONFIG.kind:
         spec = doc.data.get("spec") or {}
         _forward_limit(
             linter, doc, ("spec", "forwardTargetGroups"), spec.get("forwardTargetGroups")
@@ -320,6 +328,7 @@ def _name_rules(linter: Linter, doc: Doc, field: str, rules: Any, names: list[st
     metric ends a run in Error (in a template it may match a metric of another template the
     run combines it with: a warning)."""
     from okra_controllers.analysis.verdict import rule_matches
+    from okra_controllers.api.kinds import ANALYSIS_RUN
 
     for j, rule in enumerate(rules or []):
         pattern = rule.get("metricName") if isinstance(rule, dict) else None
@@ -330,7 +339,7 @@ def _name_rules(linter: Linter, doc: Doc, field: str, rules: Any, names: list[st
             doc,
             ("spec", field, j, "metricName"),
             f"Rule didn't match any metric name(s): {pattern!r}{hint}",
-            "error" if doc.kind == "AnalysisRun" else "warning",
+            "error" if doc.kind == ANALYSIS_RUN.kind else "warning",
         )
 
 
@@ -339,6 +348,7 @@ def _judge_settings(linter: Linter, doc: Doc, spec: dict[str, Any]) -> None:
     from pydantic import ValidationError
 
     from okra_controllers.analysis.verdict import judgment_problems
+    from okra_controllers.api.kinds import ANALYSIS_RUN
     from okra_controllers.api.v1alpha1.analysis import Judgment, Metric
 
     try:
@@ -347,7 +357,7 @@ def _judge_settings(linter: Linter, doc: Doc, spec: dict[str, Any]) -> None:
     except (ValidationError, TypeError):
         return  # the schema check reports it
     for problem in judgment_problems(metrics, judgment):
-        level = "error" if doc.kind == "AnalysisRun" else "warning"  # groups may be elsewhere
+        level = "error" if doc.kind == ANALYSIS_RUN.kind else "warning"  # groups may be elsewhere
         linter.report(doc, ("spec",), problem, level)
 
 

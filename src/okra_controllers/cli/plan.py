@@ -55,7 +55,7 @@ def load_cell(path: Path) -> Obj:
         docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
     except (OSError, yaml.YAMLError) as e:
         raise CliError(f"{path}: {e}") from None
-    cell = next((d for d in docs if d.get("kind") == "Cell"), None)
+    cell = next((d for d in docs if d.get("kind") == CELL.kind), None)
     if cell is None:
         raise CliError(f"{path}: no Cell in this file")
     return cell

@@ -10,14 +10,10 @@ from typing import Any
 
 from okra_controllers.api.v1alpha1.cell import CellStatus
 from okra_controllers.cell.system.names import APP_LABEL, dns
+from okra_controllers.cell.system.shape import is_system as is_system
 from okra_runtime.timeutil import parse_time
 
 Obj = dict[str, Any]
-
-
-def is_system(cell: Obj) -> bool:
-    spec = cell.get("spec") or {}
-    return "clusters" in spec or "applications" in spec
 
 
 def render_system_cell(cell: Obj, children: Sequence[Obj], now: datetime.datetime) -> str:

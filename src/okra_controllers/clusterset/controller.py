@@ -246,18 +246,18 @@ class ClusterSetReconciler:
             await self.client.update_status(raw)
 
 
-def setup_clustersets(mgr: Manager, s: Settings) -> None:
+def setup(mgr: Manager, settings: Settings) -> None:
     rec = ClusterSetReconciler(
         mgr.client,
         mgr.informer_for(CLUSTERSET),
         mgr.informer_for(SECRET),
         mgr.event_recorder("clusterset-controller"),
-        s.aws,
-        requeue_after=s.eks_poll_interval,
+        settings.aws,
+        requeue_after=settings.eks_poll_interval,
     )
     (
         mgr.builder("clusterset")
         .for_(CLUSTERSET, predicates=(GenerationChanged(),))
-        .with_options(max_concurrent_reconciles=s.concurrency)
+        .with_options(max_concurrent_reconciles=settings.concurrency)
         .complete(rec)
     )

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from okra_controllers.api.kinds import CLUSTERSET, SECRET
 from okra_controllers.api.v1alpha1.clusterset import ClusterSetSpec
 from okra_controllers.api.v1alpha1.common import API_VERSION, CELL_LABELS_ANNOTATION
 from okra_controllers.aws.eks import EksCluster as EksCluster
@@ -146,7 +147,7 @@ def desired_secret(owner: Owner, spec: ClusterSetSpec, cluster: EksCluster) -> O
         "ownerReferences": [
             {
                 "apiVersion": API_VERSION,
-                "kind": "ClusterSet",
+                "kind": CLUSTERSET.kind,
                 "name": owner.name,
                 "uid": owner.uid,
                 "controller": True,
@@ -158,7 +159,7 @@ def desired_secret(owner: Owner, spec: ClusterSetSpec, cluster: EksCluster) -> O
         meta["annotations"] = annotations
     return {
         "apiVersion": "v1",
-        "kind": "Secret",
+        "kind": SECRET.kind,
         "type": "Opaque",
         "metadata": meta,
         "data": {

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from okra_controllers.api.kinds import CLUSTER_FREEZE, FREEZE
 from okra_controllers.api.v1alpha1.freeze import (
     ClusterFreeze,
     Freeze,
@@ -56,8 +57,8 @@ def is_cluster(raw: Mapping[str, Any]) -> bool:
     """Whether `raw` is a ClusterFreeze: by its kind, or (as an informer's list gives it,
     without one) by having no namespace."""
     kind = raw.get("kind")
-    if kind in ("ClusterFreeze", "Freeze"):
-        return bool(kind == "ClusterFreeze")
+    if kind in (CLUSTER_FREEZE.kind, FREEZE.kind):
+        return bool(kind == CLUSTER_FREEZE.kind)
     return not (raw.get("metadata") or {}).get("namespace")
 
 

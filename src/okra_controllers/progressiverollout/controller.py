@@ -589,7 +589,7 @@ class ProgressiveRolloutReconciler:
             a["metadata"]["name"]: a
             for a in (await self.client.list(APPLICATION, ns)).items
             if any(
-                o.get("kind") == "ApplicationSet" and o.get("name") == source
+                o.get("kind") == APPLICATION_SET.kind and o.get("name") == source
                 for o in a["metadata"].get("ownerReferences") or []
             )
         }
@@ -700,7 +700,7 @@ def rollouts_for_application(
         owners = {
             o.get("name")
             for o in app["metadata"].get("ownerReferences") or []
-            if o.get("kind") == "ApplicationSet"
+            if o.get("kind") == APPLICATION_SET.kind
         }
         return [
             Request(r["metadata"]["name"], ns)
@@ -729,7 +729,7 @@ def rollouts_in_namespace(rollouts: Store) -> Callable[[dict[str, Any]], list[Re
 
     def mapper(obj: dict[str, Any]) -> list[Request]:
         if (
-            obj.get("kind") == "Secret"
+            obj.get("kind") == SECRET.kind
             and (obj["metadata"].get("labels") or {}).get(SECRET_TYPE_LABEL) != "cluster"
         ):
             return []

@@ -93,7 +93,7 @@ __all__ = [
     "TargetGroupBindingReconciler",
     "bindings_for_secret",
     "register",
-    "setup_targetgroupbindings",
+    "setup",
 ]
 
 
@@ -726,7 +726,7 @@ def register(
     return rec, connections
 
 
-def setup_targetgroupbindings(mgr: Manager, settings: Settings) -> None:
+def setup(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["targetgroupbinding"]`)."""
     register(
         mgr,

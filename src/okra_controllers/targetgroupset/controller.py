@@ -117,7 +117,7 @@ __all__ = [
     "eks_selected",
     "register",
     "sets_for_secret",
-    "setup_targetgroupsets",
+    "setup",
 ]
 
 
@@ -419,7 +419,7 @@ class TargetGroupSetReconciler:
                 self.events.event(
                     raw,
                     "Normal",
-                    "TargetGroupRegistered" if kind == "AWSTargetGroup" else "BindingGenerated",
+                    "TargetGroupRegistered" if kind == TARGET_GROUP.kind else "BindingGenerated",
                     f"{kind} {name} for {source}",
                 )
 
@@ -643,7 +643,7 @@ def register(
     return rec, connections
 
 
-def setup_targetgroupsets(mgr: Manager, settings: Settings) -> None:
+def setup(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["targetgroupset"]`)."""
     register(
         mgr,

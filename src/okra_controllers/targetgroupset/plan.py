@@ -69,6 +69,7 @@ from typing import Any
 import semver
 from pydantic import ValidationError
 
+from okra_controllers.api.kinds import AWS_TARGET_GROUP_BINDING, TARGET_GROUP, TARGET_GROUP_SET
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.v1alpha1.targetgroupbinding import AWSTargetGroupBindingSpec
 from okra_controllers.api.v1alpha1.targetgroupset import (
@@ -229,7 +230,7 @@ def _owned_metadata(
         "ownerReferences": [
             {
                 "apiVersion": API_VERSION,
-                "kind": "AWSTargetGroupSet",
+                "kind": TARGET_GROUP_SET.kind,
                 "name": set_name,
                 "uid": set_uid,
                 "controller": True,
@@ -272,7 +273,7 @@ def desired_target_group(
         annotations[GENERATED_BINDING_ANNOTATION] = generated_binding
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
-        "kind": "AWSTargetGroup",
+        "kind": TARGET_GROUP.kind,
         "metadata": _owned_metadata(
             name,
             set_name,
@@ -353,7 +354,7 @@ def desired_binding(
         ) from None
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
-        "kind": "AWSTargetGroupBinding",
+        "kind": AWS_TARGET_GROUP_BINDING.kind,
         "metadata": _owned_metadata(
             name,
             set_name,
@@ -592,7 +593,7 @@ def desired_tagged_group(
         raise GroupProblemError(f"template: {e}") from None
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
-        "kind": "AWSTargetGroup",
+        "kind": TARGET_GROUP.kind,
         "metadata": {
             "name": dns_name(set_name, group.name),
             "namespace": namespace,
@@ -601,7 +602,7 @@ def desired_tagged_group(
             "ownerReferences": [
                 {
                     "apiVersion": API_VERSION,
-                    "kind": "AWSTargetGroupSet",
+                    "kind": TARGET_GROUP_SET.kind,
                     "name": set_name,
                     "uid": set_uid,
                     "controller": True,

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from okra_controllers.analysis.check_controller import HASH_ANNOTATION
+from okra_controllers.api.kinds import CELL, CHECK, TARGET_GROUP
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.api.v1alpha1.system import (
@@ -98,7 +99,7 @@ def child_cell(
     spec["rollbackDelaySeconds"] = o.spec.rollback_delay_seconds
     return {
         "apiVersion": API_VERSION,
-        "kind": "Cell",
+        "kind": CELL.kind,
         "metadata": {
             "name": child_name(o.name, app.name),
             "namespace": o.namespace,
@@ -179,7 +180,7 @@ def kept_cell(o: SystemObserved, app: str, seen: ChildSeen, annotations: dict[st
         meta["resourceVersion"] = seen.resource_version
     return {
         "apiVersion": API_VERSION,
-        "kind": "Cell",
+        "kind": CELL.kind,
         "metadata": meta,
         "spec": copy.deepcopy(dict(seen.spec or {})),
     }
@@ -209,7 +210,7 @@ def hold_annotations(pause: bool, promote: str | None, abort: str | None) -> dic
 def target_group(o: SystemObserved, app: str, name: str, arn: str, version: str) -> Obj:
     return {
         "apiVersion": API_VERSION,
-        "kind": "AWSTargetGroup",
+        "kind": TARGET_GROUP.kind,
         "metadata": {
             "name": name,
             "namespace": o.namespace,
@@ -309,7 +310,7 @@ def _check(
     parts = (app.name, check.name) + ((cluster,) if cluster else ())
     return {
         "apiVersion": API_VERSION,
-        "kind": "Check",
+        "kind": CHECK.kind,
         "metadata": {
             "name": dns(o.name, *parts),
             "namespace": o.namespace,

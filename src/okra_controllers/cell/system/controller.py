@@ -3,8 +3,9 @@ Secrets and Applications, the applications' Cells and Checks) → plan
 (`cell.system.plan`, pure) → act (status first, then the objects by server-side apply,
 what is no longer wanted deleted) → report (status, Events).
 
-Only Cells with `spec.clusters` are this controller's; the Cell controller leaves them
-alone and runs the applications' Cells this one makes.
+Only Cells with `spec.clusters` are this controller's (`cell.system.shape`: its `for_(CELL)`
+takes `IsSystemCell`); the Cell controller leaves them alone and runs the applications' Cells
+this one makes.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from okra_controllers.cell.system.model import (
 )
 from okra_controllers.cell.system.names import APP_LABEL, SYSTEM_LABEL, version_key
 from okra_controllers.cell.system.plan import plan
+from okra_controllers.cell.system.shape import IsSystemCell, is_system
 from okra_controllers.clusters.connect import (
     ArgoCluster,
     AwsAuth,
@@ -72,11 +74,6 @@ REACH_TIMEOUT = 5.0
 REACH_TTL = 10.0
 Bindings = tuple[tuple[dict[str, str], str], ...]
 log = structlog.get_logger("okra.system")
-
-
-def is_system(cell: Obj) -> bool:
-    spec = cell.get("spec") or {}
-    return "clusters" in spec or "applications" in spec
 
 
 class SystemReconciler:
@@ -108,7 +105,7 @@ class SystemReconciler:
     async def reconcile(self, req: Request) -> Result | None:
         raw = self.cells.get(req.name, req.namespace)
         if raw is None or not is_system(raw):
-            return None
+            return None  # gone, or an application's Cell (edited into one, or mapped here)
         try:
             cell = Cell.model_validate(raw)
         except ValidationError as e:  # the CRD's schema lets through what pydantic refuses
@@ -441,13 +438,13 @@ def _with_argocd(o: SystemObserved, secrets: list[Obj], apps_store: Store | None
     return dataclasses.replace(o, argocd=out)
 
 
-def setup(mgr: Manager, s: Settings) -> None:
+def setup(mgr: Manager, settings: Settings) -> None:
     rec = SystemReconciler(
         mgr,
         mgr.event_recorder("system-cell-controller"),
-        s.aws,
-        s.argocd,
-        resync=s.cluster_poll_interval,
+        settings.aws,
+        settings.argocd,
+        resync=settings.cluster_poll_interval,
     )
     cells = mgr.informer_for(CELL).store
 
@@ -464,13 +461,13 @@ def setup(mgr: Manager, s: Settings) -> None:
 
     builder = (
         mgr.builder("system-cell")
-        .for_(CELL)
+        .for_(CELL, predicates=(IsSystemCell(),))
         .watches(CELL, system_of)
         .watches(CHECK, system_of)
         .watches(SECRET, systems_in)
-        .with_options(max_concurrent_reconciles=s.concurrency)
+        .with_options(max_concurrent_reconciles=settings.concurrency)
     )
-    if s.argocd:
+    if settings.argocd:
         builder = builder.watches(APPLICATION, systems_in)
     builder.complete(rec)
     mgr.add_closer("system-cell-connections", rec.connections.close)

@@ -7,6 +7,7 @@ import contextlib
 import datetime
 from collections.abc import Sequence
 
+from okra_controllers.api.kinds import CLUSTERSET
 from okra_controllers.api.v1alpha1.cell import DEFAULT_VERSION_LABEL, Cell
 from okra_controllers.cli.render.common import Col, Paint, _meta, age, step_label, table
 from okra_controllers.cli.view import Obj, cell_selector, created, selects
@@ -177,7 +178,7 @@ def cluster_rows(secrets: Sequence[Obj]) -> list[dict[str, object]]:
             (
                 r.get("name")
                 for r in meta.get("ownerReferences") or []
-                if r.get("kind") == "ClusterSet" and r.get("controller")
+                if r.get("kind") == CLUSTERSET.kind and r.get("controller")
             ),
             None,
         )
