@@ -19,7 +19,7 @@ import yaml
 from aiohttp import web
 from kubernetes_asyncio import client, config
 
-from okra_runtime import GVK, Client
+from okra_runtime import GVK, Client, Manager
 from okra_testkit.envtest import ADMIN, ControlPlane
 
 EVENT = GVK("events.k8s.io", "v1", "Event")
@@ -84,6 +84,14 @@ async def api_client(cp: ControlPlane, user: str = ADMIN) -> client.ApiClient:
     cfg = client.Configuration()
     await config.load_kube_config(config_file=str(cp.kubeconfig(user)), client_configuration=cfg)
     return client.ApiClient(configuration=cfg)
+
+
+async def stop_manager(mgr: Manager, task: asyncio.Task[None]) -> None:
+    """Stop an in-process manager and wait for its `start()` to return: within its own
+    `graceful_shutdown_timeout` (a reconcile still running then is cancelled), and a margin
+    for what it closes after (informers, Events, servers) on a busy machine."""
+    mgr.stop()
+    await asyncio.wait_for(task, mgr.options.graceful_shutdown_timeout + 30)
 
 
 async def eventually(

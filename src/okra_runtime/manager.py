@@ -310,15 +310,22 @@ class Manager:
     async def _shutdown(
         self, leader_tasks: list[asyncio.Task[None]], holder: asyncio.Task[None] | None
     ) -> None:
-        grace = self.options.graceful_shutdown_timeout
+        # One deadline for the whole grace: the controllers' drain and the runnables' ends
+        # share it, and what still runs at it is cancelled (each waited a grace of its own,
+        # so an in-flight reconcile retrying an unreachable AWS could hold a stop for twice
+        # the grace)
+        deadline = asyncio.get_running_loop().time() + self.options.graceful_shutdown_timeout
         stops = [r.stop() for r in self._runnables if r.stop is not None]
         if stops:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(grace):
+                async with asyncio.timeout_at(deadline):
                     await asyncio.gather(*stops, return_exceptions=True)
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(grace):
+            async with asyncio.timeout_at(deadline):
                 await asyncio.gather(*leader_tasks, return_exceptions=True)
+        for t in leader_tasks:
+            t.cancel()
+        await asyncio.gather(*leader_tasks, return_exceptions=True)
         for rec in self._recorders:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(5):

@@ -26,6 +26,7 @@ from okra_testkit.eksauth import TokenReviewServer
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.localeks import LocalEks, eks_token_webhook, start_eks_plane
+from support import stop_manager
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,5 +73,4 @@ async def eks_controllers(
     try:
         yield
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)

@@ -31,7 +31,7 @@ from okra_testkit.emulator import CountingProxy, MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer, Network, Seeder
 from receiver import Receiver, serve
-from support import LogCapture, eventually, find_events
+from support import LogCapture, eventually, find_events, stop_manager
 
 REPO = Path(__file__).resolve().parents[2]
 CELL = GVK("okra.mumo.co", "v1alpha1", "Cell")
@@ -183,8 +183,7 @@ async def env(
 
     yield Env(rt_client, namespace, moto, calls, alb, tgs, start)
     for mgr, task in running:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
 
 
 async def test_creates_the_rule_and_reads_the_weights_back(env: Env) -> None:

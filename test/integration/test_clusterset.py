@@ -27,7 +27,7 @@ from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import UNPRIVILEGED
 from okra_testkit.envtest.process import free_port
 from okra_testkit.seed import Network, Seeder
-from support import LogCapture, eventually
+from support import LogCapture, eventually, stop_manager
 
 REPO = Path(__file__).resolve().parents[2]
 EVENT = GVK("events.k8s.io", "v1", "Event")
@@ -61,8 +61,7 @@ async def running(
     try:
         yield
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
 
 
 @pytest.fixture

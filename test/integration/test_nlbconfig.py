@@ -31,7 +31,7 @@ from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer, Seeder
 from receiver import Receiver, serve
-from support import eventually, find_events
+from support import eventually, find_events, stop_manager
 
 REPO = Path(__file__).resolve().parents[2]
 WRITES = {"ModifyListener", "CreateRule", "ModifyRule", "DeleteRule", "CreateListener"}
@@ -130,8 +130,7 @@ async def env(
 
     yield Env(rt_client, namespace, moto, ops, nlb, alb, tgs, start)
     for mgr, task in running:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
 
 
 async def test_sets_weighted_default_action_and_reads_it_back(env: Env) -> None:

@@ -14,7 +14,7 @@ from okra_controllers.cell.pause_controller import PauseReconciler
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.gvk import GVK
 from okra_testkit.envtest import ControlPlane
-from support import LogCapture, eventually
+from support import LogCapture, eventually, stop_manager
 
 REPO = Path(__file__).resolve().parents[2]
 EVENT = GVK("events.k8s.io", "v1", "Event")
@@ -57,7 +57,6 @@ async def test_an_invalid_pause_is_reported_not_retried(
         assert await eventually(warned, within=30)
         assert await eventually(started, within=30)
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
     assert "Traceback" not in logs.text
     assert not logs.at("error", "critical")

@@ -35,7 +35,7 @@ from okra_testkit.awsread import registered_targets
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import Network, Seeder
-from support import LogCapture, eventually
+from support import LogCapture, eventually, stop_manager
 
 NODE = GVK("", "v1", "Node")
 SECRET = GVK("", "v1", "Secret")
@@ -140,8 +140,7 @@ async def env(
             return not (await rt_client.list(AWS_TARGET_GROUP_BINDING, namespace)).items
 
         await eventually(released, within=30)
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
         for n in e.nodes:
             with contextlib.suppress(Exception):
                 await workload.delete(NODE, n, missing_ok=True)
@@ -547,8 +546,7 @@ async def test_bindings_naming_the_same_missing_group_share_one_read(
     finally:
         for name in names:
             await rt_client.delete(AWS_TARGET_GROUP_BINDING, name, namespace, missing_ok=True)
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
 
 
 async def test_a_refused_binding_is_retried_no_sooner_than_the_resync(

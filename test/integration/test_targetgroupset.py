@@ -31,7 +31,7 @@ from okra_runtime.metrics import REGISTRY
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import Seeder
-from support import LogCapture, eventually
+from support import LogCapture, eventually, stop_manager
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_GROUP = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
@@ -134,8 +134,7 @@ async def running(
     try:
         yield Env(rt_client, workload, workload_plane, namespace, apps, logs)
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
         await workload.delete(NAMESPACE, apps, missing_ok=True)
         await workload.close()
 

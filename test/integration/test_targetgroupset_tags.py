@@ -30,7 +30,7 @@ from okra_runtime.crdgen import write_crds
 from okra_testkit.emulator import CountingProxy, MotoServer, action_of
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import Network, Seeder
-from support import LogCapture, eventually, find_events, wait_events
+from support import LogCapture, eventually, find_events, stop_manager, wait_events
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_GROUP = GVK("okra.mumo.co", "v1alpha1", "AWSTargetGroup")
@@ -146,8 +146,7 @@ async def running(
     try:
         yield Env(rt_client, namespace, seed, network, proxy, uuid.uuid4().hex[:8])
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
         await proxy.stop()
 
 

@@ -34,7 +34,7 @@ from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import cluster_secret
 from okra_testkit.node import Node
 from okra_testkit.seed import Seeder
-from support import eventually
+from support import eventually, stop_manager
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("okra_crds")]
 
@@ -171,6 +171,5 @@ async def test_the_seed_set_registers_the_node_and_drives_a_cell_from_v1_to_v2(
         assert arn2 != arn1
         assert await eventually(lambda: node_in(arn2), within=60), await registered(arn2)
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
         await rt_client.patch(NODE, node.name, {"metadata": {"labels": {"type": None}}})

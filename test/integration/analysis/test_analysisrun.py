@@ -24,7 +24,7 @@ from okra_controllers.aws.config import AwsConfig
 from okra_controllers.manager import local_command
 from okra_runtime import GVK, Client, GenerationChanged, Manager, ManagerOptions
 from okra_testkit.envtest import ControlPlane
-from support import eventually
+from support import eventually, stop_manager
 
 REPO = Path(__file__).resolve().parents[3]
 EVENT = GVK("events.k8s.io", "v1", "Event")
@@ -52,8 +52,7 @@ async def analysis(rt_client: Client, namespace: str, okra_crds: list[str]) -> A
     mgr.builder("analysisrun").for_(ANALYSIS_RUN, predicates=(GenerationChanged(),)).complete(rec)
     task = asyncio.create_task(mgr.start())
     yield
-    mgr.stop()
-    await asyncio.wait_for(task, 30)
+    await stop_manager(mgr, task)
 
 
 def run_obj(name: str, ns: str, metrics: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.events import EVENT
 from okra_runtime.predicates import AnnotationsChanged, Any_
 from okra_testkit.envtest import ControlPlane
-from support import ErrorRates, eventually, serve_error_rates
+from support import ErrorRates, eventually, serve_error_rates, stop_manager
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -45,8 +45,7 @@ async def checks(
     )
     task = asyncio.create_task(mgr.start())
     yield
-    mgr.stop()
-    await asyncio.wait_for(task, 30)
+    await stop_manager(mgr, task)
 
 
 def check(name: str, ns: str, url: str, hash_: str, **spec: Any) -> dict[str, Any]:

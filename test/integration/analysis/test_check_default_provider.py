@@ -16,7 +16,7 @@ from okra_controllers.aws.config import AwsConfig
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_runtime.predicates import AnnotationsChanged, Any_
 from okra_testkit.envtest import ControlPlane
-from support import eventually
+from support import eventually, stop_manager
 
 from .promharness import PrometheusServer
 
@@ -41,8 +41,7 @@ async def checks(c: Client, namespace: str, default: dict[str, Any] | None) -> A
     try:
         yield
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
 
 
 def seed_check(namespace: str) -> dict[str, Any]:

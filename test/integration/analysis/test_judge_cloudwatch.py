@@ -32,6 +32,7 @@ from okra_controllers.cli.analysis import judgment_table
 from okra_runtime import Client, GenerationChanged, Manager, ManagerOptions
 from okra_testkit.emulator import MotoServer
 from okra_testkit.seed import Seeder
+from support import stop_manager
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "config" / "samples" / "okra_v1alpha1_clusteranalysistemplate_judge_alb.yaml"
@@ -61,8 +62,7 @@ async def analysis(
     mgr.builder("analysisrun").for_(ANALYSIS_RUN, predicates=(GenerationChanged(),)).complete(rec)
     task = asyncio.create_task(mgr.start())
     yield
-    mgr.stop()
-    await asyncio.wait_for(task, 30)
+    await stop_manager(mgr, task)
 
 
 def for_moto(spec: dict[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from okra_runtime.priority import PriorityGate
 from okra_runtime.timeutil import rfc3339
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import find_argocd
+from support import stop_manager
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -270,8 +271,7 @@ async def manager(
     try:
         yield mgr
     finally:
-        mgr.stop()
-        await asyncio.wait_for(task, 30)
+        await stop_manager(mgr, task)
 
 
 class Hooks:

@@ -222,3 +222,43 @@ async def test_a_scrape_shows_the_work_in_progress(
         release.set()
         manager.stop()
         await asyncio.wait_for(run, 30)
+
+
+async def test_a_stop_waits_one_grace_for_a_reconcile_that_never_ends(
+    rt_client: Client, namespace: str
+) -> None:
+    """A reconcile still running at `graceful_shutdown_timeout` (one retrying an unreachable
+    AWS, say) is cancelled then: the whole stop takes one grace, not one for the controller's
+    drain and another for its task."""
+    grace = 3.0
+    mgr = Manager(
+        rt_client,
+        ManagerOptions(
+            namespace=namespace,
+            metrics_address=None,
+            probe_address=None,
+            graceful_shutdown_timeout=grace,
+        ),
+    )
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def reconcile(req: Request) -> Result | None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return None
+
+    mgr.builder(f"stuck-{namespace}").for_(CM).complete(reconcile)
+    run = asyncio.create_task(mgr.start())
+    await rt_client.create(cm("stuck", namespace))
+    await asyncio.wait_for(started.wait(), 30)
+    t0 = asyncio.get_running_loop().time()
+    mgr.stop()
+    await asyncio.wait_for(run, 4 * grace)
+    took = asyncio.get_running_loop().time() - t0
+    assert cancelled.is_set()
+    # two graces (6 s) before; the margin is for a busy machine's scheduling after the deadline
+    assert grace <= took < 1.5 * grace, took
