@@ -341,7 +341,15 @@ class ControlPlane(Processes):
             ]
             address, bind = self.node_address, "0.0.0.0"
         else:
-            node_args = ["--disable-admission-plugins", "ServiceAccount"]
+            # Nothing reaches this plane through the `kubernetes` Service (no Pods run), and
+            # from 1.37 the API server refuses to reconcile that Service's endpoints to a
+            # loopback address: no endpoint reconciler
+            node_args = [
+                "--disable-admission-plugins",
+                "ServiceAccount",
+                "--endpoint-reconciler-type",
+                "none",
+            ]
             address = bind = "127.0.0.1"
 
         def argv(port: int, _unused: int) -> list[str]:
