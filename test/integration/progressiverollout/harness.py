@@ -14,7 +14,7 @@ import base64
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,22 @@ def argo_crds(control_plane: ControlPlane) -> None:
         pytest.skip(str(e))
     control_plane.install_crds([crds / "application-crd.yaml", crds / "applicationset-crd.yaml"])
     control_plane.install_crds([REPO / "config" / "crd" / "bases"])
+
+
+@contextlib.contextmanager
+def argo_plane(name: str, ns: str, kinds: tuple[str, ...]) -> Iterator[ControlPlane]:
+    """A plane of its own (no controller-manager) serving okra's kinds and Argo CD's `kinds`
+    (`application`, `applicationset`, `appproject`: the CRDs of the Argo CD under test), with
+    namespace `ns`; skipped when no Argo CD was built."""
+    try:
+        crds = find_argocd().crds
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    with ControlPlane(name=name, controller_manager=False) as cp:
+        cp.install_crds([crds / f"{kind}-crd.yaml" for kind in kinds])
+        cp.install_crds([REPO / "config" / "crd" / "bases"])
+        cp.kubectl("create", "namespace", ns)
+        yield cp
 
 
 def cluster_secret(name: str, ns: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -332,9 +348,14 @@ NEW = "2" * 40
 @pytest.fixture
 async def world(argo_crds: None, rt_client: Client, namespace: str) -> dict[str, Any]:
     """Four cluster Secrets, an ApplicationSet and its four Applications at OLD."""
+    return {"appset": await seed_world(rt_client, namespace), "id": uuid.uuid4().hex[:6]}
+
+
+async def seed_world(client: Client, ns: str) -> dict[str, Any]:
+    """CLUSTERS' Secrets, the `web` ApplicationSet (returned) and its Applications at OLD."""
     for name, labels in CLUSTERS.items():
-        await rt_client.create(cluster_secret(name, namespace, labels))
-    owner = await rt_client.create(appset("web", namespace))
+        await client.create(cluster_secret(name, ns, labels))
+    owner = await client.create(appset("web", ns))
     for name in CLUSTERS:
-        await rt_client.create(application(f"{name}-web", namespace, name, owner, OLD))
-    return {"appset": owner, "id": uuid.uuid4().hex[:6]}
+        await client.create(application(f"{name}-web", ns, name, owner, OLD))
+    return owner

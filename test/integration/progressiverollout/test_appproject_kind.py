@@ -14,11 +14,8 @@ from typing import Any
 import pytest
 
 from integration.progressiverollout.harness import (
-    CLUSTERS,
-    OLD,
-    application,
-    appset,
-    cluster_secret,
+    argo_plane,
+    seed_world,
 )
 from integration.progressiverollout.test_controller import rollout, status_of
 from okra_controllers.manager import local_command
@@ -27,21 +24,13 @@ from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.argocd import find_argocd
 from support import eventually
 
-REPO = Path(__file__).resolve().parents[3]
 NS = "argocd"
 
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[ControlPlane]:
     """A plane of its own: the session's may have Argo CD's AppProject CRD already."""
-    try:
-        crds = find_argocd().crds
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    with ControlPlane(name="noproject", controller_manager=False) as cp:
-        cp.install_crds([crds / "application-crd.yaml", crds / "applicationset-crd.yaml"])
-        cp.install_crds([REPO / "config" / "crd" / "bases"])
-        cp.kubectl("create", "namespace", NS)
+    with argo_plane("noproject", NS, ("application", "applicationset")) as cp:
         yield cp
 
 
@@ -67,11 +56,7 @@ def start(plane: ControlPlane, log: Path) -> subprocess.Popen[bytes]:
 async def test_without_the_appproject_kind_the_manager_reconciles_and_says_so(
     plane: ControlPlane, client: Client, tmp_path: Path
 ) -> None:
-    for name, labels in CLUSTERS.items():
-        await client.create(cluster_secret(name, NS, labels))
-    owner = await client.create(appset("web", NS))
-    for name in CLUSTERS:
-        await client.create(application(f"{name}-web", NS, name, owner, OLD))
+    await seed_world(client, NS)
     await client.create(rollout(NS))
     log = tmp_path / "manager.log"
     manager = start(plane, log)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,22 +16,18 @@ import pytest
 from integration.progressiverollout.harness import (
     CLUSTERS,
     NEW,
-    OLD,
-    application,
-    appset,
     argo,
-    cluster_secret,
+    argo_plane,
     manager,
+    seed_world,
 )
 from integration.progressiverollout.test_controller import phase_is, rollout, status_of
 from okra_controllers.api.kinds import APP_PROJECT, APPLICATION
 from okra_runtime import Client
 from okra_runtime.gvk import GVK
 from okra_testkit.envtest import ControlPlane
-from okra_testkit.envtest.argocd import find_argocd
 from support import eventually
 
-REPO = Path(__file__).resolve().parents[3]
 NS = "argocd"
 HELD = "euw1-a"
 CRD = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
@@ -41,16 +36,7 @@ CRD = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
 @pytest.fixture(scope="module")
 def plane() -> Iterator[ControlPlane]:
     """A plane of its own that serves the AppProject kind (the session's does not)."""
-    try:
-        crds = find_argocd().crds
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    with ControlPlane(name="projects", controller_manager=False) as cp:
-        cp.install_crds(
-            [crds / f"{kind}-crd.yaml" for kind in ("application", "applicationset", "appproject")]
-        )
-        cp.install_crds([REPO / "config" / "crd" / "bases"])
-        cp.kubectl("create", "namespace", NS)
+    with argo_plane("projects", NS, ("application", "applicationset", "appproject")) as cp:
         yield cp
 
 
@@ -78,11 +64,7 @@ def held_message(st: dict[str, Any]) -> str:
 
 
 async def test_a_deny_window_holds_its_cluster_and_its_end_lets_it_sync(client: Client) -> None:
-    for name, labels in CLUSTERS.items():
-        await client.create(cluster_secret(name, NS, labels))
-    owner = await client.create(appset("web", NS))
-    for name in CLUSTERS:
-        await client.create(application(f"{name}-web", NS, name, owner, OLD))
+    await seed_world(client, NS)
     opened = datetime.datetime.now(datetime.UTC).replace(second=0, microsecond=0)
     window = {
         "kind": "deny",
