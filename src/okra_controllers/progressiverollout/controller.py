@@ -30,7 +30,7 @@ import base64
 import binascii
 import contextlib
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -237,6 +237,7 @@ def application_view(
         dest_namespace=str(dest.get("namespace") or ""),
         cluster_server=found.server if found else str(dest.get("server") or ""),
         cluster_project=found.project if found else "",
+        resource_version=str(app["metadata"].get("resourceVersion") or ""),
     )
 
 
@@ -385,7 +386,8 @@ class ProgressiveRolloutReconciler:
             except NotFoundError:
                 return None
         pr = ProgressiveRollout.model_validate(raw)
-        p = plan(self.observe(pr, raw))
+        observed = self.observe(pr, raw)
+        p = plan(observed)
         if p.webhooks:
             # A webhook is not idempotent: call it only from a plan made on the object as it
             # is now (the cache may lag behind this controller's last status write).
@@ -403,7 +405,7 @@ class ProgressiveRolloutReconciler:
             self.notifier.track(PROGRESSIVE_ROLLOUT, ns, req.name, before.notifications or [])
             return Result(requeue=True)  # changed under us: plan again from fresh state
         self.notifier.track(PROGRESSIVE_ROLLOUT, ns, req.name, p.status.notifications or [])
-        await self._act(raw, pr, p)
+        await self._act(raw, pr, p, {a.name: a.resource_version for a in observed.apps})
         self._report(raw, p)
         # A rollout that just moved (a stage or cluster changed in its status) is between
         # two hops: its next ones go before first reports on new objects. Its first status
@@ -421,18 +423,22 @@ class ProgressiveRolloutReconciler:
 
     # -- act -------------------------------------------------------------------
 
-    async def _act(self, raw: dict[str, Any], pr: ProgressiveRollout, p: Plan) -> None:
+    async def _act(
+        self, raw: dict[str, Any], pr: ProgressiveRollout, p: Plan, seen: Mapping[str, str]
+    ) -> None:
+        """`seen`: each Application's resourceVersion in the view the plan was made from."""
         ns, name = pr.metadata.namespace or "", pr.metadata.name
         for s in p.syncs:
             app = self.apps.get(s.application, ns)
-            if app is None:
+            if app is None or not seen.get(s.application):
                 continue
-            # Guarded by the resourceVersion the plan saw: if the Application changed since
-            # (Argo CD took the operation, or this controller wrote it a moment ago and the
-            # cache lags), the write is refused and the next reconcile decides again. An
-            # operation is therefore never written twice, nor over one Argo CD started.
+            # Guarded by the resourceVersion the plan saw, not the cache's now (the cache
+            # may have moved on during this reconcile's awaits): if the Application changed
+            # since (Argo CD took the operation, or this controller wrote it a moment ago and
+            # the cache lagged), the write is refused and the next reconcile decides again.
+            # An operation is therefore never written twice, nor over one Argo CD started.
             patch = {
-                "metadata": {"resourceVersion": app["metadata"].get("resourceVersion")},
+                "metadata": {"resourceVersion": seen[s.application]},
                 "operation": sync_operation(s, app),
             }
             try:

@@ -80,6 +80,10 @@ class App:
     the project's destinations match."""
     cluster_project: str = ""
     """The Secret's `project`: the project a project-scoped cluster belongs to."""
+    resource_version: str = ""
+    """The Application's resourceVersion as observed: a sync planned from this view is
+    written only onto this version (a newer one may already hold the operation, or Argo CD
+    may have started it)."""
 
     @property
     def operation_running(self) -> bool:
