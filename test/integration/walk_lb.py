@@ -94,7 +94,7 @@ def alb_outputs(raw: dict[str, Any]) -> list[Any]:
     if config is None:
         return [problems]
     spec = config.spec
-    out: list[Any] = [problems, ("role", spec.role_arn)]  # AlbConfigReconciler._elb's
+    out: list[Any] = [problems, ("role", spec.role_arn)]  # the role the pass assumes (configctl)
     for rules, rule_arn in LISTENERS:
         out.append(repr(plan(spec, rules, owner=OWNER, rule_arn=rule_arn)))
     applied = applied_from_rule(spec, OWN)

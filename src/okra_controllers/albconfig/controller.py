@@ -9,6 +9,9 @@ now shows, in the config's own shape), `ruleARN`, `observedGeneration`,
 `lastAppliedTime`, `lastReadTime` (when AWS was read for `applied`) and a `Synced`
 condition; Events for writes and problems.
 
+The pass around these (the Events, the status write, when to look again, the wiring) is
+`configctl`'s; this module is its backend.
+
 Why read back instead of trusting the write's answer: the Cell controller moves to its
 next canary step only when `status.applied` equals what it asked for (Argo Rollouts'
 `--aws-verify-target-group`, always on), so status must describe AWS, not intentions.
@@ -29,18 +32,16 @@ that does not exist) is reported without a write to the API server beyond its st
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from okra_controllers import lbconfig
+from okra_controllers import configctl, lbconfig
+from okra_controllers.albconfig.listing import ListenerRules
 from okra_controllers.albconfig.plan import (
     Action,
     Conflict,
@@ -68,35 +69,17 @@ from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import OWNER_TAG, Json
-from okra_controllers.aws.errors import refused
-from okra_controllers.aws.recent import RecentAnswers
-from okra_controllers.lbconfig import (
-    aws_message,
-    dump_status,
-    error_code,
-    patch_status,
-    role_refusal,
-    status_of,
-    weights_note,
-    with_read_time,
-    with_synced,
-)
-from okra_controllers.notifications.notifier import Notifier, notifier_for
-from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
-from okra_runtime.client import Client
-from okra_runtime.errors import ConflictError, NotFoundError
-from okra_runtime.events import EventRecorder
-from okra_runtime.informer import Informer
-from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
-from okra_runtime.reconcile import ReportedError, Request, Result
-from okra_runtime.timeutil import utcnow
+from okra_controllers.configctl import ConfigReconciler, Look, Outcome
+from okra_controllers.lbconfig import dump_status, error_code, weights_note
 
 if TYPE_CHECKING:
     from okra_controllers.settings import Settings
     from okra_runtime.manager import Manager
 
+__all__ = ["FINALIZER", "AlbConfigReconciler", "ListenerRules", "register", "setup"]
+
 FINALIZER = "okra.mumo.co/listener-rule"
-DEFAULT_RESYNC = 300.0
+DEFAULT_RESYNC = configctl.DEFAULT_RESYNC
 """Seconds between full resyncs of a config."""
 DEFAULT_DRIFT_CHECK = 60.0
 """Seconds between idle looks at the rule in AWS: a rule changed by hand (weights,
@@ -107,305 +90,172 @@ LOOK_MARGIN = 0.25
 """Seconds past the expiry of a listener's shared listing at which its synced configs
 look again, so that the first of them lists the rules anew and the others share it."""
 
+Config = AWSApplicationLoadBalancerConfig
+Spec = AWSApplicationLoadBalancerConfigSpec
+Status = AWSApplicationLoadBalancerConfigStatus
+
 log = structlog.get_logger("okra.albconfig")
 
 
 @dataclass
-class Outcome:
-    """What one sync found and did, for the status and Events."""
-
-    reason: str
-    message: str
-    synced: bool = False
+class AlbOutcome(Outcome):
     rule: Json | None = None
+    """The rule as AWS last showed it."""
     rule_arn: str | None = None
-    wrote: str | None = None
-    """The AWS write made (`RuleCreated`, `RuleModified`, `RuleMoved`, `RuleDeleted`)."""
-    notes: list[str] = field(default_factory=list)
-    drift: str | None = None
-    """What was found changed in AWS since okra last applied this spec (drift repaired)."""
-    read_at: datetime.datetime | None = None
-    """When AWS was read for `rule` (`status.lastReadTime`); None: AWS was not read."""
 
 
-class ListenerRules:
-    """One DescribeRules per listener, shared by every config on that listener for `ttl`
-    seconds. A rule this process writes is read back and put into the listing (`put`);
-    a failed write, or one that moves a rule to another priority, forgets the listing.
-    So a rollout of 50 Cells on one listener lists it once, not once per write.
-
-    A listener holds up to 100 rules and every config on it would otherwise list them all
-    on its own resync; sharing the listing divides the reads (and botocore's parsing of
-    them) by the number of configs per listener. The controller sets `ttl` to its drift
-    check period and brings each synced config back just after its listener's listing
-    expires (`fresh_for`), so the configs of a listener look together: one DescribeRules
-    per listener per period, and a listing never older than a moment when it is read.
-
-    Readers get the shared listing itself, not a copy (it is read once per config per
-    period and copying it was most of the cost of an idle look): they must never mutate
-    it. Every reader in this module is a pure function of it; tests check that a whole
-    reconcile leaves it as AWS answered.
-
-    AWS refusing the listing (`ListenerNotFound`: a listener ARN that names nothing) is
-    shared too, for `refusal_ttl` seconds: a hundred configs naming the same missing
-    listener fail at once on one DescribeRules instead of queueing on the listener's lock
-    one AWS call after another, holding workers the other configs need."""
-
-    def __init__(
-        self, ttl: float, clock: Callable[[], float] = time.monotonic, refusal_ttl: float = 5.0
-    ) -> None:
-        self.ttl = ttl
-        self.refusal_ttl = min(refusal_ttl, ttl)
-        self._clock = clock
-        self._cache: dict[str, tuple[float, tuple[Json, ...]]] = {}
-        self._refused: RecentAnswers[str, ClientError] = RecentAnswers(self.refusal_ttl, clock)
-        self._locks: dict[str, asyncio.Lock] = {}
-
-    async def get(self, elb: Any, listener: str) -> tuple[Json, ...]:
-        async with self._locks.setdefault(listener, asyncio.Lock()):
-            hit = self._cache.get(listener)
-            if hit is not None and self._clock() - hit[0] < self.ttl:
-                return hit[1]
-            refusal = self._refused.get(listener)
-            if refusal is not None:
-                raise ClientError(refusal.response, refusal.operation_name)
-            started = self._clock()
-            try:
-                rules = tuple(await elbv2.describe_rules(elb, listener))
-            except ClientError as e:
-                if refused(e):
-                    self._refused.put(listener, e, started)
-                raise
-            self._refused.forget(listener)
-            self._cache[listener] = (started, rules)
-            return rules
-
-    def age(self, listener: str) -> float:
-        """Seconds since the listener's shared listing was read from AWS (0 when none
-        is held: the next `get` reads it)."""
-        hit = self._cache.get(listener)
-        return 0.0 if hit is None else max(0.0, self._clock() - hit[0])
-
-    def fresh_for(self, listener: str) -> float | None:
-        """Seconds until the listener's shared listing expires (None: none held, as
-        after a write)."""
-        hit = self._cache.get(listener)
-        return None if hit is None else hit[0] + self.ttl - self._clock()
-
-    def put(self, listener: str, rule: Json) -> None:
-        """Bring the listener's listing, if one is held, up to date with one rule as AWS
-        shows it now (read back after this process wrote it): the rule with the same ARN
-        is replaced or the new one added, in DescribeRules' order (by priority, the
-        default rule last). The listing keeps its age, so it is still listed anew once
-        per `ttl`. A new tuple: listings already handed out stay as they were."""
-        hit = self._cache.get(listener)
-        if hit is None:
-            return
-        arn = rule.get("RuleArn")
-        others = [r for r in hit[1] if r.get("RuleArn") != arn]
-        ordered = sorted(
-            [*others, rule], key=lambda r: (rule_priority(r) is None, rule_priority(r) or 0)
-        )
-        self._cache[listener] = (hit[0], tuple(ordered))
-
-    def forget(self, listener: str) -> None:
-        self._cache.pop(listener, None)
-        self._refused.forget(listener)
+def _conflict(action: Conflict, previous: str | None, read_at: datetime.datetime) -> AlbOutcome:
+    """Another's rule at the priority: reported, nothing written."""
+    return AlbOutcome("Conflict", action.message, warn=True, rule_arn=previous, read_at=read_at)
 
 
-class _NotClaimedError(Exception):
-    """The finalizer could not be added (the config changed or is gone): end the reconcile
-    with `result`, having written nothing to AWS."""
+class AlbConfigReconciler(ConfigReconciler[Config, Status, AlbOutcome]):
+    """One ALB listener rule: DescribeRules (shared per listener), CreateRule, ModifyRule,
+    SetRulePriorities, DeleteRule; the finalizer holds a config until its rule is gone."""
 
-    def __init__(self, result: Result | None) -> None:
-        super().__init__("finalizer not added")
-        self.result = result
+    name = "albconfig"
+    kind = ALB_CONFIG
+    service = "elbv2"
+    finalizer = FINALIZER
+    releasing = "deleting the listener rule"
+    status_model = Status
+    log = log
 
-
-class AlbConfigReconciler:
     def __init__(
         self,
-        client: Client,
-        informer: Informer,
-        events: EventRecorder,
-        aws: AwsConfig,
-        *,
+        *args: Any,
         resync: float = DEFAULT_RESYNC,
         drift_check: float = DEFAULT_DRIFT_CHECK,
-        clock: Callable[[], datetime.datetime] = utcnow,
-        notifier: Notifier | None = None,
+        **options: Any,
     ) -> None:
-        self.client = client
-        self.notifier = notifier or Notifier(client)
-        self.configs = informer.store
-        self.events = events
-        self.aws = aws
-        self.resync = min(resync, drift_check)
-        self.clock = clock
+        super().__init__(*args, resync=min(resync, drift_check), **options)
         self.listener_rules = ListenerRules(ttl=self.resync)
 
-    def _next_look(self, listener: str) -> float:
+    def idle(self, config: Config) -> float:
         """When a synced config looks at AWS again: just after its listener's shared
         listing expires, so every config on the listener reads one fresh listing together
         (one DescribeRules per listener per period); a full period when none is held."""
-        fresh = self.listener_rules.fresh_for(listener)
+        fresh = self.listener_rules.fresh_for(config.spec.listener_arn)
         if fresh is None or fresh <= 0:
             return self.resync
         return min(self.resync, fresh + LOOK_MARGIN)
 
-    @asynccontextmanager
-    async def _elb(self, role_arn: str | None = None) -> AsyncIterator[Any]:
-        """An elbv2 client of the process-wide session, or of `role_arn`'s (`roleARN`)."""
-        async with self.aws.assuming(role_arn).client("elbv2") as elb:
-            yield elb
+    def load(self, raw: Json) -> tuple[Config | None, list[str]]:
+        return spec_problems(raw)
 
-    async def reconcile(self, req: Request) -> Result | None:
-        cached = self.configs.get(req.name, req.namespace)
-        if cached is None:
-            return None
-        raw: Json = cached
-        if raw["metadata"].get("deletionTimestamp"):
-            return await self._finalize(raw)
-        status = status_of(AWSApplicationLoadBalancerConfigStatus, raw)
-        config, problems = spec_problems(raw)
-        if config is None or problems:
-            message = "; ".join(problems)
-            self.events.event(raw, "Warning", "InvalidSpec", message)
-            await self._report(
-                raw, status, Outcome("InvalidSpec", message, rule_arn=status.rule_arn)
-            )
-            return None
+    def loaded(self, raw: Json, config: Config, status: Status) -> None:
         if raw["metadata"].get("generation") != status.observed_generation:
             for warning in deprecated_spellings(config.kind, raw.get("spec")):
                 self.events.event(raw, "Warning", "DeprecatedSpelling", warning)
 
-        async def claim() -> None:
-            # The finalizer goes on once AWS has shown the listener, before okra writes or
-            # adopts a rule there. A config whose listener AWS does not know (a typo, a
-            # deleted load balancer) has nothing to clean up, and costs no write.
-            nonlocal raw
-            finalizers = raw["metadata"].get("finalizers") or []
-            if FINALIZER in finalizers:
-                return
-            raw["metadata"]["finalizers"] = [*finalizers, FINALIZER]
-            try:
-                raw = await self.client.update(raw)
-            except ConflictError:
-                raise _NotClaimedError(Result(requeue=True)) from None
-            except NotFoundError:
-                raise _NotClaimedError(None) from None
+    def was_synced(self, status: Status, config: Config, generation: int | None) -> bool:
+        """Whether okra had this very spec applied and read back: a write needed now means
+        the rule changed in AWS, not in the spec."""
+        synced = any(
+            c.type == lbconfig.SYNCED and c.status == "True" for c in status.conditions or []
+        )
+        return (
+            synced
+            and status.observed_generation == generation
+            and status.applied is not None
+            and same_spec(status.applied, config.spec)
+        )
 
-        async def record_drift(found: str) -> None:
-            # Into the owning Cell's outbox before the repair is written: a manager killed
-            # between the repair and a later report would restore the rule and never tell
-            # (once restored, its successor finds no drift). An API error here fails the
-            # reconcile before the repair; it is retried as any.
-            fired = Fired(DRIFT_REPAIRED, drift_message(found))
-            await self.notifier.notify_owner(raw, fired, self.clock())
+    def drift_repaired(self, outcome: AlbOutcome) -> None:
+        log.warning("listener rule drift repaired", drift=outcome.before, notes=outcome.notes)
 
-        try:
-            async with self._elb(config.spec.role_arn) as elb:
-                outcome = await self._sync(elb, config, status, claim, record_drift)
-        except _NotClaimedError as e:
-            return e.result
-        except (ClientError, BotoCoreError) as e:
-            refusal = role_refusal(e, config.spec.role_arn)
-            message = refusal or aws_message(e)
-            self.events.event(raw, "Warning", "AWSError", message)
-            await self._report(raw, status, Outcome("AWSError", message, rule_arn=status.rule_arn))
-            if refusal is not None:
-                raise ReportedError(message) from None
-            raise
-        if outcome.drift:
-            message = drift_message(outcome.drift)
-            self.events.event(raw, "Warning", "DriftRepaired", message)
-            log.warning("listener rule drift repaired", drift=outcome.drift, notes=outcome.notes)
-        if outcome.wrote:
-            self.events.event(raw, "Normal", outcome.wrote, "; ".join(outcome.notes))
-            log.info("wrote listener rule", action=outcome.wrote, notes=outcome.notes)
-        elif outcome.notes:
-            self.events.event(raw, "Normal", "RuleAdopted", "; ".join(outcome.notes))
-        elif outcome.reason == "Conflict":
-            self.events.event(raw, "Warning", "Conflict", outcome.message)
-        await self._report(raw, status, outcome, config.spec)
-        if outcome.synced or outcome.reason == "Conflict":
-            return Result(requeue_after=self._next_look(config.spec.listener_arn))
-        return Result(requeue=True)  # written but not (yet) shown by AWS: look again soon
+    def written(self, outcome: AlbOutcome) -> None:
+        log.info("wrote listener rule", action=outcome.wrote, notes=outcome.notes)
 
-    async def _sync(
-        self,
-        elb: Any,
-        config: AWSApplicationLoadBalancerConfig,
-        status: AWSApplicationLoadBalancerConfigStatus,
-        claim: Callable[[], Awaitable[None]],
-        record_drift: Callable[[str], Awaitable[None]],
-    ) -> Outcome:
-        """Observe the listener, write what the plan says, read it back. `claim` puts the
-        finalizer on before any rule is written or adopted; a drift found is handed to
-        `record_drift` before the repairing write."""
-        spec = config.spec
-        owner = f"{config.metadata.namespace}/{config.metadata.name}"
-        previous = status.rule_arn
+    async def sync(self, api: Any, look: Look[Config, Status]) -> AlbOutcome:
+        """Observe the listener, write what the plan says, read it back. The finalizer goes
+        on (`claim`) once AWS has shown the listener, before a rule is written or adopted:
+        a config whose listener AWS does not know (a typo, a deleted load balancer) has
+        nothing to clean up, and costs no write. A drift found is recorded before the
+        repairing write."""
+        spec, previous = look.config.spec, look.status.rule_arn
+        owner = f"{look.config.metadata.namespace}/{look.config.metadata.name}"
         on_listener = previous if previous and listener_of(previous) == spec.listener_arn else None
-        rules, action = await self._decide(elb, spec, owner, on_listener)
+        rules, action = await self._decide(api, spec, owner, on_listener)
         listed_at = self.clock() - datetime.timedelta(
             seconds=self.listener_rules.age(spec.listener_arn)
         )
         if isinstance(action, Conflict):
-            return Outcome("Conflict", action.message, rule_arn=previous, read_at=listed_at)
-        await claim()
-        out = Outcome("", "", read_at=listed_at)
-        if not isinstance(action, Nothing) and _was_synced(
-            status, spec, config.metadata.generation
-        ):
+            return _conflict(action, previous, listed_at)
+        await self.claim(look)
+        out = AlbOutcome("", "", read_at=listed_at)
+        if not isinstance(action, Nothing) and look.was_synced:
             # A rule okra had in sync now differs (or is gone): changed outside okra.
             found = next((r for r in rules if r["RuleArn"] == previous), None)
-            out.drift = drift(spec, found)
-            await record_drift(out.drift)
-        if isinstance(action, Create):
-            try:
-                arn = await self._write(elb, spec.listener_arn, action, owner, out)
-            except ClientError as e:
-                if error_code(e) != "PriorityInUse":
-                    raise
-                # Our CreateRule may have been applied with its reply lost, and botocore's
-                # retry then found the priority taken (by our rule): look again. A rule
-                # there with our tag or exactly our conditions is adopted; another is a
-                # Conflict, as always.
-                log.info("priority in use after CreateRule; reading the listener again")
-                rules, action = await self._decide(elb, spec, owner, on_listener)
-                out.read_at = self.clock()
-                if isinstance(action, Conflict):
-                    return Outcome(
-                        "Conflict", action.message, rule_arn=previous, read_at=out.read_at
-                    )
-                if isinstance(action, Create):
-                    raise  # still free: a real error, retried by the controller
+            out.before = drift(spec, found)
+            out.drift = drift_message(out.before)
+            await self.record_drift(look, out.drift)
+        rules, action, arn = await self._create(api, spec, owner, on_listener, rules, action, out)
+        if isinstance(action, Conflict):
+            return _conflict(action, previous, out.read_at or listed_at)
         if isinstance(action, Nothing):
             arn = action.rule_arn
             rule = next((r for r in rules if r["RuleArn"] == arn), None)
             if arn != previous:
                 out.notes.append(f"adopted rule {arn} at priority {rule_priority(rule or {})}")
-        elif not isinstance(action, Create):
-            arn = await self._write(elb, spec.listener_arn, action, owner, out)
-        if not isinstance(action, Nothing):
-            rule = await self._read_back(elb, spec.listener_arn, arn)
+                out.noted = "RuleAdopted"
+        else:
+            if arn is None:
+                arn = await self._write(api, spec.listener_arn, action, owner, out)
+            rule = await self._read_back(api, spec.listener_arn, arn)
             out.read_at = self.clock()
         out.rule, out.rule_arn = rule, arn
         out.synced = in_sync(spec, rule)
-        moved_listener = previous and previous != arn and listener_of(previous) != spec.listener_arn
-        # The config moved to another listener: its new rule serves, so the old one goes.
-        if moved_listener:
-            self.listener_rules.forget(listener_of(str(previous)))
-        if out.synced and moved_listener and await elbv2.delete_rule(elb, str(previous)):
-            out.notes.append(f"deleted rule {previous} of the previous listener")
-            out.wrote = out.wrote or "RuleDeleted"
+        await self._leave_previous(api, spec, previous, arn, out)
         if out.synced:
             out.reason, out.message = "Synced", f"rule {arn} forwards as specified"
         else:
             out.reason = "NotApplied"
             out.message = f"rule {arn} does not (yet) show the written state"
+            out.soon = True  # written but not (yet) shown by AWS: look again soon
         return out
+
+    async def _create(
+        self,
+        elb: Any,
+        spec: Spec,
+        owner: str,
+        on_listener: str | None,
+        rules: Sequence[Json],
+        action: Action,
+        out: AlbOutcome,
+    ) -> tuple[Sequence[Json], Action, str | None]:
+        """A `Create` written (its rule's ARN); any other action as it is, to be written
+        by the caller."""
+        if not isinstance(action, Create):
+            return rules, action, None
+        try:
+            return rules, action, await self._write(elb, spec.listener_arn, action, owner, out)
+        except ClientError as e:
+            if error_code(e) != "PriorityInUse":
+                raise
+            # Our CreateRule may have been applied with its reply lost, and botocore's
+            # retry then found the priority taken (by our rule): look again. A rule
+            # there with our tag or exactly our conditions is adopted; another is a
+            # Conflict, as always.
+            log.info("priority in use after CreateRule; reading the listener again")
+            rules, action = await self._decide(elb, spec, owner, on_listener)
+            out.read_at = self.clock()
+            if isinstance(action, Create):
+                raise  # still free: a real error, retried by the controller
+            return rules, action, None
+
+    async def _leave_previous(
+        self, elb: Any, spec: Spec, previous: str | None, arn: str, out: AlbOutcome
+    ) -> None:
+        """The config moved to another listener: its new rule serves, so the old one goes
+        (once the new one is in sync)."""
+        if not previous or previous == arn or listener_of(previous) == spec.listener_arn:
+            return
+        self.listener_rules.forget(listener_of(previous))
+        if out.synced and await elbv2.delete_rule(elb, previous):
+            out.notes.append(f"deleted rule {previous} of the previous listener")
+            out.wrote = out.wrote or "RuleDeleted"
 
     async def _decide(
         self,
@@ -493,35 +343,6 @@ class AlbConfigReconciler:
             return action.rule_arn
         raise AssertionError(f"not a write: {action!r}")
 
-    async def _finalize(self, raw: Json) -> Result | None:
-        """Delete okra's rule, then let the config go. A rule is okra's when status
-        names it or, if status was lost, when the rule at the priority carries this
-        config's owner tag. Nothing else on the listener is touched."""
-        finalizers = raw["metadata"].get("finalizers") or []
-        if FINALIZER not in finalizers:
-            return None
-        status = status_of(AWSApplicationLoadBalancerConfigStatus, raw)
-        role = (raw.get("spec") or {}).get("roleARN")
-        try:
-            async with self._elb(role if isinstance(role, str) else None) as elb:
-                deleted = await self._delete_ours(elb, raw, status)
-        except (ClientError, BotoCoreError) as e:
-            message = aws_message(e)
-            self.events.event(raw, "Warning", "AWSError", f"deleting the listener rule: {message}")
-            raise
-        if deleted:
-            self.listener_rules.forget(listener_of(deleted))
-            self.events.event(raw, "Normal", "RuleDeleted", f"deleted rule {deleted}")
-            log.info("deleted listener rule", rule=deleted)
-        raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
-        try:
-            await self.client.update(raw)
-        except ConflictError:
-            return Result(requeue=True)
-        except NotFoundError:
-            pass
-        return None
-
     async def _delete_ours(
         self, elb: Any, raw: Json, status: AWSApplicationLoadBalancerConfigStatus
     ) -> str | None:
@@ -546,66 +367,29 @@ class AlbConfigReconciler:
                     return arn if await elbv2.delete_rule(elb, arn) else None
         return None
 
-    async def _report(
-        self,
-        raw: Json,
-        old: AWSApplicationLoadBalancerConfigStatus,
-        outcome: Outcome,
-        spec: AWSApplicationLoadBalancerConfigSpec | None = None,
-    ) -> None:
-        """Write status if it changed (an idle resync writes nothing). The rule and
-        `applied` are kept from before when this sync could not look (invalid spec,
-        AWS error)."""
-        generation = raw["metadata"].get("generation")
-        new = with_synced(
-            old,
-            synced=outcome.synced,
-            reason=outcome.reason,
-            message=outcome.message,
-            generation=generation,
-            now=self.clock(),
-            wrote=bool(outcome.wrote),
-        )
-        if spec is not None:
-            new.rule_arn = outcome.rule_arn
-            new.applied = applied_from_rule(spec, outcome.rule) if outcome.rule else None
-        new = with_read_time(old, new, outcome.read_at)
-        await patch_status(self.client, ALB_CONFIG, raw, _dump(old), _dump(new))
+    async def release(self, api: Any, raw: Json, status: Status) -> None:
+        """Delete okra's rule. A rule is okra's when status names it or, if status was
+        lost, when the rule at the priority carries this config's owner tag. Nothing else
+        on the listener is touched."""
+        deleted = await self._delete_ours(api, raw, status)
+        if deleted:
+            self.listener_rules.forget(listener_of(deleted))
+            self.events.event(raw, "Normal", "RuleDeleted", f"deleted rule {deleted}")
+            log.info("deleted listener rule", rule=deleted)
 
+    def fill(self, new: Status, config: Config, outcome: AlbOutcome) -> None:
+        """The rule and `applied` as AWS now shows them."""
+        new.rule_arn = outcome.rule_arn
+        new.applied = applied_from_rule(config.spec, outcome.rule) if outcome.rule else None
 
-def _dump(status: AWSApplicationLoadBalancerConfigStatus) -> Json:
-    """Status as written; `applied.listenerRule` without its empty lists, so that it reads
-    like the rule a user writes."""
-    out = dump_status(status)
-    rule = (out.get("applied") or {}).get("listenerRule")
-    if rule:
-        out["applied"]["listenerRule"] = {k: v for k, v in rule.items() if v != []}
-    return out
-
-
-def _was_synced(
-    status: AWSApplicationLoadBalancerConfigStatus,
-    spec: AWSApplicationLoadBalancerConfigSpec,
-    generation: int | None,
-) -> bool:
-    """Whether okra had this very spec applied and read back: a write needed now means
-    the rule changed in AWS, not in the spec."""
-    synced = any(c.type == lbconfig.SYNCED and c.status == "True" for c in status.conditions or [])
-    return (
-        synced
-        and status.observed_generation == generation
-        and status.applied is not None
-        and same_spec(status.applied, spec)
-    )
-
-
-def _deletion_requested(obj: Json) -> bool:
-    return bool(obj["metadata"].get("deletionTimestamp"))
-
-
-PREDICATES = (Any_(GenerationChanged(), FuncPredicate(_deletion_requested)),)
-"""Reconcile on spec changes and deletion requests only: status writes and informer
-resyncs do not enqueue (the controller requeues itself every `resync`)."""
+    def dump(self, status: Status) -> Json:
+        """Status as written; `applied.listenerRule` without its empty lists, so that it
+        reads like the rule a user writes."""
+        out = dump_status(status)
+        rule = (out.get("applied") or {}).get("listenerRule")
+        if rule:
+            out["applied"]["listenerRule"] = {k: v for k, v in rule.items() if v != []}
+        return out
 
 
 def register(
@@ -617,23 +401,15 @@ def register(
     drift_check: float = DEFAULT_DRIFT_CHECK,
 ) -> AlbConfigReconciler:
     """Build the reconciler and its controller on `mgr` (tests pick their own `resync`
-    and `drift_check`)."""
-    rec = AlbConfigReconciler(
-        mgr.client,
-        mgr.informer_for(ALB_CONFIG),
-        mgr.event_recorder("albconfig-controller"),
+    and `drift_check`). Reconciles on spec changes and deletion requests only."""
+    return configctl.register(
+        AlbConfigReconciler,
+        mgr,
         aws,
+        concurrency=concurrency,
         resync=resync,
         drift_check=drift_check,
-        notifier=notifier_for(mgr),
     )
-    (
-        mgr.builder("albconfig")
-        .for_(ALB_CONFIG, predicates=PREDICATES)
-        .with_options(max_concurrent_reconciles=concurrency)
-        .complete(rec)
-    )
-    return rec
 
 
 def setup(mgr: Manager, settings: Settings) -> None:

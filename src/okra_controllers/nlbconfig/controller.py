@@ -8,6 +8,9 @@ spec and the listener to one `Action`. act: that one write (ModifyListener with 
 `lastAppliedTime`, `lastReadTime` (when AWS was read for `applied`) and a `Synced`
 condition; Events for writes and problems.
 
+The pass around these (the Events, the status write, when to look again, the wiring) is
+`configctl`'s; this module is its backend.
+
 Why the default action: an NLB listener has no rules; its default action is its only
 routing, and since November 2025 it may forward to up to five weighted target groups
 (0..999), as an ALB rule does. So okra owns that action, whole. Anything else on the
@@ -23,34 +26,23 @@ and no status write when nothing changed.
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from botocore.exceptions import BotoCoreError, ClientError
 
+from okra_controllers import configctl
 from okra_controllers.api.kinds import NLB_CONFIG
 from okra_controllers.api.v1alpha1.cell import (
+    AWSNetworkLoadBalancerConfig,
     AWSNetworkLoadBalancerConfigSpec,
     AWSNetworkLoadBalancerConfigStatus,
 )
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.elbv2 import Json
-from okra_controllers.lbconfig import (
-    SYNCED,
-    aws_message,
-    dump_status,
-    patch_status,
-    role_refusal,
-    status_of,
-    tg_name,
-    weights_note,
-    with_read_time,
-    with_synced,
-)
+from okra_controllers.configctl import ConfigReconciler, Look, Outcome
+from okra_controllers.lbconfig import SYNCED, tg_name, weights_note
 from okra_controllers.nlbconfig.plan import (
     ModifyDefault,
     Refuse,
@@ -59,160 +51,88 @@ from okra_controllers.nlbconfig.plan import (
     plan,
     spec_problems,
 )
-from okra_controllers.notifications.notifier import Notifier, notifier_for
-from okra_controllers.notifications.triggers import DRIFT_REPAIRED, Fired
-from okra_runtime.client import Client
-from okra_runtime.events import EventRecorder
-from okra_runtime.informer import Informer
-from okra_runtime.predicates import GenerationChanged
-from okra_runtime.reconcile import ReportedError, Request, Result
-from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
     from okra_controllers.settings import Settings
     from okra_runtime.manager import Manager
 
-DEFAULT_RESYNC = 300.0
+DEFAULT_RESYNC = configctl.DEFAULT_RESYNC
 """Seconds between idle checks of the listener (one DescribeListeners each)."""
 
-log = structlog.get_logger("okra.nlbconfig")
+Config = AWSNetworkLoadBalancerConfig
+Status = AWSNetworkLoadBalancerConfigStatus
 
 
 @dataclass
-class Outcome:
-    reason: str
-    message: str
-    synced: bool = False
+class NlbOutcome(Outcome):
     listener: Json | None = None
-    wrote: bool = False
-    notes: list[str] = field(default_factory=list)
-    found: str = ""
-    """The forward found in AWS before a write (`name=70, other=30`)."""
-    read_at: datetime.datetime | None = None
-    """When AWS was read for `listener` (`status.lastReadTime`); None: not read."""
+    """The listener as AWS last showed it (None: not read, or refused)."""
 
 
 def weights_of(spec: AWSNetworkLoadBalancerConfigSpec) -> str:
     return ", ".join(f"{tg_name(t.arn)}={t.weight}" for t in spec.forward_target_groups)
 
 
-def _was_synced(
-    status: AWSNetworkLoadBalancerConfigStatus,
-    spec: AWSNetworkLoadBalancerConfigSpec,
-    generation: int | None,
-) -> bool:
-    """Whether okra had this very spec applied and read back (so a write needed now
-    means the listener changed in AWS, not the spec)."""
-    synced = any(c.type == SYNCED and c.status == "True" for c in status.conditions or [])
-    applied = status.applied.forward_target_groups if status.applied else None
-
-    def weights(tgs: Any) -> set[tuple[str, int]]:
-        return {(t.arn, t.weight) for t in tgs if t.weight}
-
+def drift_message(spec: AWSNetworkLoadBalancerConfigSpec, found: str | None) -> str:
+    """The DriftRepaired Event's and notification's message."""
     return (
-        synced
-        and status.observed_generation == generation
-        and applied is not None
-        and weights(applied) == weights(spec.forward_target_groups)
+        "the listener's default action was changed outside okra (forwarding "
+        f"{found or 'nothing'} instead of {weights_of(spec)}); restored"
     )
 
 
-class NlbConfigReconciler:
-    def __init__(
-        self,
-        client: Client,
-        informer: Informer,
-        events: EventRecorder,
-        aws: AwsConfig,
-        *,
-        resync: float = DEFAULT_RESYNC,
-        clock: Callable[[], datetime.datetime] = utcnow,
-        notifier: Notifier | None = None,
-    ) -> None:
-        self.client = client
-        self.configs = informer.store
-        self.events = events
-        self.aws = aws
-        self.resync = resync
-        self.clock = clock
-        self.notifier = notifier or Notifier(client)
+class NlbConfigReconciler(ConfigReconciler[Config, Status, NlbOutcome]):
+    """One NLB listener's default action: DescribeListeners, ModifyListener."""
 
-    async def reconcile(self, req: Request) -> Result | None:
-        raw = self.configs.get(req.name, req.namespace)
-        if raw is None or raw["metadata"].get("deletionTimestamp"):
-            return None
-        status = status_of(AWSNetworkLoadBalancerConfigStatus, raw)
-        config, problems = spec_problems(raw)
-        if config is None or problems:
-            message = "; ".join(problems)
-            self.events.event(raw, "Warning", "InvalidSpec", message)
-            await self._report(raw, status, Outcome("InvalidSpec", message))
-            return None
-        spec = config.spec
+    name = "nlbconfig"
+    kind = NLB_CONFIG
+    service = "elbv2"
+    status_model = Status
+    log = structlog.get_logger("okra.nlbconfig")
+    drift_log = "listener default action drift repaired"
+    write_log = "wrote listener default action"
 
-        def drift_message(found: str | None) -> str:
-            return (
-                "the listener's default action was changed outside okra (forwarding "
-                f"{found or 'nothing'} instead of {weights_of(spec)}); restored"
-            )
+    def load(self, raw: Json) -> tuple[Config | None, list[str]]:
+        return spec_problems(raw)
 
-        async def record_drift(found: str | None) -> None:
-            # Into the owning Cell's outbox before the repair is written (a manager killed
-            # in between would otherwise restore the listener and never tell).
-            fired = Fired(DRIFT_REPAIRED, drift_message(found))
-            await self.notifier.notify_owner(raw, fired, self.clock())
+    def was_synced(self, status: Status, config: Config, generation: int | None) -> bool:
+        """Whether okra had this very spec applied and read back (so a write needed now
+        means the listener changed in AWS, not the spec)."""
+        synced = any(c.type == SYNCED and c.status == "True" for c in status.conditions or [])
+        applied = status.applied.forward_target_groups if status.applied else None
 
-        # okra had this very spec applied and read back: a write now repairs a drift.
-        was_synced = _was_synced(status, spec, raw["metadata"].get("generation"))
-        try:
-            async with self.aws.assuming(spec.role_arn).client("elbv2") as elb:
-                outcome = await self._sync(elb, spec, record_drift if was_synced else None)
-        except (ClientError, BotoCoreError) as e:
-            refusal = role_refusal(e, spec.role_arn)
-            message = refusal or aws_message(e)
-            self.events.event(raw, "Warning", "AWSError", message)
-            await self._report(raw, status, Outcome("AWSError", message))
-            if refusal is not None:
-                raise ReportedError(message) from None
-            raise
-        if outcome.wrote and was_synced:  # the listener changed in AWS
-            message = drift_message(outcome.found)
-            self.events.event(raw, "Warning", "DriftRepaired", message)
-            log.warning("listener default action drift repaired", found=outcome.found)
-        if outcome.wrote:
-            self.events.event(raw, "Normal", "ListenerModified", "; ".join(outcome.notes))
-            log.info("wrote listener default action", notes=outcome.notes)
-        elif not outcome.synced and outcome.listener is None:
-            self.events.event(raw, "Warning", outcome.reason, outcome.message)
-        await self._report(raw, status, outcome, config.spec)
-        if outcome.synced or not outcome.wrote:
-            return Result(requeue_after=self.resync)
-        return Result(requeue=True)  # written but not (yet) shown by AWS: look again soon
+        def weights(tgs: Any) -> set[tuple[str, int]]:
+            return {(t.arn, t.weight) for t in tgs if t.weight}
 
-    async def _sync(
-        self,
-        elb: Any,
-        spec: AWSNetworkLoadBalancerConfigSpec,
-        record_drift: Callable[[str | None], Awaitable[None]] | None,
-    ) -> Outcome:
-        """Observe the listener, write what the plan says, read it back; `record_drift`,
-        when given, is told what was found before the repairing write."""
-        listener = await elbv2.describe_listener(elb, spec.listener_arn)
+        return (
+            synced
+            and status.observed_generation == generation
+            and applied is not None
+            and weights(applied) == weights(config.spec.forward_target_groups)
+        )
+
+    async def sync(self, api: Any, look: Look[Config, Status]) -> NlbOutcome:
+        """Observe the listener, write what the plan says, read it back; a drift found is
+        recorded before the repairing write."""
+        spec = look.config.spec
+        listener = await elbv2.describe_listener(api, spec.listener_arn)
         action = plan(spec, listener)
         if isinstance(action, Refuse):
-            return Outcome(action.reason, action.message, read_at=self.clock())
-        out = Outcome("", "", read_at=self.clock())
+            return NlbOutcome(action.reason, action.message, warn=True, read_at=self.clock())
+        out = NlbOutcome("", "", read_at=self.clock())
         if isinstance(action, ModifyDefault):
-            out.found = weights_note((listener or {}).get("DefaultActions")).removeprefix(": ")
-            if record_drift is not None:
-                await record_drift(out.found)
-            await elbv2.modify_default_actions(elb, spec.listener_arn, action.actions)
-            out.wrote = True
+            out.before = weights_note((listener or {}).get("DefaultActions")).removeprefix(": ")
+            if look.was_synced:
+                await self.record_drift(look, drift_message(spec, out.before))
+            await elbv2.modify_default_actions(api, spec.listener_arn, action.actions)
+            out.wrote = "ListenerModified"
+            if look.was_synced:  # the listener changed in AWS
+                out.drift = drift_message(spec, out.before)
             out.notes.append(
                 f"set the default action of listener {spec.listener_arn}"
                 f"{weights_note(action.actions)}"
             )
-            listener = await elbv2.describe_listener(elb, spec.listener_arn)
+            listener = await elbv2.describe_listener(api, spec.listener_arn)
             out.read_at = self.clock()
         out.listener = listener
         out.synced = in_sync(spec, listener)
@@ -224,32 +144,14 @@ class NlbConfigReconciler:
         else:
             out.reason = "NotApplied"
             out.message = "the listener's default action does not (yet) show the written state"
+            out.soon = bool(out.wrote)  # written but not (yet) shown by AWS: look again soon
         return out
 
-    async def _report(
-        self,
-        raw: Json,
-        old: AWSNetworkLoadBalancerConfigStatus,
-        outcome: Outcome,
-        spec: AWSNetworkLoadBalancerConfigSpec | None = None,
-    ) -> None:
-        """Write status if it changed (an idle resync writes nothing). `applied` is kept
-        from before when this sync could not look (invalid spec, AWS error)."""
-        new = with_synced(
-            old,
-            synced=outcome.synced,
-            reason=outcome.reason,
-            message=outcome.message,
-            generation=raw["metadata"].get("generation"),
-            now=self.clock(),
-            wrote=outcome.wrote,
+    def fill(self, new: Status, config: Config, outcome: NlbOutcome) -> None:
+        """`applied` as the listener now shows it."""
+        new.applied = (
+            applied_from_listener(config.spec, outcome.listener) if outcome.listener else None
         )
-        if spec is not None:
-            new.applied = (
-                applied_from_listener(spec, outcome.listener) if outcome.listener else None
-            )
-        new = with_read_time(old, new, outcome.read_at)
-        await patch_status(self.client, NLB_CONFIG, raw, dump_status(old), dump_status(new))
 
 
 def register(
@@ -262,30 +164,10 @@ def register(
     """Build the reconciler and its controller on `mgr` (tests pick their own `resync`).
     Reconciles on spec changes only: status writes and informer resyncs do not enqueue
     (the controller requeues itself every `resync`)."""
-    rec = NlbConfigReconciler(
-        mgr.client,
-        mgr.informer_for(NLB_CONFIG),
-        mgr.event_recorder("nlbconfig-controller"),
-        aws,
-        resync=resync,
-        notifier=notifier_for(mgr),
-    )
-    (
-        mgr.builder("nlbconfig")
-        .for_(NLB_CONFIG, predicates=(GenerationChanged(),))
-        .with_options(max_concurrent_reconciles=concurrency)
-        .complete(rec)
-    )
-    return rec
+    return configctl.register(NlbConfigReconciler, mgr, aws, concurrency=concurrency, resync=resync)
 
 
 def setup(mgr: Manager, settings: Settings) -> None:
-    """The manager's entry (`CONTROLLERS["nlbconfig"]`)."""
-    # Idle looks at the listener as often as the ALB controller's drift check (a change
-    # made outside okra is put back within that period).
-    register(
-        mgr,
-        settings.aws,
-        concurrency=settings.concurrency,
-        resync=min(DEFAULT_RESYNC, settings.drift_check),
-    )
+    """The manager's entry (`CONTROLLERS["nlbconfig"]`): the listener looked at every drift
+    check period, so that a change made outside okra is put back within it."""
+    configctl.setup(NlbConfigReconciler, mgr, settings)
