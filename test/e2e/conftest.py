@@ -5,6 +5,7 @@ whose values the test sets; and the seed-004 ProgressiveRollout world (`workload
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import json
@@ -52,14 +53,30 @@ def okra_crds(control_plane: ControlPlane) -> list[str]:
 
 
 class Metrics:
-    """GET /error-rate?version=V -> {"errorRate": <value set for V, default 0>}."""
+    """GET /error-rate?version=V -> {"errorRate": <value set for V, default 0>}.
+
+    `hold(V)` keeps V's answers back until `release(V)`: a test that must see
+    what okra does while an analysis is running holds the analysis open instead
+    of racing its interval.
+    """
 
     def __init__(self) -> None:
         self.rates: dict[str, float] = {}
         self.url = ""
+        self._held: dict[str, asyncio.Event] = {}
+
+    def hold(self, version: str) -> None:
+        self._held.setdefault(version, asyncio.Event())
+
+    def release(self, version: str) -> None:
+        if (gate := self._held.pop(version, None)) is not None:
+            gate.set()
 
     async def handle(self, request: web.Request) -> web.Response:
-        return web.json_response({"errorRate": self.rates.get(request.query["version"], 0.0)})
+        version = request.query["version"]
+        if (gate := self._held.get(version)) is not None:
+            await gate.wait()
+        return web.json_response({"errorRate": self.rates.get(version, 0.0)})
 
 
 @pytest.fixture

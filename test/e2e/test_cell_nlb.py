@@ -139,7 +139,10 @@ async def test_blue_green_analysis_then_switch_and_a_failed_version_is_blocked(
     assert misplaced[0]["type"] == "Warning"
     assert "spec.ingress.awsNetworkLoadBalancer" in misplaced[0]["note"]
 
-    # v2: analysed while v1 serves everything, then switched at once.
+    # v2: analysed while v1 serves everything, then switched at once. The
+    # analysis is held open until the test has read the listener (its 1 s
+    # interval is shorter than a busy machine's gap between two reads).
+    metrics.hold("v2")
     await n.target_group("web-a-v2", "v2")
     await n.target_group("web-b-v2", "v2")
 
@@ -148,6 +151,7 @@ async def test_blue_green_analysis_then_switch_and_a_failed_version_is_blocked(
 
     assert await eventually(run_started, within=30)
     assert await n.listener_weights() == {"web-a-v1": 50, "web-b-v1": 50}
+    metrics.release("v2")
     st = await wait_status(
         rt_client, ns, lambda s: s.get("health") == "Healthy" and s.get("stableVersion") == "v2"
     )
