@@ -131,7 +131,6 @@ def decide(
     left = (since + datetime.timedelta(seconds=deadline) - now).total_seconds()
     if left > 0:
         recheck = min(recheck, left)
-    over = f"over {span((reading.end - reading.start).total_seconds())}"
     if reading.problem:
         return Decision(
             "Unavailable",
@@ -140,6 +139,14 @@ def decide(
             window=(reading.start, reading.end),
             recheck_after=recheck,
         )
+    return _judge(tc, shares, reading, focus, recheck, left, deadline)
+
+
+def _observed(
+    shares: Sequence[Share], reading: TrafficReading
+) -> tuple[tuple[VersionTraffic, ...], int]:
+    """Each version's planned weight beside its share of the requests `reading` counted,
+    and how many requests it counted."""
     counts = {s.version: sum(reading.requests.get(a, 0.0) for a in s.arns) for s in shares}
     total = sum(counts.values())
     observed = tuple(
@@ -151,7 +158,22 @@ def decide(
         )
         for s in shares
     )
-    n = int(total)
+    return observed, int(total)
+
+
+def _judge(
+    tc: TrafficConfirmation,
+    shares: Sequence[Share],
+    reading: TrafficReading,
+    focus: str,
+    recheck: float,
+    left: float,
+    deadline: float,
+) -> Decision:
+    """The verdict on a usable reading without a problem: `left` seconds until the
+    deadline (none left: a divergence fails), `recheck` when to look again."""
+    over = f"over {span((reading.end - reading.start).total_seconds())}"
+    observed, n = _observed(shares, reading)
     named = next((v for v in observed if v.version == focus), observed[0] if observed else None)
     shown = f"AWS shows {named.version} {pct(named.planned)}" if named else "AWS shows no weight"
     if n < tc.min_requests:
