@@ -546,19 +546,25 @@ def assess_run(
     if not terminating and (not completed_all or worst is None):
         return RunVerdict("Running", "", summary, dry_summary, transitions)
     scored = judge_run(metrics, results, dry, judgment)
-    if scored is not None:
-        scored_phase = _OUTCOME_PHASE[scored.outcome]
-        # A critical judged metric that failed the run alone says nothing of its own (its
-        # limits are not Argo's): the score, which it set to 0, names it and by how much.
-        if (
-            worst is None
-            or is_worse(worst, scored_phase)
-            or (worst == scored_phase and not worst_message)
-        ):
-            worst, worst_message = scored_phase, scored.message or ""
+    worst, worst_message = _with_score(worst, worst_message, scored)
     return RunVerdict(
         worst or "Successful", worst_message.strip(), summary, dry_summary, transitions, scored
     )
+
+
+def _with_score(
+    worst: Phase | None, message: str, scored: RunJudgmentStatus | None
+) -> tuple[Phase | None, str]:
+    """The run's phase and message once the judge's score counts: the score's outcome
+    where it is worse than the metrics' (or as bad, and they said nothing)."""
+    if scored is None:
+        return worst, message
+    phase = _OUTCOME_PHASE[scored.outcome]
+    # A critical judged metric that failed the run alone says nothing of its own (its
+    # limits are not Argo's): the score, which it set to 0, names it and by how much.
+    if worst is None or is_worse(worst, phase) or (worst == phase and not message):
+        return phase, scored.message or ""
+    return worst, message
 
 
 def _interval(metric: Metric) -> float | None:
