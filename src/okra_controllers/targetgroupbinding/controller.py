@@ -63,6 +63,7 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
+from okra_controllers.finalizers import remove_finalizer
 from okra_controllers.targetgroupbinding.plan import Node, ObservedCluster, Plan, Target, plan
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
@@ -556,8 +557,7 @@ class TargetGroupBindingReconciler:
 
     async def _finalize(self, raw: dict[str, Any]) -> Result | None:
         """Deregister what status says this binding registered, then let it go."""
-        finalizers = raw["metadata"].get("finalizers") or []
-        if FINALIZER not in finalizers:
+        if FINALIZER not in (raw["metadata"].get("finalizers") or []):
             return None
         try:
             old = AWSTargetGroupBindingStatus.model_validate(raw.get("status") or {})
@@ -577,14 +577,7 @@ class TargetGroupBindingReconciler:
                 raw, "Normal", "TargetsDeregistered", _show([f"{i}:{p}" for i, p in gone])
             )
             log.info("targets deregistered on delete", target_group=arn, deregistered=len(gone))
-        raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
-        try:
-            await self.client.update(raw)
-        except ConflictError:
-            return Result(requeue=True)
-        except NotFoundError:
-            pass
-        return None
+        return await remove_finalizer(self.client, raw, FINALIZER)
 
     async def _forget_gone_secrets(self) -> None:
         live = {s["metadata"].get("uid") for s in self.secrets.list()}
