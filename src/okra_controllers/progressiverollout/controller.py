@@ -32,7 +32,7 @@ import contextlib
 import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import aiohttp
 import structlog
@@ -51,8 +51,10 @@ from okra_controllers.api.kinds import (
     SECRET,
 )
 from okra_controllers.api.v1alpha1.progressiverollout import (
+    ClusterPhase,
     ProgressiveRollout,
     ProgressiveRolloutStatus,
+    RolloutPhase,
     WebhookResult,
 )
 from okra_controllers.clusters.connect import (
@@ -111,16 +113,8 @@ RETRY = "okra.mumo.co/retry"
 COMPARISON_ERRORS = ("ComparisonError", "UnknownError", "InvalidSpecError")
 log = structlog.get_logger("okra.progressiverollout")
 
-PHASES = (
-    "Pending",
-    "Progressing",
-    "Paused",
-    "Completed",
-    "Failed",
-    "RollingBack",
-    "RolledBack",
-    "Error",
-)
+PHASES: tuple[str, ...] = tuple(p for p in get_args(RolloutPhase) if p)
+"""The phases of a rollout's phase gauge: every phase but the unset one."""
 PHASE = Gauge(
     "okra_progressiverollout_phase",
     "1 for the rollout's current phase, 0 for the others",
@@ -539,18 +533,7 @@ class ProgressiveRolloutReconciler:
                     continue
                 seen.add(c.name)
                 counts[c.phase] = counts.get(c.phase, 0) + 1
-        for phase in (
-            "Pending",
-            "Requeued",
-            "Syncing",
-            "Baking",
-            "Verifying",
-            "Completed",
-            "Failed",
-            "RollingBack",
-            "RolledBack",
-            "Forbidden",
-        ):
+        for phase in get_args(ClusterPhase):
             CLUSTERS.labels(ns, name, phase).set(counts.get(phase, 0))
 
     # -- delete ----------------------------------------------------------------
