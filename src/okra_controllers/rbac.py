@@ -133,6 +133,17 @@ def _primary(plural: str, *, verbs: Sequence[str] = READ, owner: bool = False) -
 EVENTS = rule(EVENTS_GROUP, "events", verbs=("create", "patch"))
 """Events are created, then patched as a series when they repeat (okra_runtime.events)."""
 
+DRIFT_NOTICE = (
+    rule(GROUP, "cells", verbs=("get",)),
+    rule(GROUP, "cells/status", verbs=STATUS),
+    rule(CORE, "configmaps", verbs=("get",)),
+    rule(CORE, "secrets", verbs=("get",)),
+    EVENTS,
+)
+"""What a config controller (ALB, NLB, Route 53) needs to notify the owning Cell of a
+repaired drift: the Cell read and its status written (the outbox), the notification
+ConfigMap and Secret read, and Events."""
+
 CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # Measures AnalysisRuns. Reads the owning Cell for `fieldRef` arguments and Secrets for
     # `secretKeyRef` arguments and provider credentials (the Datadog Secret), one by name.
@@ -257,11 +268,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # owns the config: read the Cell, add to its status (outbox), send it (ConfigMap, Secret).
     "albconfig": (
         *_primary("awsapplicationloadbalancerconfigs", verbs=(*READ, "update", "patch")),
-        rule(GROUP, "cells", verbs=("get",)),
-        rule(GROUP, "cells/status", verbs=STATUS),
-        rule(CORE, "configmaps", verbs=("get",)),
-        rule(CORE, "secrets", verbs=("get",)),
-        EVENTS,
+        *DRIFT_NOTICE,
     ),
     # Makes an NLB listener's default action match its config (no finalizer: deleting the
     # config leaves the listener forwarding as it last did). A repaired drift is notified
@@ -270,11 +277,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         "the NLB config controller (nlbconfig/controller.py), not run by the audited rollout"
         " (an ALB Cell); covered by test/integration/test_nlbconfig.py, test/e2e/test_cell_nlb.py",
         *_primary("awsnetworkloadbalancerconfigs"),
-        rule(GROUP, "cells", verbs=("get",)),
-        rule(GROUP, "cells/status", verbs=STATUS),
-        rule(CORE, "configmaps", verbs=("get",)),
-        rule(CORE, "secrets", verbs=("get",)),
-        EVENTS,
+        *DRIFT_NOTICE,
     ),
     # Makes one name's weighted records in a Route 53 zone match its config (no finalizer:
     # deleting the config leaves the records answering). A repaired drift is notified to
@@ -283,11 +286,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         "the Route 53 config controller (route53config/controller.py), not run by the audited"
         " rollout; covered by test/e2e/test_cell_route53.py",
         *_primary("awsroute53recordsetconfigs"),
-        rule(GROUP, "cells", verbs=("get",)),
-        rule(GROUP, "cells/status", verbs=STATUS),
-        rule(CORE, "configmaps", verbs=("get",)),
-        rule(CORE, "secrets", verbs=("get",)),
-        EVENTS,
+        *DRIFT_NOTICE,
     ),
     # Ends timed Pauses and reports cancelled ones (status only, no Events).
     "pause": (*_primary("pauses"),),

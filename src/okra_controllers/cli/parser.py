@@ -144,6 +144,13 @@ def watch(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-w", "--watch", action="store_true", help="re-render on every change")
 
 
+def shown_by_name(parser: argparse.ArgumentParser) -> None:
+    """One object, by name: NAME, `-w` and `-o json|yaml`."""
+    parser.add_argument("name", metavar="NAME")
+    watch(parser)
+    output(parser, choices=("json", "yaml"))
+
+
 def application(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--application",

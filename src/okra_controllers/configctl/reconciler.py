@@ -32,6 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from okra_controllers.api.v1alpha1.cell import LoadBalancerConfigStatus
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.configctl.outcome import Json, Look, Outcome
+from okra_controllers.finalizers import remove_finalizer
 from okra_controllers.lbconfig import (
     aws_message,
     dump_status,
@@ -268,8 +269,8 @@ class ConfigReconciler(ABC, Generic[ConfigT, StatusT, OutcomeT]):
 
     async def _finalize(self, raw: Json) -> Result | None:
         """`release`, then let the config go (the finalizer off)."""
-        finalizers = raw["metadata"].get("finalizers") or []
-        if self.finalizer not in finalizers:
+        finalizer = self.finalizer
+        if finalizer is None or finalizer not in (raw["metadata"].get("finalizers") or []):
             return None
         status = status_of(self.status_model, raw)
         role = (raw.get("spec") or {}).get("roleARN")
@@ -282,11 +283,4 @@ class ConfigReconciler(ABC, Generic[ConfigT, StatusT, OutcomeT]):
             message = aws_message(e)
             self.events.event(raw, "Warning", "AWSError", f"{self.releasing}: {message}")
             raise
-        raw["metadata"]["finalizers"] = [f for f in finalizers if f != self.finalizer]
-        try:
-            await self.client.update(raw)
-        except ConflictError:
-            return Result(requeue=True)
-        except NotFoundError:
-            pass
-        return None
+        return await remove_finalizer(self.client, raw, finalizer)

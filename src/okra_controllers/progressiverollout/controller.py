@@ -32,7 +32,7 @@ import contextlib
 import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import aiohttp
 import structlog
@@ -51,8 +51,10 @@ from okra_controllers.api.kinds import (
     SECRET,
 )
 from okra_controllers.api.v1alpha1.progressiverollout import (
+    ClusterPhase,
     ProgressiveRollout,
     ProgressiveRolloutStatus,
+    RolloutPhase,
     WebhookResult,
 )
 from okra_controllers.clusters.connect import (
@@ -60,6 +62,7 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
+from okra_controllers.finalizers import remove_finalizer
 from okra_controllers.freeze.watch import (
     hold_of,
     objects_for_freeze,
@@ -110,16 +113,8 @@ RETRY = "okra.mumo.co/retry"
 COMPARISON_ERRORS = ("ComparisonError", "UnknownError", "InvalidSpecError")
 log = structlog.get_logger("okra.progressiverollout")
 
-PHASES = (
-    "Pending",
-    "Progressing",
-    "Paused",
-    "Completed",
-    "Failed",
-    "RollingBack",
-    "RolledBack",
-    "Error",
-)
+PHASES: tuple[str, ...] = tuple(p for p in get_args(RolloutPhase) if p)
+"""The phases of a rollout's phase gauge: every phase but the unset one."""
 PHASE = Gauge(
     "okra_progressiverollout_phase",
     "1 for the rollout's current phase, 0 for the others",
@@ -538,18 +533,7 @@ class ProgressiveRolloutReconciler:
                     continue
                 seen.add(c.name)
                 counts[c.phase] = counts.get(c.phase, 0) + 1
-        for phase in (
-            "Pending",
-            "Requeued",
-            "Syncing",
-            "Baking",
-            "Verifying",
-            "Completed",
-            "Failed",
-            "RollingBack",
-            "RolledBack",
-            "Forbidden",
-        ):
+        for phase in get_args(ClusterPhase):
             CLUSTERS.labels(ns, name, phase).set(counts.get(phase, 0))
 
     # -- delete ----------------------------------------------------------------
@@ -560,8 +544,7 @@ class ProgressiveRolloutReconciler:
         Read from the API server, never from the cache: a sync this controller wrote a
         moment ago may not be in the cache yet, and one left behind is a sync Argo CD runs
         for a rollout the user deleted. The finalizer stays while any is pending."""
-        finalizers = raw["metadata"].get("finalizers") or []
-        if FINALIZER not in finalizers:
+        if FINALIZER not in (raw["metadata"].get("finalizers") or []):
             return None
         ns = raw["metadata"].get("namespace") or ""
         apps = await self._live_apps(raw)
@@ -572,17 +555,13 @@ class ProgressiveRolloutReconciler:
             # A refused cancel is planned again from a fresh read (backoff); a running sync
             # is looked at when its Application changes, and every POLL seconds at least.
             return Result(requeue=True) if refused else Result(requeue_after=POLL)
-        raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
-        try:
-            await self.client.update(raw)
-        except ConflictError:
-            return Result(requeue=True)
-        except NotFoundError:
-            return None
-        for phase in PHASES:
-            with contextlib.suppress(KeyError):
-                PHASE.remove(ns, raw["metadata"]["name"], phase)
-        return None
+
+        def forget_phases() -> None:
+            for phase in PHASES:
+                with contextlib.suppress(KeyError):
+                    PHASE.remove(ns, raw["metadata"]["name"], phase)
+
+        return await remove_finalizer(self.client, raw, FINALIZER, on_removed=forget_phases)
 
     async def _live_apps(self, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The Applications of the rollout's ApplicationSet, as the API server holds them

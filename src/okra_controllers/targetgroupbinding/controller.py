@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import datetime
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -63,6 +63,8 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
+from okra_controllers.clusters.wiring import cluster_secret_mapper, register_from, with_connections
+from okra_controllers.finalizers import remove_finalizer
 from okra_controllers.targetgroupbinding.plan import Node, ObservedCluster, Plan, Target, plan
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
@@ -91,7 +93,6 @@ log = structlog.get_logger("okra.targetgroupbinding")
 __all__ = [
     "FINALIZER",
     "TargetGroupBindingReconciler",
-    "bindings_for_secret",
     "register",
     "setup",
 ]
@@ -556,8 +557,7 @@ class TargetGroupBindingReconciler:
 
     async def _finalize(self, raw: dict[str, Any]) -> Result | None:
         """Deregister what status says this binding registered, then let it go."""
-        finalizers = raw["metadata"].get("finalizers") or []
-        if FINALIZER not in finalizers:
+        if FINALIZER not in (raw["metadata"].get("finalizers") or []):
             return None
         try:
             old = AWSTargetGroupBindingStatus.model_validate(raw.get("status") or {})
@@ -577,14 +577,7 @@ class TargetGroupBindingReconciler:
                 raw, "Normal", "TargetsDeregistered", _show([f"{i}:{p}" for i, p in gone])
             )
             log.info("targets deregistered on delete", target_group=arn, deregistered=len(gone))
-        raw["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
-        try:
-            await self.client.update(raw)
-        except ConflictError:
-            return Result(requeue=True)
-        except NotFoundError:
-            pass
-        return None
+        return await remove_finalizer(self.client, raw, FINALIZER)
 
     async def _forget_gone_secrets(self) -> None:
         live = {s["metadata"].get("uid") for s in self.secrets.list()}
@@ -671,66 +664,45 @@ class TargetGroupBindingReconciler:
             await self.client.update_status(raw)
 
 
-def bindings_for_secret(
-    bindings: Any,
-) -> Callable[[dict[str, Any]], list[Request]]:
-    """Map an Argo CD cluster Secret to the bindings of its namespace that reach clusters
-    (`clusterName` or `clusterSelector` in any entry)."""
-
-    def mapper(secret: dict[str, Any]) -> list[Request]:
-        labels = secret["metadata"].get("labels") or {}
-        if labels.get(SECRET_TYPE_LABEL) != "cluster":
-            return []
-        ns = secret["metadata"].get("namespace") or ""
-        return [
-            Request(b["metadata"]["name"], ns)
-            for b in bindings.list(ns)
-            if any(
-                "clusterName" in t or "clusterSelector" in t
-                for t in (b.get("spec") or {}).get("targets") or []
-            )
-        ]
-
-    return mapper
+def _reaches_clusters(binding: dict[str, Any], _labels: Mapping[str, str]) -> bool:
+    """Whether a binding is woken by the Argo CD cluster Secrets of its namespace: it reaches
+    clusters (`clusterName` or `clusterSelector` in any entry)."""
+    return any(
+        "clusterName" in t or "clusterSelector" in t
+        for t in (binding.get("spec") or {}).get("targets") or []
+    )
 
 
 def register(
     mgr: Manager, aws: AwsConfig, *, concurrency: int = 1, resync: float = RESYNC
 ) -> tuple[TargetGroupBindingReconciler, ClusterConnections]:
     """Wire the controller into `mgr`; the connections are closed when the manager stops."""
-    connections = ClusterConnections(aws)
-    rec = TargetGroupBindingReconciler(
-        mgr, mgr.event_recorder("targetgroupbinding-controller"), connections, resync=resync
-    )
-    bindings = mgr.informer_for(AWS_TARGET_GROUP_BINDING).store
-    (
-        mgr.builder("targetgroupbinding")
-        .for_(
-            AWS_TARGET_GROUP_BINDING,
-            predicates=(
-                Any_(
-                    GenerationChanged(),
-                    FuncPredicate(lambda o: bool(o["metadata"].get("deletionTimestamp"))),
-                ),
-            ),
-        )
-        .watches(SECRET, bindings_for_secret(bindings))
-        # AWS refusing a binding (a group that does not exist, a target it rejects) is cured by
-        # a spec change, which wakes the binding at once, or by a change in AWS, which is only
-        # seen by reading: no sooner than a healthy binding is read again
-        .with_options(max_concurrent_reconciles=concurrency, reported_base_delay=resync)
-        .complete(rec)
-    )
 
-    mgr.add_closer("targetgroupbinding-connections", connections.close)
-    return rec, connections
+    def build(rec: TargetGroupBindingReconciler) -> None:
+        bindings = mgr.informer_for(AWS_TARGET_GROUP_BINDING).store
+        (
+            mgr.builder("targetgroupbinding")
+            .for_(
+                AWS_TARGET_GROUP_BINDING,
+                predicates=(
+                    Any_(
+                        GenerationChanged(),
+                        FuncPredicate(lambda o: bool(o["metadata"].get("deletionTimestamp"))),
+                    ),
+                ),
+            )
+            .watches(SECRET, cluster_secret_mapper(bindings, _reaches_clusters))
+            # AWS refusing a binding (a group that does not exist, a target it rejects) is
+            # cured by a spec change, which wakes the binding at once, or by a change in AWS,
+            # which is only seen by reading: no sooner than a healthy binding is read again
+            .with_options(max_concurrent_reconciles=concurrency, reported_base_delay=resync)
+            .complete(rec)
+        )
+
+    make = functools.partial(TargetGroupBindingReconciler, mgr, resync=resync)
+    return with_connections(mgr, aws, "targetgroupbinding", make, build)
 
 
 def setup(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["targetgroupbinding"]`)."""
-    register(
-        mgr,
-        settings.aws,
-        concurrency=settings.concurrency,
-        resync=settings.cluster_poll_interval,
-    )
+    register_from(register, mgr, settings)

@@ -76,6 +76,7 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
+from okra_controllers.clusters.wiring import cluster_secret_mapper, register_from, with_connections
 from okra_controllers.targetgroupset.plan import (
     BINDING_ANNOTATION,
     CLUSTER_ANNOTATION,
@@ -116,7 +117,6 @@ __all__ = [
     "cluster_selectors",
     "eks_selected",
     "register",
-    "sets_for_secret",
     "setup",
 ]
 
@@ -600,57 +600,40 @@ def _describe(server: str, e: BaseException) -> str:
     return f"cannot reach {server}: {text}"[:500]
 
 
-def sets_for_secret(sets: Store) -> Callable[[dict[str, Any]], list[Request]]:
-    """Map an Argo CD cluster Secret to the sets in its namespace whose generators select it
-    (every set with an `awseks` generator: it may reach its EKS clusters through any Secret)."""
-
-    def mapper(secret: dict[str, Any]) -> list[Request]:
-        labels = secret["metadata"].get("labels") or {}
-        if labels.get(SECRET_TYPE_LABEL) != "cluster":
-            return []
-        ns = secret["metadata"].get("namespace") or ""
-        return [
-            Request(s["metadata"]["name"], ns)
-            for s in sets.list(ns)
-            if any("awseks" in g for g in (s.get("spec") or {}).get("generators") or [])
-            or any(all(labels.get(k) == v for k, v in m.items()) for m in cluster_selectors(s))
-        ]
-
-    return mapper
+def _selects_secret(s: dict[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether an Argo CD cluster Secret (its labels) wakes a set of its namespace: a
+    generator selects it (every set with an `awseks` generator: it may reach its EKS clusters
+    through any Secret)."""
+    return any("awseks" in g for g in (s.get("spec") or {}).get("generators") or []) or any(
+        all(labels.get(k) == v for k, v in m.items()) for m in cluster_selectors(s)
+    )
 
 
 def register(
     mgr: Manager, aws: AwsConfig, *, concurrency: int = 1, resync: float = RESYNC
 ) -> tuple[TargetGroupSetReconciler, ClusterConnections]:
     """Wire the controller into `mgr`; the connections are closed when the manager stops."""
-    connections = ClusterConnections(aws)
-    rec = TargetGroupSetReconciler(
-        mgr, mgr.event_recorder("targetgroupset-controller"), connections, resync=resync
-    )
-    sets = mgr.informer_for(TARGET_GROUP_SET).store
-    (
-        mgr.builder("targetgroupset")
-        # spec changes only: the set's own status write must not wake it again
-        .for_(TARGET_GROUP_SET, predicates=(GenerationChanged(),))
-        .owns(TARGET_GROUP)
-        .owns(AWS_TARGET_GROUP_BINDING)
-        .watches(SECRET, sets_for_secret(sets))
-        .with_options(max_concurrent_reconciles=concurrency)
-        .complete(rec)
-    )
 
-    mgr.add_closer("targetgroupset-connections", connections.close)
-    return rec, connections
+    def build(rec: TargetGroupSetReconciler) -> None:
+        sets = mgr.informer_for(TARGET_GROUP_SET).store
+        (
+            mgr.builder("targetgroupset")
+            # spec changes only: the set's own status write must not wake it again
+            .for_(TARGET_GROUP_SET, predicates=(GenerationChanged(),))
+            .owns(TARGET_GROUP)
+            .owns(AWS_TARGET_GROUP_BINDING)
+            .watches(SECRET, cluster_secret_mapper(sets, _selects_secret))
+            .with_options(max_concurrent_reconciles=concurrency)
+            .complete(rec)
+        )
+
+    make = functools.partial(TargetGroupSetReconciler, mgr, resync=resync)
+    return with_connections(mgr, aws, "targetgroupset", make, build)
 
 
 def setup(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["targetgroupset"]`)."""
-    register(
-        mgr,
-        settings.aws,
-        concurrency=settings.concurrency,
-        resync=settings.cluster_poll_interval,
-    )
+    register_from(register, mgr, settings)
 
 
 def ready(

@@ -14,7 +14,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, Condition, ObjectMeta
+from okra_controllers.api.v1alpha1.common import (
+    ApiModel,
+    Condition,
+    OkraObject,
+    okra_crd,
+)
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -245,38 +250,28 @@ class AnalysisTemplateSpec(ApiModel):
     judgment: Judgment | None = None
 
 
-class AnalysisTemplate(ApiModel):
+class AnalysisTemplate(OkraObject):
     """Metrics to run, with arguments; instantiated as AnalysisRuns."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="AnalysisTemplate",
-        plural="analysistemplates",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "AnalysisTemplate",
+        "analysistemplates",
         short_names=("okat",),
-        categories=("okra",),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "AnalysisTemplate"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AnalysisTemplateSpec
 
 
-class ClusterAnalysisTemplate(ApiModel):
+class ClusterAnalysisTemplate(OkraObject):
     """An AnalysisTemplate usable from every namespace."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="ClusterAnalysisTemplate",
-        plural="clusteranalysistemplates",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "ClusterAnalysisTemplate",
+        "clusteranalysistemplates",
         scope="Cluster",
         short_names=("okcat",),
-        categories=("okra",),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "ClusterAnalysisTemplate"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AnalysisTemplateSpec
 
 
@@ -374,25 +369,18 @@ class AnalysisRunStatus(ApiModel):
     judgment: RunJudgmentStatus | None = None
 
 
-class AnalysisRun(ApiModel):
+class AnalysisRun(OkraObject):
     """One execution of metrics; its status holds every measurement, so a restarted
     controller continues exactly where the last one stopped."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="AnalysisRun",
-        plural="analysisruns",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "AnalysisRun",
+        "analysisruns",
+        PrinterColumn("Status", "string", ".status.phase", "AnalysisRun status"),
+        PrinterColumn("Message", "string", ".status.message", priority=1),
         short_names=("okar",),
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Status", "string", ".status.phase", "AnalysisRun status"),
-            PrinterColumn("Message", "string", ".status.message", priority=1),
-        ),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "AnalysisRun"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AnalysisRunSpec
     status: AnalysisRunStatus | None = None
 
@@ -514,25 +502,18 @@ class CheckStatus(ApiModel):
     observed_generation: int | None = None
 
 
-class Check(ApiModel):
+class Check(OkraObject):
     """A metric check that runs on its own schedule; `status.lastPassed` says whether
     the last run passed, `status.analysis.observedHash` which spec it ran (the value of
     the `analysis-hash` annotation at the time)."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="Check",
-        plural="checks",
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Passed", "boolean", ".status.lastPassed"),
-            PrinterColumn("Last-Run", "date", ".status.lastRunTime"),
-        ),
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "Check",
+        "checks",
+        PrinterColumn("Passed", "boolean", ".status.lastPassed"),
+        PrinterColumn("Last-Run", "date", ".status.lastRunTime"),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "Check"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: CheckSpec
     status: CheckStatus | None = None
 

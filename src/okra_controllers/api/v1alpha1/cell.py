@@ -33,12 +33,11 @@ from okra_controllers.api.v1alpha1.argocd import (
 from okra_controllers.api.v1alpha1.backends import NLBListener, Route53Records
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
-    GROUP,
-    VERSION,
     ApiModel,
     Condition,
-    ObjectMeta,
+    OkraObject,
     PendingNotification,
+    okra_crd,
 )
 from okra_controllers.api.v1alpha1.listener import (
     HeaderCondition as HeaderCondition,
@@ -464,27 +463,20 @@ class CellStatus(ApiModel):
     """Notifications not yet accepted by their receiver (oldest first)."""
 
 
-class Cell(ApiModel):
+class Cell(OkraObject):
     """A set of clusters behind one load balancer listener, rolled out by version."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="Cell",
-        plural="cells",
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Phase", "string", ".status.phase"),
-            PrinterColumn("Health", "string", ".status.health"),
-            PrinterColumn("Stable", "string", ".status.stableVersion"),
-            PrinterColumn("Canary", "string", ".status.canaryVersion"),
-            PrinterColumn("Weight", "integer", ".status.canaryWeight"),
-            PrinterColumn("Step", "integer", ".status.currentStepIndex"),
-        ),
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "Cell",
+        "cells",
+        PrinterColumn("Phase", "string", ".status.phase"),
+        PrinterColumn("Health", "string", ".status.health"),
+        PrinterColumn("Stable", "string", ".status.stableVersion"),
+        PrinterColumn("Canary", "string", ".status.canaryVersion"),
+        PrinterColumn("Weight", "integer", ".status.canaryWeight"),
+        PrinterColumn("Step", "integer", ".status.currentStepIndex"),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "Cell"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: CellSpec
     status: CellStatus | None = None
 
@@ -558,24 +550,17 @@ class AWSApplicationLoadBalancerConfigStatus(LoadBalancerConfigStatus):
     """What okra last read back from AWS after applying; equal to spec when in sync."""
 
 
-class AWSApplicationLoadBalancerConfig(ApiModel):
+class AWSApplicationLoadBalancerConfig(OkraObject):
     """The desired forward weights of one ALB listener rule; its controller makes AWS match."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="AWSApplicationLoadBalancerConfig",
-        plural="awsapplicationloadbalancerconfigs",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "AWSApplicationLoadBalancerConfig",
+        "awsapplicationloadbalancerconfigs",
+        PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+        PrinterColumn("Rule", "string", ".status.ruleARN", priority=1),
         short_names=("albconfig",),
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
-            PrinterColumn("Rule", "string", ".status.ruleARN", priority=1),
-        ),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "AWSApplicationLoadBalancerConfig"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AWSApplicationLoadBalancerConfigSpec
     status: AWSApplicationLoadBalancerConfigStatus | None = None
 
@@ -595,25 +580,18 @@ class AWSNetworkLoadBalancerConfigStatus(LoadBalancerConfigStatus):
     """What okra last read back from AWS after applying; equal to spec when in sync."""
 
 
-class AWSNetworkLoadBalancerConfig(ApiModel):
+class AWSNetworkLoadBalancerConfig(OkraObject):
     """The forward of one NLB listener's default action (one target group, or weighted
     target groups); its controller makes AWS match."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="AWSNetworkLoadBalancerConfig",
-        plural="awsnetworkloadbalancerconfigs",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "AWSNetworkLoadBalancerConfig",
+        "awsnetworkloadbalancerconfigs",
+        PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+        PrinterColumn("Listener", "string", ".spec.listenerARN", priority=1),
         short_names=("nlbconfig",),
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
-            PrinterColumn("Listener", "string", ".spec.listenerARN", priority=1),
-        ),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "AWSNetworkLoadBalancerConfig"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AWSNetworkLoadBalancerConfigSpec
     status: AWSNetworkLoadBalancerConfigStatus | None = None
 
@@ -622,21 +600,16 @@ class AWSTargetGroupSpec(ApiModel):
     arn: str = Field(pattern=_ARN, max_length=ARN_MAX_LENGTH)
 
 
-class AWSTargetGroup(ApiModel):
+class AWSTargetGroup(OkraObject):
     """An AWS target group, labelled with the version of what serves behind it."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="AWSTargetGroup",
-        plural="awstargetgroups",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "AWSTargetGroup",
+        "awstargetgroups",
+        PrinterColumn("ARN", "string", ".spec.arn"),
         short_names=("awstg",),
-        categories=("okra",),
-        printer_columns=(PrinterColumn("ARN", "string", ".spec.arn"),),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "AWSTargetGroup"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AWSTargetGroupSpec
 
 
@@ -652,23 +625,16 @@ class PauseStatus(ApiModel):
     last_transition_time: datetime.datetime | None = None
 
 
-class Pause(ApiModel):
+class Pause(OkraObject):
     """A timed or indefinite pause of a Cell's rollout."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="Pause",
-        plural="pauses",
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Phase", "string", ".status.phase"),
-            PrinterColumn("Expires", "date", ".spec.expireTime"),
-        ),
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "Pause",
+        "pauses",
+        PrinterColumn("Phase", "string", ".status.phase"),
+        PrinterColumn("Expires", "date", ".spec.expireTime"),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "Pause"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PauseSpec = Field(default_factory=PauseSpec)
     status: PauseStatus | None = None
 
@@ -683,19 +649,14 @@ class VersionBlocklistSpec(ApiModel):
     items: list[BlockedVersion] = Field(default_factory=list)
 
 
-class VersionBlocklist(ApiModel):
+class VersionBlocklist(OkraObject):
     """Versions a Cell must not roll out again (until removed, e.g. by `okra retry`)."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="VersionBlocklist",
-        plural="versionblocklists",
-        categories=("okra",),
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "VersionBlocklist",
+        "versionblocklists",
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "VersionBlocklist"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: VersionBlocklistSpec = Field(default_factory=VersionBlocklistSpec)
 
 

@@ -17,11 +17,10 @@ from pydantic import Field, model_validator
 from okra_controllers.api.v1alpha1 import spelling
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
-    GROUP,
-    VERSION,
     ApiModel,
     Condition,
-    ObjectMeta,
+    OkraObject,
+    okra_crd,
 )
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -92,23 +91,16 @@ class ClusterSetStatus(ApiModel):
     conditions: list[Condition] | None = None
 
 
-class ClusterSet(ApiModel):
+class ClusterSet(OkraObject):
     """EKS clusters selected by tags; one Argo CD cluster Secret per cluster."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="ClusterSet",
-        plural="clustersets",
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
-            PrinterColumn("Clusters", "string", ".status.clusters", priority=1),
-        ),
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "ClusterSet",
+        "clustersets",
+        PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+        PrinterColumn("Clusters", "string", ".status.clusters", priority=1),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "ClusterSet"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ClusterSetSpec
     status: ClusterSetStatus | None = None
 

@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from okra_runtime.crdgen import CRDInfo, PrinterColumn
+
 GROUP = "okra.mumo.co"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -41,6 +43,36 @@ class ObjectMeta(BaseModel):
     resource_version: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class OkraObject(ApiModel):
+    """Base of okra's kinds (the root models of its CRDs): `apiVersion` okra's group and
+    version, and `metadata`. Each kind sets its `kind` and its `__crd__` (`okra_crd`)."""
+
+    api_version: str = API_VERSION
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+
+def okra_crd(
+    kind: str,
+    plural: str,
+    *printer_columns: PrinterColumn,
+    scope: Literal["Namespaced", "Cluster"] = "Namespaced",
+    short_names: tuple[str, ...] = (),
+) -> CRDInfo:
+    """What the CRD of one of okra's kinds says besides its schema: okra's group and version,
+    the `okra` category (`kubectl get okra`), and the kind's names and columns."""
+    return CRDInfo(
+        group=GROUP,
+        version=VERSION,
+        kind=kind,
+        plural=plural,
+        scope=scope,
+        short_names=short_names,
+        categories=("okra",),
+        printer_columns=printer_columns,
+    )
 
 
 class Condition(ApiModel):

@@ -22,7 +22,11 @@ from croniter import croniter
 from pydantic import Field, field_validator, model_validator
 
 from okra_controllers.api.v1alpha1.analysis import DURATION_PATTERN
-from okra_controllers.api.v1alpha1.common import GROUP, VERSION, ApiModel, ObjectMeta
+from okra_controllers.api.v1alpha1.common import (
+    ApiModel,
+    OkraObject,
+    okra_crd,
+)
 from okra_controllers.api.v1alpha1.progressiverollout import SelectorRequirement
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -106,21 +110,16 @@ COLUMNS = (
 """`kubectl get freezes` and `kubectl get clusterfreezes`: the same columns."""
 
 
-class Freeze(ApiModel):
+class Freeze(OkraObject):
     """A change freeze: manual or recurring windows, over selected Cells and
     ProgressiveRollouts of its namespace."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="Freeze",
-        plural="freezes",
-        categories=("okra",),
-        printer_columns=COLUMNS,
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "Freeze",
+        "freezes",
+        *COLUMNS,
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "Freeze"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: FreezeSpec
 
 
@@ -139,22 +138,17 @@ class ClusterFreezeSpec(FreezeSpec):
     """The namespaces whose labels match (empty: every namespace)."""
 
 
-class ClusterFreeze(ApiModel):
+class ClusterFreeze(OkraObject):
     """A change freeze across namespaces: a Freeze for the Cells and ProgressiveRollouts of
     every namespace `namespaceSelector` picks (all when empty)."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="ClusterFreeze",
-        plural="clusterfreezes",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "ClusterFreeze",
+        "clusterfreezes",
+        *COLUMNS,
         scope="Cluster",
-        categories=("okra",),
-        printer_columns=COLUMNS,
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "ClusterFreeze"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ClusterFreezeSpec
 
 

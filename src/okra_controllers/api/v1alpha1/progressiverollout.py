@@ -19,12 +19,11 @@ from pydantic import Field, model_validator
 
 from okra_controllers.api.v1alpha1.analysis import DURATION_PATTERN, Argument
 from okra_controllers.api.v1alpha1.common import (
-    GROUP,
-    VERSION,
     ApiModel,
     Condition,
-    ObjectMeta,
+    OkraObject,
     PendingNotification,
+    okra_crd,
 )
 from okra_controllers.api.v1alpha1.strategy import AnalysisTemplateRef
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
@@ -289,26 +288,19 @@ class ProgressiveRolloutStatus(ApiModel):
     """Notifications not yet accepted by their receiver (oldest first)."""
 
 
-class ProgressiveRollout(ApiModel):
+class ProgressiveRollout(OkraObject):
     """Rolls an ApplicationSet's Applications out cluster by cluster, in stages."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="ProgressiveRollout",
-        plural="progressiverollouts",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "ProgressiveRollout",
+        "progressiverollouts",
+        PrinterColumn("Phase", "string", ".status.phase"),
+        PrinterColumn("Revision", "string", ".status.revision"),
+        PrinterColumn("Stage", "integer", ".status.currentStage"),
+        PrinterColumn("Message", "string", ".status.message", priority=1),
         short_names=("prollout",),
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Phase", "string", ".status.phase"),
-            PrinterColumn("Revision", "string", ".status.revision"),
-            PrinterColumn("Stage", "integer", ".status.currentStage"),
-            PrinterColumn("Message", "string", ".status.message", priority=1),
-        ),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "ProgressiveRollout"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ProgressiveRolloutSpec
     status: ProgressiveRolloutStatus | None = None
 

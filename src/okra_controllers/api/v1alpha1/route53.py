@@ -24,10 +24,9 @@ from pydantic import Field, model_validator
 from okra_controllers.api.v1alpha1.cell import LoadBalancerConfigStatus
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
-    GROUP,
-    VERSION,
     ApiModel,
-    ObjectMeta,
+    OkraObject,
+    okra_crd,
 )
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -137,26 +136,19 @@ class AWSRoute53RecordSetConfigStatus(LoadBalancerConfigStatus):
     records as written, and `Synced` may turn True."""
 
 
-class AWSRoute53RecordSetConfig(ApiModel):
+class AWSRoute53RecordSetConfig(OkraObject):
     """The weighted records of one name in a Route 53 hosted zone; its controller makes
     Route 53 match and says when resolvers see them."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="AWSRoute53RecordSetConfig",
-        plural="awsroute53recordsetconfigs",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "AWSRoute53RecordSetConfig",
+        "awsroute53recordsetconfigs",
+        PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+        PrinterColumn("Name", "string", ".spec.recordName"),
+        PrinterColumn("Effective", "date", ".status.effectiveAt", priority=1),
         short_names=("r53config",),
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
-            PrinterColumn("Name", "string", ".spec.recordName"),
-            PrinterColumn("Effective", "date", ".status.effectiveAt", priority=1),
-        ),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "AWSRoute53RecordSetConfig"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AWSRoute53RecordSetConfigSpec
     status: AWSRoute53RecordSetConfigStatus | None = None
 

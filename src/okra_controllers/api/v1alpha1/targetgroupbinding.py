@@ -23,11 +23,10 @@ from pydantic import Field, model_validator
 from okra_controllers.api.v1alpha1.cell import LabelSelector
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
-    GROUP,
-    VERSION,
     ApiModel,
     Condition,
-    ObjectMeta,
+    OkraObject,
+    okra_crd,
 )
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -207,25 +206,18 @@ class AWSTargetGroupBindingStatus(ApiModel):
     conditions: list[Condition] | None = None
 
 
-class AWSTargetGroupBinding(ApiModel):
+class AWSTargetGroupBinding(OkraObject):
     """Registers IPs, instances, and the nodes of many clusters into one AWS target group."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="AWSTargetGroupBinding",
-        plural="awstargetgroupbindings",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "AWSTargetGroupBinding",
+        "awstargetgroupbindings",
+        PrinterColumn("ARN", "string", ".status.targetGroupARN", priority=1),
+        PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+        PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Synced")].reason'),
         short_names=("awstgb",),
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("ARN", "string", ".status.targetGroupARN", priority=1),
-            PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
-            PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Synced")].reason'),
-        ),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "AWSTargetGroupBinding"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AWSTargetGroupBindingSpec
     status: AWSTargetGroupBindingStatus | None = None
 

@@ -45,11 +45,10 @@ from okra_controllers.api.v1alpha1 import spelling
 from okra_controllers.api.v1alpha1.cell import LabelSelector
 from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
-    GROUP,
-    VERSION,
     ApiModel,
     Condition,
-    ObjectMeta,
+    OkraObject,
+    okra_crd,
 )
 from okra_controllers.api.v1alpha1.targetgroupbinding import TargetSpec, node_selector_warnings
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
@@ -327,25 +326,18 @@ class AWSTargetGroupSetStatus(ApiModel):
     conditions: list[Condition] | None = None
 
 
-class AWSTargetGroupSet(ApiModel):
+class AWSTargetGroupSet(OkraObject):
     """Registers the target groups of every selected cluster's TargetGroupBindings, and the
     target groups whose AWS tags match."""
 
-    __crd__: ClassVar[CRDInfo] = CRDInfo(
-        group=GROUP,
-        version=VERSION,
-        kind="AWSTargetGroupSet",
-        plural="awstargetgroupsets",
+    __crd__: ClassVar[CRDInfo] = okra_crd(
+        "AWSTargetGroupSet",
+        "awstargetgroupsets",
+        PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+        PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Ready")].reason'),
         short_names=("awstgs",),
-        categories=("okra",),
-        printer_columns=(
-            PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
-            PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Ready")].reason'),
-        ),
     )
-    api_version: str = f"{GROUP}/{VERSION}"
     kind: str = "AWSTargetGroupSet"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: AWSTargetGroupSetSpec
     status: AWSTargetGroupSetStatus | None = None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from okra_controllers.cli.parser import Verbs, all_namespaces, output, watch
+from okra_controllers.cli.parser import Verbs, all_namespaces, output, shown_by_name
 
 H = "okra_controllers.cli.analysis"
 
@@ -38,9 +38,7 @@ def register(v: Verbs) -> None:
         f"{H}:cmd_get_analysisrun",
         aliases=("okar",),
     )
-    p.add_argument("name", metavar="NAME")
-    watch(p)
-    output(p, choices=("json", "yaml"))
+    shown_by_name(p)
 
     p = v.command(
         v.get,

@@ -3,9 +3,31 @@ retry, set version."""
 
 from __future__ import annotations
 
-from okra_controllers.cli.parser import Verbs, all_namespaces, application, output, watch
+import argparse
+from typing import TYPE_CHECKING
+
+from okra_controllers.cli.parser import (
+    Verbs,
+    all_namespaces,
+    application,
+    output,
+    shown_by_name,
+    watch,
+)
+
+if TYPE_CHECKING:
+    from okra_controllers.cli.parser import Subparsers
 
 H = "okra_controllers.cli"
+
+
+def _on_cell(
+    v: Verbs, group: Subparsers, name: str, help_: str, handler: str, *, epilog: str | None = None
+) -> argparse.ArgumentParser:
+    """A command on one Cell: CELL, its first argument."""
+    p = v.command(group, name, help_, handler, epilog=epilog)
+    p.add_argument("cell", metavar="CELL")
+    return p
 
 
 def register(v: Verbs) -> None:
@@ -22,9 +44,7 @@ def _views(v: Verbs) -> None:
         "a Cell's rollout: versions, weights, steps, analyses, blocklist",
         f"{H}.get:cmd_get_cell",
     )
-    p.add_argument("name", metavar="NAME")
-    watch(p)
-    output(p, choices=("json", "yaml"))
+    shown_by_name(p)
 
     p = v.command(
         v.get,
@@ -51,7 +71,8 @@ def _views(v: Verbs) -> None:
 
 def _status_and_plan(v: Verbs) -> None:
     """okra status (wait for the rollout) and okra plan (what okra would do now)."""
-    p = v.command(
+    p = _on_cell(
+        v,
         v.top,
         "status",
         "wait for a Cell's rollout (a system: every application) to finish: exit 0 when "
@@ -60,7 +81,6 @@ def _status_and_plan(v: Verbs) -> None:
         epilog="exit codes: 0 Healthy, 1 Degraded (or an error), 2 usage, 3 timed out / "
         "not finished (--no-watch)",
     )
-    p.add_argument("cell", metavar="CELL")
     p.add_argument(
         "--timeout",
         metavar="DURATION",
@@ -88,53 +108,49 @@ def _status_and_plan(v: Verbs) -> None:
 
 def _moves(v: Verbs) -> None:
     """The commands that move a rollout: promote, pause, abort, retry, set version."""
-    p = v.command(
+    p = _on_cell(
+        v,
         v.top,
         "promote",
         "end the current pause (or accept an inconclusive analysis) of a Cell's rollout; "
         "resume a Cell held by okra pause (a system: each application's Cell)",
         f"{H}.progressive:cmd_promote_any",
     )
-    p.add_argument("cell", metavar="CELL")
     p.add_argument("--full", action="store_true", help="skip every remaining step: canary to 100%%")
     application(p)
 
-    p = v.command(
-        v.top,
-        "pause",
-        "hold a Cell's rollout (a system: every application) at its current weights until "
-        "okra resume or okra promote",
-        f"{H}.progressive:cmd_pause_any",
-    )
-    p.add_argument("cell", metavar="CELL")
-    application(p)
+    for name, help_, handler in (
+        (
+            "pause",
+            "hold a Cell's rollout (a system: every application) at its current weights until "
+            "okra resume or okra promote",
+            "cmd_pause_any",
+        ),
+        (
+            "abort",
+            "send all traffic back to the stable version and hold (a system: each application)",
+            "cmd_abort_any",
+        ),
+    ):
+        application(_on_cell(v, v.top, name, help_, f"{H}.progressive:{handler}"))
 
-    p = v.command(
-        v.top,
-        "abort",
-        "send all traffic back to the stable version and hold (a system: each application)",
-        f"{H}.progressive:cmd_abort_any",
-    )
-    p.add_argument("cell", metavar="CELL")
-    application(p)
-
-    p = v.command(
+    p = _on_cell(
+        v,
         v.top,
         "retry",
         "resume after abort or failure: remove the abort, unblock VERSION "
         "(default: every blocked version newer than the stable one)",
         f"{H}.fanout:cmd_retry",
     )
-    p.add_argument("cell", metavar="CELL")
     p.add_argument("version", metavar="VERSION", nargs="?")
     application(p)
 
-    p = v.command(
+    p = _on_cell(
+        v,
         v.set,
         "version",
         "pin (or, lower, roll back to) a version: spec.version",
         f"{H}.commands:cmd_set_version",
     )
-    p.add_argument("cell", metavar="CELL")
     p.add_argument("version", metavar="VERSION", nargs="?")
     p.add_argument("--clear", action="store_true", help="remove spec.version: newest wins again")

@@ -4,7 +4,7 @@ that name."""
 
 from __future__ import annotations
 
-from okra_controllers.cli.parser import Verbs, application, output, watch
+from okra_controllers.cli.parser import Verbs, application, shown_by_name
 
 H = "okra_controllers.cli.progressive"
 
@@ -17,9 +17,7 @@ def register(v: Verbs) -> None:
         f"{H}:cmd_get_progressiverollout",
         aliases=("progressiverollouts", "prollout"),
     )
-    p.add_argument("name", metavar="NAME")
-    watch(p)
-    output(p, choices=("json", "yaml"))
+    shown_by_name(p)
 
     p = v.command(
         v.top,
