@@ -133,8 +133,9 @@ class CellReconciler:
         acted = await self.actor.act(raw, cell, p, planned.config)
         if acted is None:
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
-        report.emit(self.events, raw, ns, p.events, self.caches.runs)
-        report.report(ns, cell.metadata.name, acted.status)
+        cell_ns = cell.metadata.namespace or ""
+        report.emit(self.events, raw, cell_ns, p.events, self.caches.runs)
+        report.report(cell_ns, cell.metadata.name, acted.status)
         return self._next_look(raw, planned, acted)
 
     def _next_look(self, raw: dict[str, Any], planned: Planned, acted: Acted) -> Result:
