@@ -194,19 +194,28 @@ class Caches:
         def store(gvk: Any) -> Store:
             return mgr.informer_for(gvk).store
 
-        return cls(
-            store(CELL),
-            store(TARGET_GROUP),
+        cells, target_groups = store(CELL), store(TARGET_GROUP)
+        configs, nlb_configs, route53_configs = (
             store(ALB_CONFIG),
             store(NLB_CONFIG),
             store(ROUTE53_CONFIG),
-            store(ANALYSIS_RUN),
-            store(PAUSE),
-            store(JOB),
-            store(SECRET),
-            store(BLOCKLIST),
-            store(APPLICATION) if argocd else None,
-            freezes.sources(mgr),
+        )
+        runs, pauses, jobs = store(ANALYSIS_RUN), store(PAUSE), store(JOB)
+        secrets, blocklists = store(SECRET), store(BLOCKLIST)
+        held = freezes.sources(mgr)  # the informers made in the order they always were
+        return cls(
+            cells=cells,
+            target_groups=target_groups,
+            configs=configs,
+            nlb_configs=nlb_configs,
+            route53_configs=route53_configs,
+            runs=runs,
+            pauses=pauses,
+            jobs=jobs,
+            secrets=secrets,
+            blocklists=blocklists,
+            apps=store(APPLICATION) if argocd else None,
+            freezes=held,
         )
 
 
