@@ -223,7 +223,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
             "pauses",
             verbs=KEEP,
             reason="patch: the Cell controller cancels a Pause when its rollout ends before the"
-            " Pause does (promote, abort, a new version mid-pause: cell/controller.py `_stop`),"
+            " Pause does (promote, abort, a new version mid-pause: cell/act.py `Actor._stop`),"
             " not in the audited rollout; get and update are not requested today (KEEP grants"
             " them)",
         ),

@@ -39,7 +39,12 @@ async def test_a_template_that_cannot_be_used_is_said_in_the_cells_status(
         create_runs=[RunRequest("web-v2-0123abcd-step-3", analysis, False)],
     )
 
-    assert await rec._act(raw, cell, p, None)
+    acted = await rec.actor.act(raw, cell, p, None)
+
+    assert acted is not None
+    assert acted.status.message is not None
+    assert acted.status.message.startswith("cannot start analysis web-v2-0123abcd-step-3: ")
+    assert p.status.message == "canary v2: step 4 of 5 (analysis)"  # the plan is only read
 
     live = await rt_client.get(CELL, "web", namespace)
     message = live["status"]["message"]

@@ -33,28 +33,28 @@ async def test_a_version_blocked_here_is_read_live_until_the_cache_shows_it(
     cell = {"metadata": {"name": "web", "namespace": namespace}}
 
     # Nothing blocked by this process: the cache answers, even while it lags the server.
-    assert await rec._blocklist("web", namespace) is None
-    await rec._block(cell, "v2", "analysis failed")
-    assert versions(await rec._blocklist("web", namespace)) == ["v2"]  # live: cache empty
+    assert await rec.blocklists.read("web", namespace) is None
+    await rec.blocklists.append(cell, "v2", "analysis failed")
+    assert versions(await rec.blocklists.read("web", namespace)) == ["v2"]  # live: cache empty
 
     live = await rt_client.get(BLOCKLIST, "web", namespace)
-    rec.blocklists.upsert(live)  # the watch delivers it
-    assert versions(await rec._blocklist("web", namespace)) == ["v2"]
-    assert rec.blocked_here == {}  # the cache shows it now: no more live reads
+    rec.caches.blocklists.upsert(live)  # the watch delivers it
+    assert versions(await rec.blocklists.read("web", namespace)) == ["v2"]
+    assert rec.blocklists.blocked_here == {}  # the cache shows it now: no more live reads
 
     await rt_client.delete(BLOCKLIST, "web", namespace)  # a user unblocks everything
-    assert versions(await rec._blocklist("web", namespace)) == ["v2"]  # cache, not yet told
+    assert versions(await rec.blocklists.read("web", namespace)) == ["v2"]  # cache, not yet told
 
     # Blocked again, and removed by hand before the cache ever shows it: the live read
     # says so, and the version is no longer waited for.
-    await rec._block(cell, "v3", "analysis failed")
-    assert versions(await rec._blocklist("web", namespace)) == ["v3"]
+    await rec.blocklists.append(cell, "v3", "analysis failed")
+    assert versions(await rec.blocklists.read("web", namespace)) == ["v3"]
     await rt_client.delete(BLOCKLIST, "web", namespace)
     try:
         await rt_client.get(BLOCKLIST, "web", namespace)
         raise AssertionError("the blocklist is still there")
     except NotFoundError:
         pass
-    assert versions(await rec._blocklist("web", namespace)) == []
-    assert rec.blocked_here == {}
-    assert versions(await rec._blocklist("web", namespace)) == ["v2"]  # the cache again
+    assert versions(await rec.blocklists.read("web", namespace)) == []
+    assert rec.blocklists.blocked_here == {}
+    assert versions(await rec.blocklists.read("web", namespace)) == ["v2"]  # the cache again

@@ -5,8 +5,7 @@ again after AWS answered in between."""
 from __future__ import annotations
 
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.cell.controller import CellReconciler
-from okra_runtime import Client, Manager, ManagerOptions
+from okra_controllers.cell.reads import TargetHealth
 from okra_testkit.emulator import MotoServer
 from okra_testkit.envtest.process import free_port
 from okra_testkit.seed import Seeder
@@ -18,30 +17,26 @@ def warnings(logs: LogCapture) -> list[dict[str, object]]:
 
 
 async def test_unavailable_target_health_is_warned_once_per_change(
-    rt_client: Client, namespace: str, moto: MotoServer, logs: LogCapture
+    moto: MotoServer, logs: LogCapture
 ) -> None:
     seed = Seeder(moto.config)
     arn = await seed.target_group(f"health-{free_port()}", await seed.network())
-    mgr = Manager(
-        rt_client, ManagerOptions(namespace=namespace, metrics_address=None, probe_address=None)
-    )
-    events = mgr.event_recorder("cell-controller")
     dead = AwsConfig(
         endpoint_url=f"http://127.0.0.1:{free_port()}",  # nothing listens: refused
         access_key_id="testing",
         secret_access_key="testing",
         total_max_attempts=1,
     )
-    rec = CellReconciler(mgr, events, dead)
+    health = TargetHealth()  # the Cell controller's reader
     for _ in range(5):  # five passes, one reason
-        assert await rec._healthy(arn) == (False, "")
+        assert await health.one(arn, dead) == (False, "")
     assert len(warnings(logs)) == 1, warnings(logs)
 
-    rec.aws = moto.config  # AWS answers: the group has no healthy target, no warning
-    assert await rec._healthy(arn) == (False, "")
+    # AWS answers: the group has no healthy target, no warning
+    assert await health.one(arn, moto.config) == (False, "")
     assert len(warnings(logs)) == 1
 
-    rec.aws = dead  # unavailable again after an answer: said again
-    assert await rec._healthy(arn) == (False, "")
-    assert await rec._healthy(arn) == (False, "")
+    # unavailable again after an answer: said again
+    assert await health.one(arn, dead) == (False, "")
+    assert await health.one(arn, dead) == (False, "")
     assert len(warnings(logs)) == 2, warnings(logs)

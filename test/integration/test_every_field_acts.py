@@ -65,7 +65,7 @@ from okra_controllers.api.v1alpha1.cell import Cell, CellRoute53, CellSpec
 from okra_controllers.api.v1alpha1.warnings import spec_warnings
 from okra_controllers.cell.argocd import ClusterView, observe_clusters
 from okra_controllers.cell.checkjobs import check_job
-from okra_controllers.cell.controller import CellReconciler, route53_spec
+from okra_controllers.cell.configspec import listener_spec, route53_spec
 from okra_controllers.cell.plan import Plan
 from okra_controllers.cell.versions import Grouped, group_target_groups
 from okra_testkit.envtest import ControlPlane
@@ -259,7 +259,7 @@ def cell_outputs(raw: dict[str, Any], cell: Cell, history: list[Plan]) -> list[A
             if isinstance(lb, CellRoute53):
                 out.append(route53_spec(lb, p.forward))
             else:
-                out.append(CellReconciler._listener_spec(cell, lb, p.forward))
+                out.append(listener_spec(cell, lb, p.forward))
         if (p.label or p.unlabel) and spec.argocd is not None:
             out.append(spec.argocd.cluster_secret.labels)
     return out

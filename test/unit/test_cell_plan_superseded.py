@@ -218,7 +218,7 @@ async def test_the_controller_plans_with_the_target_groups_seen_after_the_health
     mgr = FakeManager()
     rec = CellReconciler(mgr, FakeEvents(), AwsConfig())  # type: ignore[arg-type]
     cell_spec = spec(STEPS).model_dump(by_alias=True, exclude_none=True, mode="json")
-    rec.cells.upsert(
+    rec.caches.cells.upsert(
         {
             "apiVersion": "okra.mumo.co/v1alpha1",
             "kind": "Cell",
@@ -234,12 +234,12 @@ async def test_the_controller_plans_with_the_target_groups_seen_after_the_health
         }
     )
     for name, version in (("web-0-v1", "v1"), ("web-0-v2", "v2")):
-        rec.target_groups.upsert(target_group(name, version))
+        rec.caches.target_groups.upsert(target_group(name, version))
     spec_ = {
         "listenerARN": LISTENER,
         "forwardTargetGroups": [{"name": "web-0-v1", "arn": arn("web-0-v1"), "weight": 100}],
     }
-    rec.configs.upsert(
+    rec.caches.configs.upsert(
         {
             "metadata": {"name": "web", "namespace": NS, "generation": 1},
             "spec": spec_,
@@ -254,10 +254,10 @@ async def test_the_controller_plans_with_the_target_groups_seen_after_the_health
     async def healthy(target_group_arn: str, aws: AwsConfig | None = None) -> tuple[bool, str]:
         asked.append(target_group_arn)
         # the watch delivers v3's target group while AWS answers for v2's
-        rec.target_groups.upsert(target_group("web-0-v3", "v3"))
+        rec.caches.target_groups.upsert(target_group("web-0-v3", "v3"))
         return True, ""
 
-    monkeypatch.setattr(rec, "_healthy", healthy)
+    monkeypatch.setattr(rec.health, "one", healthy)
     await rec.reconcile(Request("web", NS))
 
     assert asked[0] == arn("web-0-v2")

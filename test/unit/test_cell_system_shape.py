@@ -15,6 +15,7 @@ from okra_controllers.api.kinds import CELL
 from okra_controllers.api.v1alpha1.cell import CellStatus
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.cell import controller as cell_controller
+from okra_controllers.cell import report
 from okra_controllers.cell.system import controller as system_controller
 from okra_controllers.cell.system.shape import IsApplicationCell, IsSystemCell, is_system
 from okra_controllers.settings import Settings
@@ -196,9 +197,9 @@ async def test_the_cell_controller_lets_a_cell_edited_into_a_system_cell_go() ->
     """It does nothing with it, and its series of the Cell go (the system Cell's deletion
     will not reach it)."""
     rec = cell_controller.CellReconciler(FakeManager(), FakeEvents(), AwsConfig())  # type: ignore[arg-type]
-    cell_controller.report_info(NS, "edited", CellStatus(phase="Completed"))
+    report.report_info(NS, "edited", CellStatus(phase="Completed"))
     assert info_series("edited")
-    rec.cells.upsert(cell(SYSTEM, "edited", generation=2))
+    rec.caches.cells.upsert(cell(SYSTEM, "edited", generation=2))
     assert await rec.reconcile(Request("edited", NS)) is None
     assert info_series("edited") == []
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from okra_controllers.api.v1alpha1.cell import CellRoute53
 from okra_controllers.api.v1alpha1.route53 import AWSRoute53RecordSetConfigSpec
 from okra_controllers.aws.route53 import LoadBalancer, fqdn, zone_id
-from okra_controllers.cell.controller import route53_spec
+from okra_controllers.cell.configspec import route53_spec
 from okra_controllers.cell.plan import Forward
 from okra_controllers.route53config.plan import (
     applied,

@@ -4,7 +4,8 @@ Reads the Cell (or takes its spec from FILE, with the live Cell's status if it
 exists), its AWSTargetGroups, load balancer config, VersionBlocklist,
 AnalysisRuns and Pauses from the API server, and from AWS only reads: the
 health of target groups about to get weight for the first time
-(DescribeTargetHealth, as the controller does) and what the listener forwards
+(DescribeTargetHealth, asked for and planned with by `cell.reads.observe_and_plan`,
+as the controller does) and what the listener forwards
 today: okra's rule (DescribeRules) behind an ALB, the listener's default action
 (DescribeListeners) behind an NLB. Then `cell.observe.observe`
 and `cell.simulate.simulate` — the controller's own observation and plan —
@@ -22,6 +23,7 @@ import dataclasses
 import datetime
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ from okra_controllers.aws.elbv2 import (
 from okra_controllers.aws.route53 import list_records
 from okra_controllers.cell.observe import config_gvk, observe, selects
 from okra_controllers.cell.plan import Forward, Observed
+from okra_controllers.cell.reads import HealthRead, observe_and_plan
 from okra_controllers.cell.simulate import Simulation, Stage, simulate
 from okra_controllers.cli.freeze import hold_for
 from okra_controllers.cli.kube import CliError, Context, get_or_none
@@ -139,24 +142,16 @@ async def cmd_plan(ctx: Context, args: argparse.Namespace) -> int:
     observed = observe(cell, tgs, config, blocklist, runs, pauses, utcnow())
     observed = dataclasses.replace(observed, freeze=await hold_for(c, raw, ns))
     aws = None if args.no_aws else aws_config(args)
-    sim = simulate(observed)
-    health: dict[str, bool] = {}
-    if sim.now.needs_health:
-        for arn in sim.now.needs_health:
-            if aws is None:
-                health[arn] = True
-                continue
-            try:
-                states = await target_health(aws, arn)
-            except Exception as e:
-                raise CliError(f"AWS DescribeTargetHealth {arn}: {e}") from None
-            health[arn] = "healthy" in states.values()
-        observed = dataclasses.replace(observed, health=health)
-        sim = simulate(observed)
+
+    async def observed_once() -> tuple[Observed, Obj | None]:
+        return observed, config  # read once: the plan's health is read in one round
+
+    planned = await observe_and_plan(observed_once, health_reader(aws), rounds=1)
+    sim = simulate(planned.observed)
     rule = None
     if aws is not None:
         rule = await forwarding(aws, cell)
-    doc = document(cell, source, observed, sim, rule, config, health)
+    doc = document(cell, source, planned.observed, sim, rule, config, dict(planned.health))
     if args.output == "json":
         ctx.out.write(json.dumps(doc, indent=2) + "\n")
     elif args.output == "yaml":
@@ -164,6 +159,27 @@ async def cmd_plan(ctx: Context, args: argparse.Namespace) -> int:
     else:
         ctx.out.write(render(doc))
     return 0
+
+
+def health_reader(aws: AwsConfig | None) -> HealthRead:
+    """Target health, one target group after another (DescribeTargetHealth, with the
+    caller's credentials: no role assumed); each assumed healthy without AWS (`--no-aws`).
+    AWS failing to answer ends the command with what it said."""
+
+    async def read(arns: Sequence[str]) -> Mapping[str, tuple[bool, str]]:
+        health: dict[str, tuple[bool, str]] = {}
+        for arn in arns:
+            if aws is None:
+                health[arn] = (True, "")
+                continue
+            try:
+                states = await target_health(aws, arn)
+            except Exception as e:
+                raise CliError(f"AWS DescribeTargetHealth {arn}: {e}") from None
+            health[arn] = ("healthy" in states.values(), "")
+        return health
+
+    return read
 
 
 async def forwarding(aws: AwsConfig, cell: Cell) -> Obj:
