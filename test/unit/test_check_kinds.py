@@ -142,3 +142,15 @@ def test_the_kinds_are_read_from_the_registry(tmp_path: Path) -> None:
 def test_okra_controllers_passes() -> None:
     result = run(REPO / "src" / "okra_controllers")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_model_kind_the_check_cannot_read_fails_instead_of_passing(tmp_path: Path) -> None:
+    """A registry entry `gvk_of(Model)` whose model names its kind in a form the check does not
+    know would leave that kind unchecked everywhere: the check stops and says which entry."""
+    api = tmp_path / "api"
+    api.mkdir()
+    (api / "models.py").write_text("class Widget:\n    __crd__ = make_crd('okra', 'Widget')\n")
+    (api / "kinds.py").write_text("from pkg.api.models import Widget\nWIDGET = gvk_of(Widget)\n")
+    result = run(tmp_path)
+    assert result.returncode != 0
+    assert "kinds.py:2: cannot read the kind of WIDGET" in result.stderr
