@@ -128,7 +128,7 @@ test: lint
 # minor of COMPAT_MINORS (the oldest EKS supports through the newest the Go module proxy
 # serves, each pinned in hack/k8s/) with the pinned Argo CD, and okra's reads and writes of
 # Argo CD's objects against the CRDs of each release in COMPAT_ARGOCD_CRDS. CI runs the
-# matrix's ends: COMPAT_MINORS="1.32 1.37".
+# matrix's oldest end (COMPAT_MINORS=1.32 COMPAT_ARGOCD_CRDS=v3.4.13, .ci/run says why).
 COMPAT_MINORS ?= 1.32 1.33 1.34 1.35 1.36 1.37
 COMPAT_ARGOCD_CRDS ?= v3.4.13 v3.5.7
 test-compat: $(STAMP)
