@@ -127,30 +127,54 @@ def _go_trunc(name: str, f: float) -> int:
     return int(f)
 
 
-def _b_int(args: list[Any]) -> Any:
-    (v,) = args
+def _to_int(
+    name: str, v: Any, bad_str: Callable[[str], str], bad: Callable[[Any], str], whole: Any = int
+) -> Any:
+    """`v` as an integer, as the built-in `name` makes one: an integer as `whole` makes it,
+    a float truncated toward zero, a string parsed as a base-10 int64; a fault whose message
+    is `bad_str(v)` for a string that does not parse, `bad(v)` for any other value."""
     if _is_int(v):
-        return int(v)
+        return whole(v)
     if isinstance(v, float):
-        return _go_trunc("int", v)
+        return _go_trunc(name, v)
     if _is_str(v):
         n = _parse_int(v)
         if n is None:
-            raise _Fault(f"invalid operation: int({v})")
+            raise _Fault(bad_str(v))
         return n
-    raise _Fault(f"invalid operation: int({_tn(v)})")
+    raise _Fault(bad(v))
 
 
-def _b_float(args: list[Any]) -> Any:
-    (v,) = args
+def _to_float(v: Any, bad_str: Callable[[str], str], bad: Callable[[Any], str]) -> Any:
+    """`v` as a float: a number converted, a string parsed as a Go float64; a fault whose
+    message is `bad_str(v)` for a string that does not parse, `bad(v)` for any other value."""
     if _is_num(v):
         return _f(v)
     if _is_str(v):
         f = _parse_float(v)
         if f is None:
-            raise _Fault(f"invalid operation: float({v})")
+            raise _Fault(bad_str(v))
         return f
-    raise _Fault(f"invalid operation: float({_tn(v)})")
+    raise _Fault(bad(v))
+
+
+def _b_int(args: list[Any]) -> Any:
+    (v,) = args
+    return _to_int(
+        "int",
+        v,
+        lambda s: f"invalid operation: int({s})",
+        lambda x: f"invalid operation: int({_tn(x)})",
+    )
+
+
+def _b_float(args: list[Any]) -> Any:
+    (v,) = args
+    return _to_float(
+        v,
+        lambda s: f"invalid operation: float({s})",
+        lambda x: f"invalid operation: float({_tn(x)})",
+    )
 
 
 def _b_string(args: list[Any]) -> Any:
@@ -303,31 +327,29 @@ def _b_default(args: list[Any]) -> Any:
 def _b_as_int(args: list[Any]) -> Any:
     """Argo's asInt: numbers truncate, strings must be base-10 integers."""
     (v,) = args
-    if _is_int(v):
-        return _wrap(int(v))
-    if isinstance(v, float):
-        return _go_trunc("asInt", v)
-    if _is_str(v):
-        n = _parse_int(v)
-        if n is None:
-            why = "value out of range" if _GO_INT.match(v) else "invalid syntax"
-            raise _Fault(f"strconv.ParseInt: parsing {_go_quote(v)}: {why}")
-        return n
-    raise _Fault(f"asInt() not supported on {_tn(v)} {_go_str(v)}")
+
+    def bad_str(s: str) -> str:
+        why = "value out of range" if _GO_INT.match(s) else "invalid syntax"
+        return f"strconv.ParseInt: parsing {_go_quote(s)}: {why}"
+
+    return _to_int(
+        "asInt",
+        v,
+        bad_str,
+        lambda x: f"asInt() not supported on {_tn(x)} {_go_str(x)}",
+        lambda n: _wrap(int(n)),
+    )
 
 
 def _b_as_float(args: list[Any]) -> Any:
     """Argo's asFloat: numbers convert, strings must parse as Go floats."""
     (v,) = args
-    if _is_num(v):
-        return _f(v)
-    if _is_str(v):
-        f = _parse_float(v)
-        if f is None:
-            why = "value out of range" if _GO_FLOAT.match(v) else "invalid syntax"
-            raise _Fault(f"strconv.ParseFloat: parsing {_go_quote(v)}: {why}")
-        return f
-    raise _Fault(f"asFloat() not supported on {_tn(v)} {_go_str(v)}")
+
+    def bad_str(s: str) -> str:
+        why = "value out of range" if _GO_FLOAT.match(s) else "invalid syntax"
+        return f"strconv.ParseFloat: parsing {_go_quote(s)}: {why}"
+
+    return _to_float(v, bad_str, lambda x: f"asFloat() not supported on {_tn(x)} {_go_str(x)}")
 
 
 def _b_lower(args: list[Any]) -> Any:
