@@ -5,10 +5,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The lock is installed with uv (pinned here), which fetches in parallel: on a fresh 2-core
-# machine `pip install -r requirements-dev.lock` took 11 minutes of a cold CI run, uv 40 s,
-# the same pins and hashes. Where uv cannot run, pip installs the same lock.
-UV := uv==0.13.9
 # Three workers per two cores: much of an e2e test is waiting on servers (a watch, a
 # rollout's pause), and a third worker fills that time (2 cores: 13.7 min with 3 workers,
 # 17.7 with 2)
@@ -43,11 +39,8 @@ $(STAMP): pyproject.toml testkit/pyproject.toml requirements-dev.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "okra needs Python 3.11+")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet $(UV)
-	$(BIN)/uv pip install --python $(BIN)/python --quiet -r requirements-dev.lock || \
-		$(BIN)/pip install --quiet -r requirements-dev.lock
-	$(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps -e . -e ./testkit || \
-		$(BIN)/pip install --quiet --no-deps -e . -e ./testkit
+	$(BIN)/pip install --quiet -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-deps -e . -e ./testkit
 	touch $@
 
 venv: $(STAMP)
