@@ -8,7 +8,7 @@ import dataclasses
 import datetime
 from typing import Any
 
-from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.cell import CellStatus, RolloutCellStatus
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.plan import Plan
@@ -62,7 +62,7 @@ def test_a_degraded_cell_keeps_its_conditions_transition_times_pass_after_pass()
     assert w.status == before, (before.conditions, w.status.conditions)
 
 
-def conditions(st: CellStatus) -> dict[str, tuple[str, datetime.datetime]]:
+def conditions(st: RolloutCellStatus) -> dict[str, tuple[str, datetime.datetime]]:
     return {c.type: (c.status, c.last_transition_time) for c in st.conditions or []}
 
 

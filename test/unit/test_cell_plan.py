@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus, ListenerRule
+from okra_controllers.api.v1alpha1.cell import CellSpec, ListenerRule, RolloutCellStatus
 from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.observe import config_problem
 from okra_controllers.cell.plan import Forward, Observed, Plan, plan
@@ -61,7 +61,7 @@ class World:
     blocked: dict[str, str] = field(default_factory=dict)
     runs: dict[str, str] = field(default_factory=dict)
     pauses: dict[str, str] = field(default_factory=dict)
-    status: CellStatus = field(default_factory=CellStatus)
+    status: RolloutCellStatus = field(default_factory=RolloutCellStatus)
     promote: str | None = None
     abort: str | None = None
     paused: bool = False

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
+from okra_controllers.api.v1alpha1.cell import CellSpec, SystemCellStatus
 from okra_controllers.cell.system.model import (
     AppsOn,
     CheckSeen,
@@ -85,7 +85,7 @@ class ChildWorld(World):
 @dataclass
 class SystemWorld:
     spec: CellSpec
-    status: CellStatus = field(default_factory=CellStatus)
+    status: SystemCellStatus = field(default_factory=SystemCellStatus)
     now: datetime.datetime = T0
     eks: dict[str, ClusterSeen] = field(default_factory=dict)
     children: dict[str, ChildWorld] = field(default_factory=dict)
@@ -697,7 +697,7 @@ def test_pausing_the_system_mid_walk_holds_the_application_that_moved() -> None:
     assert all(c["metadata"]["annotations"].get("okra.mumo.co/pause") for c in w.objects["cells"])
 
 
-def settles(w: SystemWorld, ticks: int = 40, idle: int = 20) -> CellStatus:
+def settles(w: SystemWorld, ticks: int = 40, idle: int = 20) -> SystemCellStatus:
     """Run `w` until its status stops changing, then `idle` ticks more: the status (the
     system's and each application Cell's) stays exactly as it was and no Event is said.
     A status that changes on every pass is rewritten on every reconcile, without end."""

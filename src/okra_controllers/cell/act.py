@@ -24,7 +24,7 @@ import structlog
 
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
 from okra_controllers.api.kinds import ANALYSIS_RUN, CELL, PAUSE, SECRET
-from okra_controllers.api.v1alpha1.cell import Cell, CellStatus, PauseSpec
+from okra_controllers.api.v1alpha1.cell import Cell, CellStatus, PauseSpec, RolloutCellStatus
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.cell.argocd import label_patch
 from okra_controllers.cell.blocklist import Blocklists
@@ -48,7 +48,7 @@ Obj = dict[str, Any]
 
 @dataclass(frozen=True)
 class Acted:
-    status: CellStatus  # the status as written
+    status: RolloutCellStatus  # the status as written
     replaced: bool  # the write replaced a status the Cell had (not its first, nor the same)
 
 
@@ -73,7 +73,7 @@ class Actor:
         """The plan's writes (`config`: the load balancer config it was made from). None
         when the status write lost a race: the Cell changed, nothing after it was done."""
         ns, name = cell.metadata.namespace or "", cell.metadata.name
-        before = cell.status or CellStatus()
+        before = (cell.status or CellStatus()).as_rollout()
         if p.block is not None:
             await self.blocklists.append(raw, *p.block)
         # Runs are built (their templates read) before the status is written, so that a
@@ -105,7 +105,7 @@ class Actor:
             await self._stop(PAUSE, self.caches.pauses, pause_name, ns, "cancelled")
         return Acted(status, replaced=written is not None and raw.get("status") is not written)
 
-    async def write_status(self, raw: Obj, status: CellStatus) -> bool:
+    async def write_status(self, raw: Obj, status: RolloutCellStatus) -> bool:
         """The status written over `raw`'s (nothing when it is so already); False when the
         Cell changed or is gone. `raw` then holds the status and metadata written."""
         new = status.model_dump(by_alias=True, exclude_none=True, mode="json")

@@ -163,7 +163,7 @@ class CellReconciler:
         return Result(requeue_after=after, in_progress=moving)
 
     async def _report_only(self, raw: dict[str, Any], cell: Cell, message: str) -> None:
-        status = cell.status or CellStatus()
+        status = (cell.status or CellStatus()).as_rollout()
         status.phase, status.health, status.message = "Error", "Degraded", message
         status.observed_generation = cell.metadata.generation
         self.events.event(raw, "Warning", "Unsupported", message)

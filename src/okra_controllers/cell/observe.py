@@ -132,7 +132,7 @@ def observe(
         cell_uid=cell.metadata.uid or "",
         generation=cell.metadata.generation or 0,
         spec=cell.spec,
-        status=cell.status or CellStatus(),
+        status=(cell.status or CellStatus()).as_rollout(),
         grouped=grouped,
         forward=forward,
         synced=synced,

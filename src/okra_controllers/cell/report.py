@@ -11,7 +11,7 @@ import structlog
 from prometheus_client import Gauge
 
 from okra_controllers.analysis.run_controller import with_run_messages
-from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.cell import traffic
 from okra_controllers.cell.plan import Event, freeze_holds
 from okra_controllers.freeze import watch as freezes
@@ -47,7 +47,7 @@ PROGRESS_DEADLINE_EXCEEDED = Gauge(
 _INFO_LABELS: dict[tuple[str, str], tuple[str, ...]] = {}  # the series each Cell has now
 
 
-def report_info(namespace: str, name: str, status: CellStatus | None) -> None:
+def report_info(namespace: str, name: str, status: RolloutCellStatus | None) -> None:
     """One `okra_cell_info` series per Cell (none once it is deleted: `status` None)."""
     key = (namespace, name)
     old = _INFO_LABELS.pop(key, None)
@@ -73,7 +73,7 @@ def report_info(namespace: str, name: str, status: CellStatus | None) -> None:
                 gauge.remove(namespace, name)
 
 
-def past_deadline(status: CellStatus) -> int:
+def past_deadline(status: RolloutCellStatus) -> int:
     """1 when the status says the rollout is past its progress deadline."""
     return int(
         any(
@@ -85,7 +85,7 @@ def past_deadline(status: CellStatus) -> int:
     )
 
 
-def report(namespace: str, name: str, status: CellStatus) -> None:
+def report(namespace: str, name: str, status: RolloutCellStatus) -> None:
     """The Cell's series, from the status just written."""
     report_info(namespace, name, status)
     traffic.report(namespace, name, status)

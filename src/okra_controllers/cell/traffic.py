@@ -14,7 +14,7 @@ import structlog
 from botocore.exceptions import BotoCoreError, ClientError
 from prometheus_client import Gauge
 
-from okra_controllers.api.v1alpha1.cell import CellALB, CellRoute53, CellStatus
+from okra_controllers.api.v1alpha1.cell import CellALB, CellRoute53, RolloutCellStatus
 from okra_controllers.aws.cloudwatch import requests_served
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.route53 import load_balancers_of
@@ -66,7 +66,7 @@ async def read(aws: AwsConfig, lb: CellALB | CellRoute53, q: TrafficQuery) -> Tr
     return TrafficReading(q.start, q.end, served)
 
 
-def report(namespace: str, name: str, status: CellStatus | None) -> None:
+def report(namespace: str, name: str, status: RolloutCellStatus | None) -> None:
     """The observed split of the Cell's last reading (no series once it has none)."""
     key = (namespace, name)
     traffic = status.traffic if status is not None else None

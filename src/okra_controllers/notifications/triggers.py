@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.progressiverollout import ProgressiveRolloutStatus
 
 PREFIX = "notifications.okra.mumo.co/subscribe."
@@ -40,7 +40,7 @@ class Fired:
 
 
 def triggers(
-    before: CellStatus, after: CellStatus, events: Iterable[tuple[str, str]]
+    before: RolloutCellStatus, after: RolloutCellStatus, events: Iterable[tuple[str, str]]
 ) -> list[Fired]:
     """`events`: (reason, message) of the Events this reconcile recorded."""
     out: list[Fired] = []

@@ -400,7 +400,9 @@ class CheckResult(ApiModel):
     message: str = ""
 
 
-class CellStatus(ApiModel):
+class _CellStatusCore(ApiModel):
+    """What every Cell's status says, single or system."""
+
     observed_generation: int | None = None
     phase: Literal[
         "",
@@ -428,6 +430,12 @@ class CellStatus(ApiModel):
     analysis, `okra promote` or the end of a freeze), Healthy (settled), Degraded (needs
     attention); conditions of the same names say the same."""
     message: str | None = None
+
+
+class RolloutCellStatus(_CellStatusCore):
+    """The status a Cell that is not a system writes: its rollout, step by step (phase Init,
+    Migrating, Completing, Completed or Error)."""
+
     stable_version: str | None = None
     canary_version: str | None = None
     canary_weight: int | None = None
@@ -454,13 +462,36 @@ class CellStatus(ApiModel):
     rollback_at: datetime.datetime | None = None
     """A postcheck failed: when the rollback starts (`rollbackDelaySeconds` after)."""
     conditions: list[Condition] | None = None
+    notifications: list[PendingNotification] | None = None
+    """Notifications not yet accepted by their receiver (oldest first)."""
+
+
+class SystemCellStatus(_CellStatusCore):
+    """The status a system Cell writes: its clusters and its applications (phase Pending,
+    Migrating, Completed, Failed, Reverting or FailedReverting)."""
+
     clusters: list[SystemClusterStatus] | None = None
     """A system Cell: each cluster, ready or what it waits for."""
     applications: list[ApplicationStatus] | None = None
     """A system Cell: each application's phase (Pending, Syncing, Synced, PrecheckFailed,
     ...), where it is going and what serves it now."""
-    notifications: list[PendingNotification] | None = None
-    """Notifications not yet accepted by their receiver (oldest first)."""
+
+
+class CellStatus(SystemCellStatus, RolloutCellStatus):
+    # The status as stored: one schema for both shapes (the CRD's), read where the shape is
+    # not known yet (the CLI, the dashboard). Each controller writes its own shape.
+
+    def as_rollout(self) -> RolloutCellStatus:
+        """The Cell's rollout part (what a Cell that is not a system holds)."""
+        return RolloutCellStatus.model_validate(self._part(RolloutCellStatus))
+
+    def as_system(self) -> SystemCellStatus:
+        """The system part (what a system Cell holds); a rollout part left from before the
+        Cell became a system is not carried on."""
+        return SystemCellStatus.model_validate(self._part(SystemCellStatus))
+
+    def _part(self, shape: type[ApiModel]) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in shape.model_fields if k in self.model_fields_set}
 
 
 class Cell(OkraObject):

@@ -14,7 +14,7 @@ freeze ends.
 
 from __future__ import annotations
 
-from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.strategy import CanaryStep
 from okra_controllers.cell.plan.model import Event, Forward, Observed, Plan
 from okra_controllers.cell.plan.status import condition, set_phase
@@ -25,7 +25,7 @@ from okra_controllers.cell.versions import Version
 FROZEN = "Frozen"
 
 
-def freeze_holds(status: CellStatus) -> bool:
+def freeze_holds(status: RolloutCellStatus) -> bool:
     """Whether `status` says a freeze holds the rollout: Paused, for reason Frozen (the
     metric okra_rollout_held_by_freeze). A Cell that is not Paused (aborted, failed,
     done) is held by no freeze, whatever reason a status written by an older okra kept."""

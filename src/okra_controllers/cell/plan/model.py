@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
+from okra_controllers.api.v1alpha1.cell import CellSpec, RolloutCellStatus
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck, StepAnalysis
 from okra_controllers.cell.argocd import ClusterView
 from okra_controllers.cell.plan.traffic import TrafficQuery, TrafficReading
@@ -40,7 +40,7 @@ class Observed:
     cell_name: str
     generation: int
     spec: CellSpec
-    status: CellStatus
+    status: RolloutCellStatus
     grouped: Grouped
     forward: tuple[Forward, ...] | None  # the config's forward list; None: no config yet
     synced: bool  # AWS shows exactly `forward` (config status.applied == spec, current gen)
@@ -119,7 +119,7 @@ class PauseRequest:
 @dataclass
 class Plan:
     forward: tuple[Forward, ...] | None  # None: leave the config alone
-    status: CellStatus
+    status: RolloutCellStatus
     create_runs: list[RunRequest] = field(default_factory=list)
     terminate_runs: list[str] = field(default_factory=list)
     create_pause: PauseRequest | None = None

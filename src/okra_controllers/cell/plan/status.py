@@ -12,7 +12,7 @@ import datetime
 import re
 from typing import Literal
 
-from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.cell.plan.model import Event, Observed, Plan
 
@@ -21,7 +21,7 @@ CONDITION_ORDER = ["Progressing", "Healthy", "Paused", "Degraded"]
 
 
 def condition(
-    status: CellStatus,
+    status: RolloutCellStatus,
     type_: str,
     ok: bool,
     reason: str,
@@ -48,7 +48,7 @@ def condition(
     )
 
 
-def since_observed(status: CellStatus, observed: CellStatus) -> None:
+def since_observed(status: RolloutCellStatus, observed: RolloutCellStatus) -> None:
     """Each condition of `status` whose status is the one observed keeps the observed
     transition time: a pass that flips a condition and flips it back (a phase's plan says
     Healthy, a gate then holds it Degraded) has not moved it."""
@@ -94,7 +94,7 @@ NOTE = re.compile(
 again on every pass while it is true."""
 
 
-def add_to_message(status: CellStatus, message: str) -> None:
+def add_to_message(status: RolloutCellStatus, message: str) -> None:
     """Add `message` to what the status message already says (once): a condition that
     holds the rollout back is said beside the phase's own message, not instead of it."""
     if not status.message:

@@ -83,7 +83,7 @@ def child_cell(
             by_alias=True, mode="json"
         )
     if app.argocd is not None:
-        spec["argocd"] = _argocd(o, app.name, app.argocd)
+        spec["argocd"] = argocd_spec(o, app.name, app.argocd)
     for key, checks in (("prechecks", app.prechecks), ("postchecks", app.postchecks)):
         if checks:
             spec[key] = [
@@ -144,9 +144,10 @@ def _ingress(o: SystemObserved, app: SystemApplication) -> Obj | None:
     return None
 
 
-def _argocd(o: SystemObserved, app: str, a: SystemArgoCD) -> Obj:
-    """The application Cell's Argo CD part: the cluster Secrets the system labels as members,
-    and the application's ApplicationSet."""
+def argocd_spec(o: SystemObserved, app: str, a: SystemArgoCD) -> Obj:
+    """The application Cell's `spec.argocd`: the cluster Secrets the system labels as
+    members, and the application's ApplicationSet. The system controller reads Argo CD's
+    view of an application through the same spec."""
     argocd: dict[str, Any] = {
         "clusterSecret": {
             "selector": {"matchLabels": {member_key(o.name, app): "true"}},

@@ -31,14 +31,14 @@ from okra_controllers.api.kinds import (
     TARGET_GROUP,
 )
 from okra_controllers.api.v1alpha1.argocd import CellArgoCD
-from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
+from okra_controllers.api.v1alpha1.cell import Cell, CellStatus, RolloutCellStatus, SystemCellStatus
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.api.validation import first_problem
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import AwsReadError, EksCluster, observe_eks
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, observe_clusters
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
-from okra_controllers.cell.system.children import child_cell, hold_annotations, with_spec_hash
+from okra_controllers.cell.system.children import argocd_spec, with_spec_hash
 from okra_controllers.cell.system.model import (
     AppsOn,
     CheckSeen,
@@ -150,7 +150,7 @@ class SystemReconciler:
             namespace=ns,
             generation=int(cell.metadata.generation or 0),
             spec=cell.spec,
-            status=cell.status or CellStatus(),
+            status=(cell.status or CellStatus()).as_system(),
             now=utcnow(),
             clusters=clusters,
             children=children,
@@ -269,7 +269,7 @@ class SystemReconciler:
 
     # -- act -------------------------------------------------------------------
 
-    async def _write_status(self, raw: Obj, status: CellStatus) -> bool:
+    async def _write_status(self, raw: Obj, status: SystemCellStatus) -> bool:
         new = status.model_dump(by_alias=True, exclude_none=True, mode="json")
         if raw.get("status") == new:
             return True
@@ -358,11 +358,11 @@ class SystemReconciler:
             await self.client.update_status({**raw, "status": status})
 
 
-def _status(cell: Obj) -> CellStatus:
+def _status(cell: Obj) -> RolloutCellStatus:
     try:
-        return CellStatus.model_validate(cell.get("status") or {})
+        return CellStatus.model_validate(cell.get("status") or {}).as_rollout()
     except ValidationError:
-        return CellStatus()
+        return RolloutCellStatus()
 
 
 def _check_seen(check: Obj) -> CheckSeen:
@@ -430,8 +430,7 @@ def _with_argocd(o: SystemObserved, secrets: list[Obj], apps_store: Store | None
         a = prior.get(app.name)
         if app.argocd is None or app.argocd.application_set is None or a is None or not a.version:
             continue
-        child = child_cell(o, app, a.version, len(a.clusters), hold_annotations(False, None, None))
-        spec = CellArgoCD.model_validate(child["spec"]["argocd"])
+        spec = CellArgoCD.model_validate(argocd_spec(o, app.name, app.argocd))
         view = observe_clusters(spec, [version_key(o.name, app.name)], secrets, apps)
         ok, why = view.ready(a.version)
         out[(app.name, a.version)] = AppsOn(ok, why)

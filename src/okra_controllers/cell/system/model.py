@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from okra_controllers.api.v1alpha1.cell import CellSpec, CellStatus
+from okra_controllers.api.v1alpha1.cell import CellSpec, RolloutCellStatus, SystemCellStatus
 from okra_controllers.cell.plan.model import Event
 
 Obj = dict[str, Any]
@@ -33,7 +33,7 @@ class ClusterSeen:
 class ChildSeen:
     """An application's Cell, as the API server holds it."""
 
-    status: CellStatus
+    status: RolloutCellStatus
     generation: int = 0
     annotations: Mapping[str, str] = field(default_factory=dict)
     spec: Obj | None = None  # None: not known (its last accepted spec, as held)
@@ -66,7 +66,7 @@ class SystemObserved:
     namespace: str
     generation: int
     spec: CellSpec
-    status: CellStatus
+    status: SystemCellStatus
     now: datetime.datetime
     clusters: Mapping[str, ClusterSeen] = field(default_factory=dict)  # by entry name
     children: Mapping[str, ChildSeen] = field(default_factory=dict)  # by application
@@ -83,7 +83,7 @@ class SystemObserved:
 
 @dataclass
 class SystemPlan:
-    status: CellStatus
+    status: SystemCellStatus
     cells: list[Obj] = field(default_factory=list)  # the applications' Cells
     target_groups: list[Obj] = field(default_factory=list)
     checks: list[Obj] = field(default_factory=list)

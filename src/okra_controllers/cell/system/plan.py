@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.system import (
     ApplicationStatus,
     CheckTries,
@@ -140,7 +140,7 @@ def _app(
         a = prev.model_copy(deep=True)
         a.cell = child_name(o.name, app.name)
     w = AppWork(app, a, o.children.get(app.name))
-    cst = w.child.status if w.child is not None else CellStatus()
+    cst = w.child.status if w.child is not None else RolloutCellStatus()
     if cst.stable_version and cst.stable_version == a.version != a.serving_version:
         a.serving_version, a.serving = a.version, list(a.clusters)
         a.rollback_at = None
@@ -208,7 +208,7 @@ def _overlap_problem(
     return ""
 
 
-def _weight(app: SystemApplication, a: ApplicationStatus, cst: CellStatus) -> int | None:
+def _weight(app: SystemApplication, a: ApplicationStatus, cst: RolloutCellStatus) -> int | None:
     """The share of the application's traffic on the clusters it is going to, as its Cell
     last reported it (None: no load balancer, or no Cell yet)."""
     if app.traffic is None or not a.version or cst.observed_generation is None:
@@ -219,7 +219,7 @@ def _weight(app: SystemApplication, a: ApplicationStatus, cst: CellStatus) -> in
 
 
 def _new_version(
-    o: SystemObserved, p: SystemPlan, a: ApplicationStatus, want: list[str], cst: CellStatus
+    o: SystemObserved, p: SystemPlan, a: ApplicationStatus, want: list[str], cst: RolloutCellStatus
 ) -> None:
     """The application is given the cluster set `want`: the version serving it when that
     is the set (going back), else a new number."""
@@ -245,7 +245,7 @@ def _clusters(o: SystemObserved, names: list[str]) -> list[SystemCluster]:
     return [by_name[n] for n in names if n in by_name]
 
 
-def _progress(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus) -> None:
+def _progress(o: SystemObserved, p: SystemPlan, w: AppWork, cst: RolloutCellStatus) -> None:
     """The application's phase from its Cell, and what the system Cell does for it at a
     step that waits for checks."""
     a, app = w.status, w.app
@@ -285,7 +285,7 @@ def _progress(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus) -> 
     _at_step(o, p, w, cst)
 
 
-def _at_step(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus) -> None:
+def _at_step(o: SystemObserved, p: SystemPlan, w: AppWork, cst: RolloutCellStatus) -> None:
     a = w.status
     if cst.phase == "Error" and cst.health == "Degraded":
         stages = {c.stage for c in cst.checks or [] if c.phase == "Failed"}
@@ -365,7 +365,9 @@ def _verdict(o: SystemObserved, w: AppWork, since: datetime.datetime | None) -> 
     return "passed", ""
 
 
-def _failed(o: SystemObserved, p: SystemPlan, w: AppWork, cst: CellStatus, said: str) -> None:
+def _failed(
+    o: SystemObserved, p: SystemPlan, w: AppWork, cst: RolloutCellStatus, said: str
+) -> None:
     """A check failed at a step: as the failure policy says. The decision sticks for the
     version (a later passing run does not undo it)."""
     a = w.status
