@@ -196,5 +196,8 @@ async def test_the_start_line_names_the_event_loop(okra: OkraManager) -> None:
     async def started() -> bool:
         return start() is not None
 
-    assert await eventually(started, within=30), okra.tail()
+    # The line comes after the manager's imports (about 1 s of CPU); on a machine at a load of
+    # 15-20 (seen beside make test-stress) that took more than 30 s of wall. What is checked
+    # is the line's content, not how soon it comes.
+    assert await eventually(started, within=90), okra.tail()
     assert (start() or {}).get("event_loop") == event_loop.loop_factory()[0], okra.tail()

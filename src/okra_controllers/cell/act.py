@@ -35,9 +35,10 @@ from okra_controllers.cell.reads import Caches
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import Notifier, fields_for
 from okra_controllers.notifications.triggers import triggers
+from okra_controllers.statuswrite import write_status
 from okra_runtime.cache import Store
 from okra_runtime.client import Client
-from okra_runtime.errors import AlreadyExistsError, ConflictError, NotFoundError
+from okra_runtime.errors import AlreadyExistsError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 
@@ -106,21 +107,8 @@ class Actor:
         return Acted(status, replaced=written is not None and raw.get("status") is not written)
 
     async def write_status(self, raw: Obj, status: RolloutCellStatus) -> bool:
-        """The status written over `raw`'s (nothing when it is so already); False when the
-        Cell changed or is gone. `raw` then holds the status and metadata written."""
-        new = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-        if raw.get("status") == new:
-            return True
-        raw["status"] = new
-        try:
-            updated = await self.client.update_status(raw)
-        except ConflictError:
-            log.debug("cell changed while reconciling; planning again")
-            return False
-        except NotFoundError:
-            return False
-        raw["metadata"] = updated["metadata"]
-        return True
+        """The status written over `raw`'s (`statuswrite.write_status`)."""
+        return await write_status(self.client, raw, status)
 
     async def _label_clusters(self, raw: Obj, cell: Cell, p: Plan) -> None:
         """Add and remove the app labels on cluster Secrets (a merge patch of those labels

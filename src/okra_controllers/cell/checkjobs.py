@@ -76,7 +76,7 @@ def check_job(raw: dict[str, Any], req: JobRequest) -> dict[str, Any]:
 
 def owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
     """The controller reference to the Cell `raw`, on everything it owns (its Jobs, Pauses,
-    load balancer config)."""
+    load balancer config; a system Cell's application Cells, target groups and Checks)."""
     return {
         "apiVersion": raw["apiVersion"],
         "kind": raw["kind"],

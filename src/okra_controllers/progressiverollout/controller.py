@@ -90,6 +90,7 @@ from okra_controllers.progressiverollout.plan import (
     set_condition,
     waiting_message,
 )
+from okra_controllers.statuswrite import write_status
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -503,17 +504,7 @@ class ProgressiveRolloutReconciler:
                     )
 
     async def _write_status(self, raw: dict[str, Any], status: ProgressiveRolloutStatus) -> bool:
-        new = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-        if raw.get("status") == new:
-            return True
-        raw["status"] = new
-        try:
-            updated = await self.client.update_status(raw)
-        except (ConflictError, NotFoundError):
-            log.debug("progressiverollout changed while reconciling; planning again")
-            return False
-        raw["metadata"] = updated["metadata"]
-        return True
+        return await write_status(self.client, raw, status)
 
     def _report(self, raw: dict[str, Any], p: Plan) -> None:
         ns, name = raw["metadata"].get("namespace") or "", raw["metadata"]["name"]

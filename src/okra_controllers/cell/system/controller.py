@@ -37,6 +37,7 @@ from okra_controllers.api.validation import first_problem
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import AwsReadError, EksCluster, observe_eks
 from okra_controllers.cell.argocd import SECRET_TYPE_LABEL, observe_clusters
+from okra_controllers.cell.checkjobs import owner_ref
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.system.children import argocd_spec, with_spec_hash
 from okra_controllers.cell.system.model import (
@@ -60,6 +61,7 @@ from okra_controllers.clusters.connect import (
 )
 from okra_controllers.notifications.triggers import PREFIX
 from okra_controllers.settings import Settings
+from okra_controllers.statuswrite import write_status
 from okra_runtime.cache import Store
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, ConflictError, NoKindMatchError, NotFoundError
@@ -270,27 +272,10 @@ class SystemReconciler:
     # -- act -------------------------------------------------------------------
 
     async def _write_status(self, raw: Obj, status: SystemCellStatus) -> bool:
-        new = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-        if raw.get("status") == new:
-            return True
-        body = {**raw, "status": new}
-        try:
-            updated = await self.client.update_status(body)
-        except (ConflictError, NotFoundError):
-            return False
-        raw["metadata"] = updated["metadata"]
-        raw["status"] = new
-        return True
+        return await write_status(self.client, raw, status)
 
     async def _act(self, raw: Obj, o: SystemObserved, p: SystemPlan) -> None:
-        owner = {
-            "apiVersion": raw["apiVersion"],
-            "kind": raw["kind"],
-            "name": raw["metadata"]["name"],
-            "uid": raw["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+        owner = owner_ref(raw)
         for kind, store, wanted in (
             (CELL, self.cells, [with_spec_hash(c) for c in p.cells]),
             (TARGET_GROUP, self.target_groups, p.target_groups),
