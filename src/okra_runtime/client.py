@@ -411,19 +411,20 @@ class Client:
         self, obj: dict[str, Any], *, field_manager: str | None = None
     ) -> dict[str, Any]:
         """PUT the whole object; fails with ConflictError if its resourceVersion is stale."""
-        res, ns, name = await self._locate(obj)
-        out: dict[str, Any] = await self.request(
-            "PUT", res.path(ns, name), body=obj, query={"fieldManager": field_manager}
-        )
-        self._wrote(out)
-        return out
+        return await self._put(obj, None, field_manager)
 
     async def update_status(
         self, obj: dict[str, Any], *, field_manager: str | None = None
     ) -> dict[str, Any]:
+        return await self._put(obj, "status", field_manager)
+
+    async def _put(
+        self, obj: dict[str, Any], subresource: str | None, field_manager: str | None
+    ) -> dict[str, Any]:
+        """PUT `obj` to itself or to its `subresource`, noting what the server returned."""
         res, ns, name = await self._locate(obj)
         out: dict[str, Any] = await self.request(
-            "PUT", res.path(ns, name, "status"), body=obj, query={"fieldManager": field_manager}
+            "PUT", res.path(ns, name, subresource), body=obj, query={"fieldManager": field_manager}
         )
         self._wrote(out)
         return out

@@ -62,6 +62,17 @@ def _event_name(regarding_name: str) -> str:
     return f"{prefix}.{uuid.uuid4().hex[:16]}"
 
 
+@dataclass(frozen=True)
+class _Occurrence:
+    """One event to record: the object it is about and what is said of it."""
+
+    regarding: dict[str, Any]
+    type: str
+    reason: str
+    note: str
+    action: str
+
+
 @dataclass
 class _Series:
     name: str
@@ -116,9 +127,8 @@ class EventRecorder:
             action or reason,
             note,
         )
-        task = asyncio.get_running_loop().create_task(
-            self._record(key, regarding, type_, reason, note, action or reason)
-        )
+        occurrence = _Occurrence(regarding, type_, reason, note, action or reason)
+        task = asyncio.get_running_loop().create_task(self._record(key, occurrence))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -127,31 +137,15 @@ class EventRecorder:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def _record(
-        self,
-        key: tuple[str, ...],
-        regarding: dict[str, Any],
-        type_: str,
-        reason: str,
-        note: str,
-        action: str,
-    ) -> None:
+    async def _record(self, key: tuple[str, ...], occurrence: _Occurrence) -> None:
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             try:
-                await self._write(key, regarding, type_, reason, note, action)
+                await self._write(key, occurrence)
             except (ApiError, ConnectionError, OSError) as e:
-                log.warning("could not record event", reason=reason, error=str(e))
+                log.warning("could not record event", reason=occurrence.reason, error=str(e))
 
-    async def _write(
-        self,
-        key: tuple[str, ...],
-        regarding: dict[str, Any],
-        type_: str,
-        reason: str,
-        note: str,
-        action: str,
-    ) -> None:
+    async def _write(self, key: tuple[str, ...], occurrence: _Occurrence) -> None:
         now = time.monotonic()
         series = self._series.get(key)
         if series is not None:
@@ -170,6 +164,7 @@ class EventRecorder:
                 return
             except NotFoundError:
                 del self._series[key]  # expired on the server: start a new one
+        regarding = occurrence.regarding
         meta = regarding.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
         ref = {
@@ -193,10 +188,10 @@ class EventRecorder:
                 "eventTime": micro_time(),
                 "reportingController": self.controller,
                 "reportingInstance": self.instance,
-                "action": action,
-                "reason": reason,
-                "type": type_,
-                "note": note,
+                "action": occurrence.action,
+                "reason": occurrence.reason,
+                "type": occurrence.type,
+                "note": occurrence.note,
                 "regarding": ref,
             }
         )

@@ -17,7 +17,8 @@ from __future__ import annotations
 import datetime
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -25,8 +26,7 @@ from pydantic import ValidationError
 
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.analysis.expr import ExprError, evaluate_condition
-from okra_controllers.analysis.measure import measure
-from okra_controllers.analysis.providers.base import ProviderContext, secret_reader
+from okra_controllers.analysis.measure import Measurer, measure
 from okra_controllers.analysis.run_controller import MEASUREMENTS
 from okra_controllers.api.kinds import CHECK
 from okra_controllers.api.v1alpha1.analysis import (
@@ -40,18 +40,12 @@ from okra_controllers.api.v1alpha1.analysis import (
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.api.v1alpha1.warnings import check_warnings
-from okra_controllers.api.validation import load_or_report
-from okra_controllers.aws.config import AwsConfig
+from okra_controllers.api.validation import load_or_report, write_status
 from okra_controllers.settings import Settings
 from okra_controllers.templating import Syntax, TemplateError, render
-from okra_runtime.client import Client
-from okra_runtime.errors import ConflictError, NotFoundError
-from okra_runtime.events import EventRecorder
-from okra_runtime.informer import Informer
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
 from okra_runtime.reconcile import Request, Result
-from okra_runtime.timeutil import utcnow
 
 HASH_ANNOTATION = "analysis-hash"
 _VARS = Syntax(roots=frozenset({"Vars"}))
@@ -127,28 +121,12 @@ def judge(spec: CheckSpec, value: Any) -> tuple[Phase, str | None]:
     return "Successful", None
 
 
-class CheckReconciler:
-    def __init__(
-        self,
-        client: Client,
-        informer: Informer,
-        events: EventRecorder,
-        aws: AwsConfig,
-        okra_namespace: str,
-        clock: Callable[[], datetime.datetime] = utcnow,
-        default_provider: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.client = client
-        self.checks = informer.store
-        self.events = events
-        self.aws = aws
-        self.okra_namespace = okra_namespace
-        self.clock = clock
-        self.read_secret = secret_reader(client)
-        self.default_provider = default_provider
+@dataclass(eq=False)
+class CheckReconciler(Measurer):
+    default_provider: Mapping[str, Any] | None = None
 
     async def reconcile(self, req: Request) -> Result | None:
-        loaded = load_or_report(self.checks, req, Check, self.events, reason="InvalidCheck")
+        loaded = load_or_report(self.store, req, Check, self.events, reason="InvalidCheck")
         if loaded is None:
             return None
         raw, check = loaded
@@ -196,13 +174,9 @@ class CheckReconciler:
                 observed_generation=check.metadata.generation,
             )
         ]
-        raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-        try:
-            await self.client.update_status(raw)
-        except ConflictError:
-            return Result(requeue=True)
-        except NotFoundError:
-            return None
+        written, result = await write_status(self.client, raw, status)
+        if not written:
+            return result
         if previous != passed:
             self.events.event(
                 raw,
@@ -219,13 +193,7 @@ class CheckReconciler:
             provider = render_provider(spec, self.default_provider)
         except CheckError as e:
             return "Error", None, str(e), "unknown"
-        ctx = ProviderContext(
-            namespace=namespace,
-            read_secret=self.read_secret,
-            aws=self.aws,
-            default_namespace=self.okra_namespace,
-        )
-        out = await measure(provider, ctx)
+        out = await measure(provider, self.provider_context(namespace))
         if out.result is None:
             return "Error", None, out.error, out.provider
         phase, message = judge(spec, out.result.value)

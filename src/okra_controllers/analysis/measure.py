@@ -4,8 +4,10 @@ provider failure is a value (an error message), never an exception."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import InitVar, dataclass, field
 
 from prometheus_client import Histogram
 
@@ -13,10 +15,18 @@ from okra_controllers.analysis.providers.base import (
     ProviderContext,
     ProviderError,
     ProviderResult,
+    SecretReader,
+    secret_reader,
 )
 from okra_controllers.analysis.providers.registry import provider_for
 from okra_controllers.api.v1alpha1.providers import MetricProvider
+from okra_controllers.aws.config import AwsConfig
+from okra_runtime.cache import Store
+from okra_runtime.client import Client
+from okra_runtime.events import EventRecorder
+from okra_runtime.informer import Informer
 from okra_runtime.metrics import REGISTRY
+from okra_runtime.timeutil import utcnow
 
 MEASUREMENT_TIMEOUT = 120.0
 MEASUREMENT_SECONDS = Histogram(
@@ -26,6 +36,35 @@ MEASUREMENT_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
     registry=REGISTRY,
 )
+
+
+@dataclass(eq=False)
+class Measurer:
+    """What a reconciler that measures (AnalysisRun, Check) is made with: the client (Secrets
+    are read through it), the informer of its kind (`store`), its Event recorder, the AWS
+    settings and okra's namespace every provider is handed, and its clock."""
+
+    client: Client
+    informer: InitVar[Informer]
+    events: EventRecorder
+    aws: AwsConfig
+    okra_namespace: str
+    clock: Callable[[], datetime.datetime] = utcnow
+    store: Store = field(init=False)
+    read_secret: SecretReader = field(init=False)
+
+    def __post_init__(self, informer: Informer) -> None:
+        self.store = informer.store
+        self.read_secret = secret_reader(self.client)
+
+    def provider_context(self, namespace: str) -> ProviderContext:
+        """What a provider measuring for an object of `namespace` is handed."""
+        return ProviderContext(
+            namespace=namespace,
+            read_secret=self.read_secret,
+            aws=self.aws,
+            default_namespace=self.okra_namespace,
+        )
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import asyncio
 import datetime
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -25,12 +26,8 @@ from prometheus_client import Counter
 
 from okra_controllers.analysis import compare, run_pass, verdict
 from okra_controllers.analysis.args import ArgumentError, merge_args, resolve_args, substitute
-from okra_controllers.analysis.measure import MEASUREMENT_TIMEOUT, measure
-from okra_controllers.analysis.providers.base import (
-    ProviderContext,
-    ProviderError,
-    secret_reader,
-)
+from okra_controllers.analysis.measure import MEASUREMENT_TIMEOUT, Measurer, measure
+from okra_controllers.analysis.providers.base import ProviderError
 from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import (
     AnalysisRun,
@@ -40,19 +37,14 @@ from okra_controllers.api.v1alpha1.analysis import (
     Metric,
     Phase,
 )
-from okra_controllers.api.validation import validated
-from okra_controllers.aws.config import AwsConfig
+from okra_controllers.api.validation import validated, write_status
 from okra_controllers.settings import Settings
-from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
-from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
-from okra_runtime.informer import Informer
 from okra_runtime.manager import Manager
 from okra_runtime.metrics import REGISTRY
 from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import Request, Result
-from okra_runtime.timeutil import utcnow
 
 log = structlog.get_logger("okra.analysisrun")
 
@@ -86,29 +78,13 @@ def with_run_messages(
     return message if not details else f"{message}: {'; '.join(details)}"
 
 
-class AnalysisRunReconciler:
-    def __init__(
-        self,
-        client: Client,
-        informer: Informer,
-        events: EventRecorder,
-        aws: AwsConfig,
-        okra_namespace: str,
-        clock: Callable[[], datetime.datetime] = utcnow,
-        error_retry: float = verdict.DEFAULT_ERROR_RETRY_INTERVAL,
-    ) -> None:
-        self.client = client
-        self.runs = informer.store
-        self.error_retry = error_retry
-        self.events = events
-        self.aws = aws
-        self.okra_namespace = okra_namespace
-        self.clock = clock
-        self.read_secret = secret_reader(client)
+@dataclass(eq=False)
+class AnalysisRunReconciler(Measurer):
+    error_retry: float = verdict.DEFAULT_ERROR_RETRY_INTERVAL
 
     # Long on purpose: one pass of a run (measure, judge, status) in Argo Rollouts' order.
     async def reconcile(self, req: Request) -> Result | None:
-        raw = self.runs.get(req.name, req.namespace)
+        raw = self.store.get(req.name, req.namespace)
         if raw is None:
             return None
         run, problem = validated(AnalysisRun, raw)
@@ -170,13 +146,9 @@ class AnalysisRunReconciler:
         old_phase = status.phase
         judged = run_pass.conclude(run.spec, status, metrics, results, dry, started_at, now)
         status.observed_generation = run.metadata.generation
-        raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-        try:
-            await self.client.update_status(raw)
-        except ConflictError:
-            return Result(requeue=True)  # someone changed the run; measure again from its state
-        except NotFoundError:
-            return None
+        written, result = await write_status(self.client, raw, status)
+        if not written:
+            return result  # a changed run is measured again from its state
         self._report(raw, old_phase, judged)
         if judged.phase in verdict.COMPLETED:
             return None
@@ -190,12 +162,7 @@ class AnalysisRunReconciler:
     ) -> tuple[Measurement, str, dict[str, str]]:
         """The measurement, the provider kind, and metadata for the metric result."""
         started = self.clock()
-        ctx = ProviderContext(
-            namespace=namespace,
-            read_secret=self.read_secret,
-            aws=self.aws,
-            default_namespace=self.okra_namespace,
-        )
+        ctx = self.provider_context(namespace)
         out = await measure(metric.provider, ctx)
         if out.result is None:
             return (
@@ -236,12 +203,7 @@ class AnalysisRunReconciler:
         judgment travels in the third item, as JSON under `judgment`."""
         started = self.clock()
         kind = compare.kind_of(metric.provider)
-        ctx = ProviderContext(
-            namespace=namespace,
-            read_secret=self.read_secret,
-            aws=self.aws,
-            default_namespace=self.okra_namespace,
-        )
+        ctx = self.provider_context(namespace)
         assert metric.judge is not None
         try:
             pair = compare.sides(judgment, owner)

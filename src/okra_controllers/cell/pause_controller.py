@@ -10,10 +10,9 @@ from typing import Literal
 
 from okra_controllers.api.kinds import PAUSE
 from okra_controllers.api.v1alpha1.cell import Pause, PauseSpec, PauseStatus
-from okra_controllers.api.validation import load_or_report
+from okra_controllers.api.validation import load_or_report, write_status
 from okra_controllers.settings import Settings
 from okra_runtime.client import Client
-from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
 from okra_runtime.informer import Informer
 from okra_runtime.manager import Manager
@@ -58,15 +57,10 @@ class PauseReconciler:
         now = self.clock()
         phase, wait = pause_phase(pause.spec, now)
         if phase != status.phase:
-            raw["status"] = PauseStatus(phase=phase, last_transition_time=now).model_dump(
-                by_alias=True, exclude_none=True, mode="json"
-            )
-            try:
-                await self.client.update_status(raw)
-            except ConflictError:
-                return Result(requeue=True)
-            except NotFoundError:
-                return None
+            new = PauseStatus(phase=phase, last_transition_time=now)
+            written, result = await write_status(self.client, raw, new)
+            if not written:
+                return result
         return Result(requeue_after=wait) if wait else None
 
 

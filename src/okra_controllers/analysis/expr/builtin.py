@@ -137,12 +137,7 @@ def _to_int(
         return whole(v)
     if isinstance(v, float):
         return _go_trunc(name, v)
-    if _is_str(v):
-        n = _parse_int(v)
-        if n is None:
-            raise _Fault(bad_str(v))
-        return n
-    raise _Fault(bad(v))
+    return _parsed(v, _parse_int, bad_str, bad)
 
 
 def _to_float(v: Any, bad_str: Callable[[str], str], bad: Callable[[Any], str]) -> Any:
@@ -150,12 +145,23 @@ def _to_float(v: Any, bad_str: Callable[[str], str], bad: Callable[[Any], str]) 
     message is `bad_str(v)` for a string that does not parse, `bad(v)` for any other value."""
     if _is_num(v):
         return _f(v)
-    if _is_str(v):
-        f = _parse_float(v)
-        if f is None:
-            raise _Fault(bad_str(v))
-        return f
-    raise _Fault(bad(v))
+    return _parsed(v, _parse_float, bad_str, bad)
+
+
+def _parsed(
+    v: Any,
+    parse: Callable[[str], Any],
+    bad_str: Callable[[str], str],
+    bad: Callable[[Any], str],
+) -> Any:
+    """`parse(v)` for a string `v`; a fault whose message is `bad_str(v)` where that gives
+    None, `bad(v)` where `v` is not a string."""
+    if not _is_str(v):
+        raise _Fault(bad(v))
+    n = parse(v)
+    if n is None:
+        raise _Fault(bad_str(v))
+    return n
 
 
 def _b_int(args: list[Any]) -> Any:

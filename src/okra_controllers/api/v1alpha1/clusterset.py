@@ -20,7 +20,9 @@ from okra_controllers.api.v1alpha1.common import (
     ApiModel,
     Condition,
     OkraObject,
+    TemplateMetadata,
     okra_crd,
+    with_rules,
 )
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -31,17 +33,13 @@ class EKSClusterSelector(ApiModel):
 
 
 class AWSEKSGenerator(ApiModel):
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(self.selector) || !has(self.clusterSelector)",
-                    "message": "selector (the original okra's spelling) and clusterSelector "
-                    "say the same thing: write clusterSelector only",
-                }
-            ]
-        }
-    }
+    model_config = with_rules(
+        (
+            "!has(self.selector) || !has(self.clusterSelector)",
+            "selector (the original okra's spelling) and clusterSelector "
+            "say the same thing: write clusterSelector only",
+        ),
+    )
     cluster_selector: EKSClusterSelector = Field(default_factory=EKSClusterSelector)
     selector: EKSClusterSelector | None = None
     """The original okra's spelling of `clusterSelector`; read as that."""
@@ -58,13 +56,8 @@ class ClusterSetGenerator(ApiModel):
     awseks: AWSEKSGenerator
 
 
-class SecretTemplateMeta(ApiModel):
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
-
-
 class SecretTemplate(ApiModel):
-    metadata: SecretTemplateMeta = Field(default_factory=SecretTemplateMeta)
+    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
 
 
 class ClusterSetSpec(ApiModel):

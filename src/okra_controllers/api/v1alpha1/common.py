@@ -32,6 +32,21 @@ class ApiModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
+def with_rules(*rules: tuple[str, str]) -> ConfigDict:
+    """ApiModel's config with CEL rules (`x-kubernetes-validations`) for the API server: each
+    a rule and the message it refuses an object with when the rule is false."""
+    config = ApiModel.model_config.copy()
+    config["json_schema_extra"] = {
+        "x-kubernetes-validations": [{"rule": r, "message": m} for r, m in rules]
+    }
+    return config
+
+
+class TemplateMetadata(ApiModel):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
 class ObjectMeta(BaseModel):
     """The part of metadata okra reads; everything else is kept as the server sent it."""
 

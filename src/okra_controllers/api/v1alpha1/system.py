@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 from okra_controllers.api.v1alpha1.analysis import DURATION_PATTERN
 from okra_controllers.api.v1alpha1.argocd import ArgoCDApplicationSet, ArgoCDUpdateStrategy
 from okra_controllers.api.v1alpha1.backends import NLBListener, Route53Records
-from okra_controllers.api.v1alpha1.common import ARN_MAX_LENGTH, ApiModel
+from okra_controllers.api.v1alpha1.common import ARN_MAX_LENGTH, ApiModel, with_rules
 from okra_controllers.api.v1alpha1.listener import ListenerRule
 from okra_controllers.api.v1alpha1.strategy import RolloutCheck
 from okra_controllers.api.v1alpha1.traffic import TrafficConfirmation
@@ -61,17 +61,13 @@ class SystemCluster(ApiModel):
 
 
 class SystemClusterSecret(ApiModel):
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "has(self.labels) != has(self.lables)",
-                    "message": "clusterSecret needs labels (the ones the ApplicationSet's "
-                    "cluster generator selects on)",
-                }
-            ]
-        }
-    }
+    model_config = with_rules(
+        (
+            "has(self.labels) != has(self.lables)",
+            "clusterSecret needs labels (the ones the ApplicationSet's "
+            "cluster generator selects on)",
+        ),
+    )
     labels: dict[str, str] | None = Field(default=None, min_length=1)
     """The labels the ApplicationSet's cluster generator selects on: okra adds them to the
     Argo CD cluster Secrets of the clusters that should run the application and removes
@@ -95,18 +91,13 @@ class SystemArgoCD(ApiModel):
 
 
 class TargetGroupRef(ApiModel):
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "[has(self.arn), has(self.arnFromLabel), "
-                    "has(self.targetgroupBindingSelector)].filter(x, x).size() == 1",
-                    "message": "targetGroup takes exactly one of arn, arnFromLabel, "
-                    "targetgroupBindingSelector",
-                }
-            ]
-        }
-    }
+    model_config = with_rules(
+        (
+            "[has(self.arn), has(self.arnFromLabel), "
+            "has(self.targetgroupBindingSelector)].filter(x, x).size() == 1",
+            "targetGroup takes exactly one of arn, arnFromLabel, targetgroupBindingSelector",
+        ),
+    )
     arn: str | None = Field(default=None, pattern=_ELB_ARN, max_length=ARN_MAX_LENGTH)
     """One target group: only for an application served by one cluster."""
     arn_from_label: str | None = Field(default=None, min_length=1)
@@ -201,41 +192,34 @@ class FailurePolicy(ApiModel):
 
 
 class SystemApplication(ApiModel):
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "has(self.alb) || has(self.nlb) || has(self.route53) || "
-                    "has(self.argocd)",
-                    "message": "an application needs alb (a listener rule), nlb (a listener's "
-                    "default action) or route53 (weighted records), or argocd (Argo CD "
-                    "cluster Secrets), or both",
-                },
-                {
-                    "rule": "[has(self.alb), has(self.nlb), has(self.route53)]"
-                    ".filter(x, x).size() <= 1",
-                    "message": "an application's traffic comes through one of alb, nlb, "
-                    "route53: write only one",
-                },
-                {
-                    "rule": "!has(self.trafficConfirmation) || has(self.alb) || has(self.route53)",
-                    "message": "trafficConfirmation needs alb or route53 (RequestCount per "
-                    "target group; an nlb counts flows per load balancer, not requests per "
-                    "target group: docs/traffic.md)",
-                },
-                {
-                    "rule": "!(has(self.alb) || has(self.nlb) || has(self.route53)) || "
-                    "!has(self.argocd) || "
-                    "!has(self.argocd.updateStrategy) || "
-                    "!has(self.argocd.updateStrategy.type) || "
-                    "self.argocd.updateStrategy.type != 'DeleteBeforeCreate'",
-                    "message": "argocd.updateStrategy.type DeleteBeforeCreate is for "
-                    "applications with no load balancer: remove alb, nlb or route53, or use "
-                    "CreateBeforeDelete",
-                },
-            ]
-        }
-    }
+    model_config = with_rules(
+        (
+            "has(self.alb) || has(self.nlb) || has(self.route53) || has(self.argocd)",
+            "an application needs alb (a listener rule), nlb (a listener's "
+            "default action) or route53 (weighted records), or argocd (Argo CD "
+            "cluster Secrets), or both",
+        ),
+        (
+            "[has(self.alb), has(self.nlb), has(self.route53)].filter(x, x).size() <= 1",
+            "an application's traffic comes through one of alb, nlb, route53: write only one",
+        ),
+        (
+            "!has(self.trafficConfirmation) || has(self.alb) || has(self.route53)",
+            "trafficConfirmation needs alb or route53 (RequestCount per "
+            "target group; an nlb counts flows per load balancer, not requests per "
+            "target group: docs/traffic.md)",
+        ),
+        (
+            "!(has(self.alb) || has(self.nlb) || has(self.route53)) || "
+            "!has(self.argocd) || "
+            "!has(self.argocd.updateStrategy) || "
+            "!has(self.argocd.updateStrategy.type) || "
+            "self.argocd.updateStrategy.type != 'DeleteBeforeCreate'",
+            "argocd.updateStrategy.type DeleteBeforeCreate is for "
+            "applications with no load balancer: remove alb, nlb or route53, or use "
+            "CreateBeforeDelete",
+        ),
+    )
     name: str = Field(min_length=1, max_length=30, pattern=DNS_LABEL)
     cluster_selector: dict[str, Any] | None = None
     """Which clusters serve the application: `matchEKSTags` (the EKS cluster's tags),

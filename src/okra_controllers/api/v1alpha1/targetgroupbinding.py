@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from okra_controllers.api.v1alpha1.cell import LabelSelector
 from okra_controllers.api.v1alpha1.common import (
@@ -27,6 +27,7 @@ from okra_controllers.api.v1alpha1.common import (
     Condition,
     OkraObject,
     okra_crd,
+    with_rules,
 )
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
@@ -108,30 +109,26 @@ class TargetGroupSpec(ApiModel):
 
 
 class TargetSpec(ApiModel):
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "has(self.ids) != (has(self.clusterName) || has(self.clusterSelector))",
-                    "message": "a target has either ids, or clusterName / clusterSelector",
-                },
-                {
-                    "rule": "!(has(self.clusterName) && has(self.clusterSelector))",
-                    "message": "a target has at most one of clusterName, clusterSelector",
-                },
-                {
-                    "rule": "!has(self.nodeName) || has(self.clusterName)",
-                    "message": "nodeName needs clusterName",
-                },
-                {
-                    "rule": "!has(self.ids) || !has(self.nodeSelector)",
-                    "message": "nodeSelector picks Nodes of clusterName / clusterSelector and "
-                    "is not read beside ids: remove nodeSelector, or replace ids with "
-                    "clusterName / clusterSelector",
-                },
-            ]
-        }
-    }
+    model_config = with_rules(
+        (
+            "has(self.ids) != (has(self.clusterName) || has(self.clusterSelector))",
+            "a target has either ids, or clusterName / clusterSelector",
+        ),
+        (
+            "!(has(self.clusterName) && has(self.clusterSelector))",
+            "a target has at most one of clusterName, clusterSelector",
+        ),
+        (
+            "!has(self.nodeName) || has(self.clusterName)",
+            "nodeName needs clusterName",
+        ),
+        (
+            "!has(self.ids) || !has(self.nodeSelector)",
+            "nodeSelector picks Nodes of clusterName / clusterSelector and "
+            "is not read beside ids: remove nodeSelector, or replace ids with "
+            "clusterName / clusterSelector",
+        ),
+    )
     name: str = Field(min_length=1)
     ids: list[str] | None = None
     """IP addresses or instance IDs."""
@@ -155,19 +152,23 @@ class TargetSpec(ApiModel):
         return self
 
 
+def one_group_config(message: str) -> ConfigDict:
+    """The config of a spec naming its target group by `targetGroupARN` (an existing group)
+    or `targetGroup` (one to create): the API server refuses both with `message`."""
+    return with_rules(("!has(self.targetGroupARN) || !has(self.targetGroup)", message))
+
+
+def refuse_both_groups(arn: str | None, group: object, message: str) -> None:
+    """What `one_group_config`'s rule says, for an object read without the API server."""
+    if arn and group is not None:
+        raise ValueError(message)
+
+
 class AWSTargetGroupBindingSpec(ApiModel):
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(self.targetGroupARN) || !has(self.targetGroup)",
-                    "message": "targetGroup (a group to create) is not read beside "
-                    "targetGroupARN (an existing group): remove one of spec.targetGroup, "
-                    "spec.targetGroupARN",
-                }
-            ]
-        }
-    }
+    model_config = one_group_config(
+        "targetGroup (a group to create) is not read beside targetGroupARN (an existing "
+        "group): remove one of spec.targetGroup, spec.targetGroupARN"
+    )
     target_group_arn: str | None = Field(
         default=None, alias="targetGroupARN", max_length=ARN_MAX_LENGTH
     )
@@ -178,11 +179,12 @@ class AWSTargetGroupBindingSpec(ApiModel):
     def _group(self) -> AWSTargetGroupBindingSpec:
         if not self.target_group_arn and self.target_group is None:
             raise ValueError("give targetGroupARN, or targetGroup to have the group created")
-        if self.target_group_arn and self.target_group is not None:
-            raise ValueError(
-                "targetGroup (a group to create) is not read beside targetGroupARN (an "
-                "existing group): remove one of them"
-            )
+        refuse_both_groups(
+            self.target_group_arn,
+            self.target_group,
+            "targetGroup (a group to create) is not read beside targetGroupARN (an existing "
+            "group): remove one of them",
+        )
         names = [t.name for t in self.targets]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

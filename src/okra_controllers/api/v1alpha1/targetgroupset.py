@@ -48,9 +48,16 @@ from okra_controllers.api.v1alpha1.common import (
     ApiModel,
     Condition,
     OkraObject,
+    TemplateMetadata,
     okra_crd,
+    with_rules,
 )
-from okra_controllers.api.v1alpha1.targetgroupbinding import TargetSpec, node_selector_warnings
+from okra_controllers.api.v1alpha1.targetgroupbinding import (
+    TargetSpec,
+    node_selector_warnings,
+    one_group_config,
+    refuse_both_groups,
+)
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
 
 
@@ -113,26 +120,16 @@ class AWSTargetGroupsGenerator(ApiModel):
 class TargetGroupSetGenerator(ApiModel):
     """Exactly one generator kind."""
 
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "(has(self.argocdClusters) ? 1 : 0) + (has(self.awseks) ? 1 : 0)"
-                    " + (has(self.awsTargetGroups) ? 1 : 0) == 1",
-                    "message": "a generator has exactly one of argocdClusters, awseks,"
-                    " awsTargetGroups",
-                }
-            ]
-        }
-    }
+    model_config = with_rules(
+        (
+            "(has(self.argocdClusters) ? 1 : 0) + (has(self.awseks) ? 1 : 0)"
+            " + (has(self.awsTargetGroups) ? 1 : 0) == 1",
+            "a generator has exactly one of argocdClusters, awseks, awsTargetGroups",
+        ),
+    )
     argocd_clusters: ArgoCDClustersGenerator | None = Field(default=None, alias="argocdClusters")
     awseks: AWSEKSGenerator | None = None
     aws_target_groups: AWSTargetGroupsGenerator | None = None
-
-
-class TemplateMetadata(ApiModel):
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
 
 
 class TargetGroupTemplate(ApiModel):
@@ -157,6 +154,12 @@ class TargetGroupTemplateSpec(ApiModel):
     target_type: str = "instance"
 
 
+_BOTH_GROUPS = (
+    "bindingTemplate.spec.targetGroup (a group each binding creates) is not read beside "
+    "bindingTemplate.spec.targetGroupARN (an existing group): remove one of them"
+)
+
+
 class BindingTemplateSpec(ApiModel):
     """An AWSTargetGroupBinding's spec, before substitution. Which target group each generated
     binding fills: `targetGroupARN` if given; else, beside each TargetGroupBinding found in a
@@ -164,18 +167,7 @@ class BindingTemplateSpec(ApiModel):
     TargetGroupBinding) one group per cluster that the binding creates (`targetGroup`, its
     fields defaulted from the cluster)."""
 
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(self.targetGroupARN) || !has(self.targetGroup)",
-                    "message": "bindingTemplate.spec.targetGroup (a group each binding creates) "
-                    "is not read beside bindingTemplate.spec.targetGroupARN (an existing "
-                    "group): remove one of them",
-                }
-            ]
-        }
-    }
+    model_config = one_group_config(_BOTH_GROUPS)
 
     target_group_arn: str | None = Field(
         default=None, alias="targetGroupARN", max_length=ARN_MAX_LENGTH
@@ -185,12 +177,7 @@ class BindingTemplateSpec(ApiModel):
 
     @model_validator(mode="after")
     def _one_group(self) -> BindingTemplateSpec:
-        if self.target_group_arn and self.target_group is not None:
-            raise ValueError(
-                "bindingTemplate.spec.targetGroup (a group each binding creates) is not read "
-                "beside bindingTemplate.spec.targetGroupARN (an existing group): remove one "
-                "of them"
-            )
+        refuse_both_groups(self.target_group_arn, self.target_group, _BOTH_GROUPS)
         return self
 
 
@@ -200,28 +187,22 @@ class TargetGroupBindingTemplate(ApiModel):
 
 
 class AWSTargetGroupSetSpec(ApiModel):
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(self.bindingSelector) || "
-                    "self.generators.exists(g, !has(g.awsTargetGroups))",
-                    "message": "spec.bindingSelector selects TargetGroupBindings inside "
-                    "clusters, and awsTargetGroups generators read none (they select target "
-                    "groups by AWS tags: targetGroupSelector.matchTags): remove "
-                    "spec.bindingSelector",
-                },
-                {
-                    "rule": "!has(self.bindingTemplate) || "
-                    "self.generators.exists(g, !has(g.awsTargetGroups))",
-                    "message": "spec.bindingTemplate makes a binding beside each target group "
-                    "found through a cluster's TargetGroupBinding, and awsTargetGroups "
-                    "generators find none that way (whatever made their groups registers the "
-                    "targets): remove spec.bindingTemplate",
-                },
-            ]
-        }
-    }
+    model_config = with_rules(
+        (
+            "!has(self.bindingSelector) || self.generators.exists(g, !has(g.awsTargetGroups))",
+            "spec.bindingSelector selects TargetGroupBindings inside "
+            "clusters, and awsTargetGroups generators read none (they select target "
+            "groups by AWS tags: targetGroupSelector.matchTags): remove "
+            "spec.bindingSelector",
+        ),
+        (
+            "!has(self.bindingTemplate) || self.generators.exists(g, !has(g.awsTargetGroups))",
+            "spec.bindingTemplate makes a binding beside each target group "
+            "found through a cluster's TargetGroupBinding, and awsTargetGroups "
+            "generators find none that way (whatever made their groups registers the "
+            "targets): remove spec.bindingTemplate",
+        ),
+    )
     generators: list[TargetGroupSetGenerator] = Field(min_length=1, max_length=16)
     binding_selector: LabelSelector = Field(default_factory=LabelSelector)
     """TargetGroupBindings (elbv2.k8s.aws/v1beta1, any namespace) whose labels match."""
