@@ -67,8 +67,8 @@ async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def cmd_pause(ctx: Context, args: argparse.Namespace) -> int:
-    name = args.cell
-    cell = await get_cell(ctx.client, name, ctx.namespace)
+    ns, name = ctx.namespace, args.cell
+    cell = await get_cell(ctx.client, name, ns)
     if paused(cell) == "true":
         ctx.say(f"cell {name}: already paused (okra promote {name} resumes)")
         return 0
@@ -86,8 +86,8 @@ async def cmd_pause(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def cmd_abort(ctx: Context, args: argparse.Namespace) -> int:
-    name = args.cell
-    cell = await get_cell(ctx.client, name, ctx.namespace)
+    ns, name = ctx.namespace, args.cell
+    cell = await get_cell(ctx.client, name, ns)
     r = rollout(cell)
     if r.aborted:
         ctx.say(f"cell {name}: the rollout of {r.canary} is already aborted (okra retry resumes)")
