@@ -15,7 +15,7 @@ from okra_controllers.analysis.templates import TemplateError, TemplateRef, buil
 from okra_controllers.api.kinds import ANALYSIS_RUN
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
 from okra_controllers.cli.actions import parse_arguments
-from okra_controllers.cli.get import dump, follow, now, objects
+from okra_controllers.cli.get import dump, follow, now, write_list
 from okra_controllers.cli.kube import CliError, Context, get_or_none, reading, watching
 from okra_controllers.cli.render import render_analysis_run, render_analysis_runs
 from okra_controllers.cli.view import Obj, strip
@@ -179,22 +179,14 @@ async def cmd_get_analysisrun(ctx: Context, args: argparse.Namespace) -> int:
 async def cmd_get_analysisruns(ctx: Context, args: argparse.Namespace) -> int:
     selector = f"okra.mumo.co/cell={args.cell}" if args.cell else None
     runs = (await ctx.client.list(ANALYSIS_RUN, ctx.list_namespace, label_selector=selector)).items
-    shown = objects(runs, args.output, "analysisrun.okra.mumo.co")
-    if shown is not None:
-        ctx.out.write(shown)
-    elif not runs:
-        where = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
-        ctx.err.write(f"No analysis runs found in {where}.\n")
-    else:
-        ctx.out.write(
-            render_analysis_runs(
-                runs,
-                now(),
-                color=ctx.color,
-                namespaces=ctx.all_namespaces,
-                wide=args.output == "wide",
-            )
+
+    def table() -> str:
+        wide = args.output == "wide"
+        return render_analysis_runs(
+            runs, now(), color=ctx.color, namespaces=ctx.all_namespaces, wide=wide
         )
+
+    write_list(ctx, runs, args.output, "analysisrun.okra.mumo.co", "No analysis runs found", table)
     return 0
 
 

@@ -26,12 +26,28 @@ from okra_runtime.errors import ConflictError, NotFoundError
 RETRIES = 5
 
 
+def paused(cell: dict[str, Any]) -> str | None:
+    """The Cell's `okra pause` annotation (None: it is not paused)."""
+    annotations: dict[str, str] = cell["metadata"].get("annotations") or {}
+    return annotations.get(PAUSED)
+
+
+async def annotate(ctx: Context, name: str, key: str, value: str | None) -> None:
+    """Set annotation `key` of the Cell `name` (None: remove it), a merge patch."""
+    await ctx.client.patch(CELL, name, annotation_patch(key, value), namespace=ctx.namespace)
+
+
+async def resume(ctx: Context, name: str) -> None:
+    """Remove `okra pause`'s annotation from the Cell `name`, and say so."""
+    await annotate(ctx, name, PAUSED, None)
+    ctx.say(f"cell {name}: resumed (removed {PAUSED})")
+
+
 async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
     ns, name = ctx.namespace, args.cell
     cell = await get_cell(ctx.client, name, ns)
-    if (cell["metadata"].get("annotations") or {}).get(PAUSED) is not None:
-        await ctx.client.patch(CELL, name, annotation_patch(PAUSED, None), namespace=ns)
-        ctx.say(f"cell {name}: resumed (removed {PAUSED})")
+    if paused(cell) is not None:
+        await resume(ctx, name)
         if not args.full:
             return 0
     p = plan_promote(cell, full=args.full)
@@ -42,7 +58,7 @@ async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
             ctx.say(f"pause {p.pause}: cancelled")
         except NotFoundError:
             pass  # not created yet: the annotation alone ends the step once it is
-    await ctx.client.patch(CELL, name, annotation_patch(PROMOTE, p.annotation), namespace=ns)
+    await annotate(ctx, name, PROMOTE, p.annotation)
     ctx.say(
         f"cell {name}: {p.summary} of rollout {r.rollout_id} ({r.stable} → {r.canary}) "
         f"[{PROMOTE}={p.annotation}]"
@@ -53,10 +69,10 @@ async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
 async def cmd_pause(ctx: Context, args: argparse.Namespace) -> int:
     ns, name = ctx.namespace, args.cell
     cell = await get_cell(ctx.client, name, ns)
-    if (cell["metadata"].get("annotations") or {}).get(PAUSED) == "true":
+    if paused(cell) == "true":
         ctx.say(f"cell {name}: already paused (okra promote {name} resumes)")
         return 0
-    await ctx.client.patch(CELL, name, annotation_patch(PAUSED, "true"), namespace=ns)
+    await annotate(ctx, name, PAUSED, "true")
     st = cell.get("status") or {}
     if st.get("canaryVersion"):
         where = (
@@ -76,7 +92,7 @@ async def cmd_abort(ctx: Context, args: argparse.Namespace) -> int:
     if r.aborted:
         ctx.say(f"cell {name}: the rollout of {r.canary} is already aborted (okra retry resumes)")
         return 0
-    await ctx.client.patch(CELL, name, annotation_patch(ABORT, r.rollout_id), namespace=ns)
+    await annotate(ctx, name, ABORT, r.rollout_id)
     ctx.say(
         f"cell {name}: aborting rollout {r.rollout_id} of {r.canary}; all traffic goes back to "
         f"{r.stable} and stays there until okra retry {name} [{ABORT}={r.rollout_id}]"
@@ -97,7 +113,7 @@ async def cmd_retry(ctx: Context, args: argparse.Namespace) -> int:
         )
         return 0
     if plan.abort is not None:
-        await ctx.client.patch(CELL, name, annotation_patch(ABORT, None), namespace=ns)
+        await annotate(ctx, name, ABORT, None)
         ctx.say(f"cell {name}: removed {ABORT}={plan.abort}; the rollout starts over")
     if plan.unblock:
         removed = await _unblock(ctx, name, args.version, cell, blocklist)

@@ -24,7 +24,6 @@ from okra_controllers.api.kinds import CELL
 from okra_controllers.cell.observe import PAUSED
 from okra_controllers.cell.system.names import APP_LABEL, SYSTEM_LABEL
 from okra_controllers.cli import commands
-from okra_controllers.cli.actions import annotation_patch
 from okra_controllers.cli.kube import CliError, Context
 from okra_controllers.cli.system import is_system
 from okra_controllers.cli.view import get_cell
@@ -127,14 +126,12 @@ def systemwise(single: Handler, verb: str) -> Handler:
                 )
             return await single(ctx, args)
         name = cell["metadata"]["name"]
-        held = (cell["metadata"].get("annotations") or {}).get(PAUSED) is not None
+        held = commands.paused(cell) is not None
         if verb == "pause" and application is None:
             return await _pause_system(ctx, name, held)
         resumed = False
         if verb in ("promote", "resume") and application is None and held:
-            await ctx.client.patch(
-                CELL, name, annotation_patch(PAUSED, None), namespace=ctx.namespace
-            )
+            await commands.annotate(ctx, name, PAUSED, None)
             ctx.say(f"system {name}: resumed (removed {PAUSED}); its applications move on")
             resumed = True
         found = await _children(ctx, cell, application)
@@ -153,7 +150,7 @@ async def _pause_system(ctx: Context, name: str, held: bool) -> int:
     if held:
         ctx.say(f"system {name}: already paused (okra resume {name} resumes)")
         return 0
-    await ctx.client.patch(CELL, name, annotation_patch(PAUSED, "true"), namespace=ctx.namespace)
+    await commands.annotate(ctx, name, PAUSED, "true")
     ctx.say(
         f"system {name}: paused; every application holds at its current weights before its "
         f"next step until okra resume {name} (or okra promote {name}) [{PAUSED}=true]"
@@ -163,12 +160,10 @@ async def _pause_system(ctx: Context, name: str, held: bool) -> int:
 
 async def resume_cell(ctx: Context, args: argparse.Namespace) -> int:
     """`okra resume CELL`: remove `okra pause`'s annotation (and nothing else)."""
-    ns, name = ctx.namespace, args.cell
-    cell = await get_cell(ctx.client, name, ns)
-    if (cell["metadata"].get("annotations") or {}).get(PAUSED) is None:
-        raise CliError(f"cell {name} is not paused")
-    await ctx.client.patch(CELL, name, annotation_patch(PAUSED, None), namespace=ns)
-    ctx.say(f"cell {name}: resumed (removed {PAUSED})")
+    cell = await get_cell(ctx.client, args.cell, ctx.namespace)
+    if commands.paused(cell) is None:
+        raise CliError(f"cell {args.cell} is not paused")
+    await commands.resume(ctx, args.cell)
     return 0
 
 

@@ -282,8 +282,7 @@ async def cmd_get_freezes(ctx: Context, args: argparse.Namespace) -> int:
     elif args.output == "name":
         ctx.out.write("".join(f"{r['kind'].lower()}/{r['name']}\n" for r in rows))
     elif not rows:
-        in_ = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
-        ctx.err.write(f"No Freezes found in {in_}.\n")
+        ctx.err.write(f"No Freezes found in {ctx.listed_in}.\n")
     else:
         ctx.out.write(render_freezes(rows, namespaces=ctx.all_namespaces or cluster_rows))
     return 0

@@ -89,6 +89,25 @@ def objects(items: list[Obj], output: str | None, resource: str) -> str | None:
     return None
 
 
+def write_list(
+    ctx: Context,
+    items: list[Obj],
+    output: str | None,
+    resource: str,
+    none_found: str,
+    table: Callable[[], str],
+) -> None:
+    """A list as `-o` asks (json, yaml, name), else `table()`; when there is nothing to
+    show, `<none_found> in <namespace>.` on stderr."""
+    shown = objects(items, output, resource)
+    if shown is not None:
+        ctx.out.write(shown)
+    elif not items:
+        ctx.err.write(f"{none_found} in {ctx.listed_in}.\n")
+    else:
+        ctx.out.write(table())
+
+
 def frame(view: CellView, output: str | None, color: bool) -> str:
     if output:
         return dump(view.document(), output)
@@ -147,8 +166,7 @@ async def cmd_get_cells(ctx: Context, args: argparse.Namespace) -> int:
         if shown is not None:
             return shown
         if not cells:
-            where = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
-            return f"No cells found in {where}.\n"
+            return f"No cells found in {ctx.listed_in}.\n"
         return render_cells(cells, now(), color=ctx.color, namespaces=ctx.all_namespaces, wide=wide)
 
     if args.watch:
@@ -192,25 +210,20 @@ async def cmd_get_target_groups(ctx: Context, args: argparse.Namespace) -> int:
             for kind in CONFIG_KINDS
             for c in (await ctx.client.list(GVK(GROUP, VERSION, kind), ns)).items
         ]
-    shown = objects(tgs, args.output, "awstargetgroup.okra.mumo.co")
-    if shown is not None:
-        ctx.out.write(shown)
-    elif not tgs:
-        where = f" for cell {args.cell}" if args.cell else ""
-        in_ = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
-        ctx.err.write(f"No target groups found{where} in {in_}.\n")
-    else:
-        ctx.out.write(
-            render_target_groups(
-                tgs,
-                cells,
-                configs,
-                show_cell=not args.cell,
-                color=ctx.color,
-                namespaces=ctx.all_namespaces,
-                wide=args.output == "wide",
-            )
+
+    def table() -> str:
+        return render_target_groups(
+            tgs,
+            cells,
+            configs,
+            show_cell=not args.cell,
+            color=ctx.color,
+            namespaces=ctx.all_namespaces,
+            wide=args.output == "wide",
         )
+
+    none_found = "No target groups found" + (f" for cell {args.cell}" if args.cell else "")
+    write_list(ctx, tgs, args.output, "awstargetgroup.okra.mumo.co", none_found, table)
     return 0
 
 
@@ -230,8 +243,7 @@ async def cmd_get_clusters(ctx: Context, args: argparse.Namespace) -> int:
     elif args.output == "name":
         ctx.out.write(names(secrets, "secret"))
     elif not secrets:
-        in_ = "any namespace" if ctx.all_namespaces else f"namespace {ctx.namespace}"
-        ctx.err.write(f"No Argo CD cluster Secrets found in {in_}.\n")
+        ctx.err.write(f"No Argo CD cluster Secrets found in {ctx.listed_in}.\n")
     else:
         ctx.out.write(render_clusters(secrets, color=ctx.color, namespaces=ctx.all_namespaces))
     return 0

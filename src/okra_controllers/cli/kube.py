@@ -55,6 +55,11 @@ class Context:
         return None if self.all_namespaces else self.namespace
 
     @property
+    def listed_in(self) -> str:
+        """Where a list was read, in words: `namespace NS`, or `any namespace` with `-A`."""
+        return "any namespace" if self.all_namespaces else f"namespace {self.namespace}"
+
+    @property
     def tty(self) -> bool:
         return self.out.isatty()
 
