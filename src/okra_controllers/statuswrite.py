@@ -1,9 +1,10 @@
 """Writing a controller's status: the planned status over the object's, through the status
 subresource, with the object's resourceVersion as the precondition.
 
-The Cell, system Cell and ProgressiveRollout controllers end their pass the same way: a
-status already as planned is not written; one the API server refuses because the object
-changed (or is gone) is not retried here — the controller plans again from what it now holds.
+Every controller that writes a status ends its pass the same way (Cell, system Cell,
+ProgressiveRollout, Check, AnalysisRun, Pause): a status already as planned is not written;
+one the API server refuses because the object changed (or is gone) is not retried here — the
+controller requeues and plans again from what it then holds.
 """
 
 from __future__ import annotations

@@ -40,8 +40,9 @@ from okra_controllers.api.v1alpha1.analysis import (
 from okra_controllers.api.v1alpha1.common import Condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.api.v1alpha1.warnings import check_warnings
-from okra_controllers.api.validation import load_or_report, write_status
+from okra_controllers.api.validation import load_or_report
 from okra_controllers.settings import Settings
+from okra_controllers.statuswrite import write_status
 from okra_controllers.templating import Syntax, TemplateError, render
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import AnnotationsChanged, Any_, GenerationChanged
@@ -174,9 +175,8 @@ class CheckReconciler(Measurer):
                 observed_generation=check.metadata.generation,
             )
         ]
-        written, result = await write_status(self.client, raw, status)
-        if not written:
-            return result
+        if not await write_status(self.client, raw, status):
+            return Result(requeue=True)
         if previous != passed:
             self.events.event(
                 raw,
@@ -201,13 +201,8 @@ class CheckReconciler(Measurer):
 
 
 def setup(mgr: Manager, settings: Settings) -> None:
-    rec = CheckReconciler(
-        mgr.client,
-        mgr.informer_for(CHECK),
-        mgr.event_recorder("check-controller"),
-        settings.aws,
-        settings.okra_namespace,
-        default_provider=settings.default_metrics_provider,
+    rec = CheckReconciler.of_manager(
+        mgr, settings, CHECK, "check", default_provider=settings.default_metrics_provider
     )
     (
         mgr.builder("check")

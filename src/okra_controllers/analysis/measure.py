@@ -8,6 +8,7 @@ import datetime
 import time
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
+from typing import TYPE_CHECKING, Any, Self
 
 from prometheus_client import Histogram
 
@@ -27,6 +28,11 @@ from okra_runtime.events import EventRecorder
 from okra_runtime.informer import Informer
 from okra_runtime.metrics import REGISTRY
 from okra_runtime.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from okra_controllers.settings import Settings
+    from okra_runtime.gvk import GVK
+    from okra_runtime.manager import Manager
 
 MEASUREMENT_TIMEOUT = 120.0
 MEASUREMENT_SECONDS = Histogram(
@@ -56,6 +62,21 @@ class Measurer:
     def __post_init__(self, informer: Informer) -> None:
         self.store = informer.store
         self.read_secret = secret_reader(self.client)
+
+    @classmethod
+    def of_manager(
+        cls, mgr: Manager, settings: Settings, kind: GVK, name: str, **extra: Any
+    ) -> Self:
+        """The reconciler of `kind` on `mgr`: its Event recorder `<name>-controller`, and the
+        AWS settings and namespace of okra's `settings`; `extra`, the subclass's own."""
+        return cls(
+            mgr.client,
+            mgr.informer_for(kind),
+            mgr.event_recorder(f"{name}-controller"),
+            settings.aws,
+            settings.okra_namespace,
+            **extra,
+        )
 
     def provider_context(self, namespace: str) -> ProviderContext:
         """What a provider measuring for an object of `namespace` is handed."""

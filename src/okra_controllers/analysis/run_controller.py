@@ -37,8 +37,9 @@ from okra_controllers.api.v1alpha1.analysis import (
     Metric,
     Phase,
 )
-from okra_controllers.api.validation import validated, write_status
+from okra_controllers.api.validation import validated
 from okra_controllers.settings import Settings
+from okra_controllers.statuswrite import write_status
 from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.gvk import GVK
 from okra_runtime.manager import Manager
@@ -146,9 +147,8 @@ class AnalysisRunReconciler(Measurer):
         old_phase = status.phase
         judged = run_pass.conclude(run.spec, status, metrics, results, dry, started_at, now)
         status.observed_generation = run.metadata.generation
-        written, result = await write_status(self.client, raw, status)
-        if not written:
-            return result  # a changed run is measured again from its state
+        if not await write_status(self.client, raw, status):
+            return Result(requeue=True)  # a changed run is measured again from its state
         self._report(raw, old_phase, judged)
         if judged.phase in verdict.COMPLETED:
             return None
@@ -288,13 +288,7 @@ class AnalysisRunReconciler(Measurer):
 
 
 def setup(mgr: Manager, settings: Settings) -> None:
-    rec = AnalysisRunReconciler(
-        mgr.client,
-        mgr.informer_for(ANALYSIS_RUN),
-        mgr.event_recorder("analysisrun-controller"),
-        settings.aws,
-        settings.okra_namespace,
-    )
+    rec = AnalysisRunReconciler.of_manager(mgr, settings, ANALYSIS_RUN, "analysisrun")
     (
         mgr.builder("analysisrun")
         .for_(ANALYSIS_RUN, predicates=(GenerationChanged(),))

@@ -1,5 +1,5 @@
 """Reading an object into its model: pydantic's errors as text that names the field, and the
-one way a controller loads an object or reports its invalid spec, and writes its status back.
+one way a controller loads an object or reports its invalid spec.
 
 An invalid spec is bad input, not a failure to retry: the controller says what to fix (a
 Warning Event naming the field) and waits; an edit of the spec (a new generation) brings the
@@ -15,10 +15,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from okra_runtime.cache import Store
-from okra_runtime.client import Client
-from okra_runtime.errors import ConflictError, NotFoundError
 from okra_runtime.events import EventRecorder
-from okra_runtime.reconcile import Request, Result
+from okra_runtime.reconcile import Request
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -76,22 +74,6 @@ def load_or_report(
     return raw, obj
 
 
-async def write_status(
-    client: Client, raw: dict[str, Any], status: BaseModel
-) -> tuple[bool, Result | None]:
-    """`status` written as `raw`'s status: whether it was, and if not what the reconcile
-    returns: a requeue where the object changed meanwhile (the next pass starts from its new
-    state), None where it is gone."""
-    raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-    try:
-        await client.update_status(raw)
-    except ConflictError:
-        return False, Result(requeue=True)
-    except NotFoundError:
-        return False, None
-    return True, None
-
-
 __all__ = [
     "field_path",
     "first_problem",
@@ -99,5 +81,4 @@ __all__ = [
     "problem",
     "problems",
     "validated",
-    "write_status",
 ]

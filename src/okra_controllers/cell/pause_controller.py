@@ -10,8 +10,9 @@ from typing import Literal
 
 from okra_controllers.api.kinds import PAUSE
 from okra_controllers.api.v1alpha1.cell import Pause, PauseSpec, PauseStatus
-from okra_controllers.api.validation import load_or_report, write_status
+from okra_controllers.api.validation import load_or_report
 from okra_controllers.settings import Settings
+from okra_controllers.statuswrite import write_status
 from okra_runtime.client import Client
 from okra_runtime.events import EventRecorder
 from okra_runtime.informer import Informer
@@ -58,9 +59,8 @@ class PauseReconciler:
         phase, wait = pause_phase(pause.spec, now)
         if phase != status.phase:
             new = PauseStatus(phase=phase, last_transition_time=now)
-            written, result = await write_status(self.client, raw, new)
-            if not written:
-                return result
+            if not await write_status(self.client, raw, new):
+                return Result(requeue=True)
         return Result(requeue_after=wait) if wait else None
 
 

@@ -43,9 +43,14 @@ async def resume(ctx: Context, name: str) -> None:
     ctx.say(f"cell {name}: resumed (removed {PAUSED})")
 
 
+async def named_cell(ctx: Context, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The Cell the command names (`args.cell`, in the context's namespace): its name, and
+    the Cell as the API server holds it."""
+    return args.cell, await get_cell(ctx.client, args.cell, ctx.namespace)
+
+
 async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
-    ns, name = ctx.namespace, args.cell
-    cell = await get_cell(ctx.client, name, ns)
+    name, cell = await named_cell(ctx, args)
     if paused(cell) is not None:
         await resume(ctx, name)
         if not args.full:
@@ -54,7 +59,9 @@ async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
     r = rollout(cell)
     if p.pause is not None:
         try:
-            await ctx.client.patch(PAUSE, p.pause, {"spec": {"cancelled": True}}, namespace=ns)
+            await ctx.client.patch(
+                PAUSE, p.pause, {"spec": {"cancelled": True}}, namespace=ctx.namespace
+            )
             ctx.say(f"pause {p.pause}: cancelled")
         except NotFoundError:
             pass  # not created yet: the annotation alone ends the step once it is
@@ -67,8 +74,7 @@ async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def cmd_pause(ctx: Context, args: argparse.Namespace) -> int:
-    ns, name = ctx.namespace, args.cell
-    cell = await get_cell(ctx.client, name, ns)
+    name, cell = await named_cell(ctx, args)
     if paused(cell) == "true":
         ctx.say(f"cell {name}: already paused (okra promote {name} resumes)")
         return 0
@@ -86,8 +92,7 @@ async def cmd_pause(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def cmd_abort(ctx: Context, args: argparse.Namespace) -> int:
-    ns, name = ctx.namespace, args.cell
-    cell = await get_cell(ctx.client, name, ns)
+    name, cell = await named_cell(ctx, args)
     r = rollout(cell)
     if r.aborted:
         ctx.say(f"cell {name}: the rollout of {r.canary} is already aborted (okra retry resumes)")
@@ -101,9 +106,8 @@ async def cmd_abort(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def cmd_retry(ctx: Context, args: argparse.Namespace) -> int:
-    ns, name = ctx.namespace, args.cell
-    cell = await get_cell(ctx.client, name, ns)
-    blocklist = await get_or_none(ctx.client, BLOCKLIST, name, ns)
+    name, cell = await named_cell(ctx, args)
+    blocklist = await get_or_none(ctx.client, BLOCKLIST, name, ctx.namespace)
     plan = plan_retry(cell, blocklist, args.version)
     if plan.nothing:
         stable = (cell.get("status") or {}).get("stableVersion") or "unknown"

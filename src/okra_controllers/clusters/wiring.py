@@ -1,21 +1,29 @@
 """What a controller that reaches workload clusters through Argo CD cluster Secrets wires
 onto the manager (the AWSTargetGroupSet and AWSTargetGroupBinding controllers): a mapper
-that wakes its objects when a cluster Secret changes, and one `ClusterConnections`, closed
-when the manager stops."""
+that wakes its objects when a cluster Secret changes, one `ClusterConnections`, closed
+when the manager stops, and the reconciler's common part (`ClusterReconciler`)."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from okra_controllers.api.kinds import SECRET
 from okra_controllers.aws.config import AwsConfig
+from okra_controllers.aws.eks import SHARE_SECONDS, EksClusters, observe_eks
 from okra_controllers.clusters.connect import SECRET_TYPE_LABEL, ClusterConnections
 from okra_runtime.reconcile import Request
+from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
     from okra_runtime.cache import Store
+    from okra_runtime.client import Client
     from okra_runtime.events import EventRecorder
     from okra_runtime.manager import Manager
+
+RESYNC = 30.0
+"""Seconds between two reads of the workload clusters, by default (`--cluster-poll-interval`)."""
 
 R = TypeVar("R")
 
@@ -74,3 +82,42 @@ def register_from(register: Callable[..., object], mgr: Manager, settings: Clust
         concurrency=settings.concurrency,
         resync=settings.cluster_poll_interval,
     )
+
+
+class ClusterReconciler:
+    """What a reconciler reaching workload clusters holds: the manager's client, the cluster
+    Secrets' store, its Event recorder and connections, the AWS account (okra's own unless
+    given), its clock and resync period; and the account's EKS clusters, read as an `awseks`
+    generator reads them."""
+
+    def __init__(
+        self,
+        mgr: Manager,
+        events: EventRecorder,
+        connections: ClusterConnections,
+        aws: AwsConfig | None = None,
+        clock: Callable[[], datetime.datetime] = utcnow,
+        resync: float = RESYNC,
+    ) -> None:
+        self.client: Client = mgr.client
+        self.secrets: Store = mgr.informer_for(SECRET).store
+        self.events = events
+        self.connections = connections
+        self.aws = aws or connections.aws
+        self.clock = clock
+        self.resync = resync
+        self._stores(mgr)
+
+    def _stores(self, mgr: Manager) -> None:
+        """The subclass's own stores and state, taken from `mgr` once the common part is."""
+
+    @property
+    def share_age(self) -> float:
+        """How long an answer about the account is shared: a sixth of the resync period, at
+        most `SHARE_SECONDS` (read again at each resync)."""
+        return min(SHARE_SECONDS, self.resync / 6)
+
+    async def eks_clusters(self) -> EksClusters:
+        """Every EKS cluster of the account and region (`observe_eks`, shared for
+        `share_age`); `AwsReadError` when they cannot be read."""
+        return await observe_eks(self.aws, max_age=self.share_age)

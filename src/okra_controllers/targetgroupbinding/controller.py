@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -53,7 +52,7 @@ from okra_controllers.api.v1alpha1.targetgroupbinding import (
 )
 from okra_controllers.api.validation import validated
 from okra_controllers.aws.config import AwsConfig
-from okra_controllers.aws.eks import SHARE_SECONDS, AwsReadError, observe_eks
+from okra_controllers.aws.eks import AwsReadError
 from okra_controllers.aws.errors import hint, refused
 from okra_controllers.aws.recent import RecentAnswers
 from okra_controllers.clusters.connect import (
@@ -63,17 +62,21 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
-from okra_controllers.clusters.wiring import cluster_secret_mapper, register_from, with_connections
+from okra_controllers.clusters.wiring import (
+    RESYNC,
+    ClusterReconciler,
+    cluster_secret_mapper,
+    register_from,
+    with_connections,
+)
 from okra_controllers.finalizers import remove_finalizer
 from okra_controllers.targetgroupbinding.plan import Node, ObservedCluster, Plan, Target, plan
 from okra_runtime.client import Client
 from okra_runtime.errors import ConflictError, NotFoundError
-from okra_runtime.events import EventRecorder
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import Any_, FuncPredicate, GenerationChanged
 from okra_runtime.reconcile import ReportedError, Request, Result
-from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
     from okra_controllers.settings import Settings
@@ -81,7 +84,6 @@ if TYPE_CHECKING:
 FINALIZER = "okra.mumo.co/targetgroupbinding"
 OWNER_TAG = "okra.mumo.co/targetgroupbinding"
 """The AWS tag on a target group a binding created: `<namespace>/<name>` of the binding."""
-RESYNC = 30.0
 CLUSTER_TIMEOUT = 10.0
 """Seconds one cluster may take to list its Nodes before it is reported unreachable."""
 MISSING_TTL = 5.0
@@ -231,26 +233,11 @@ def _targets(ts: tuple[Target, ...]) -> list[dict[str, Any]]:
     return [{"Id": i, "Port": p} for i, p in ts]
 
 
-class TargetGroupBindingReconciler:
-    def __init__(
-        self,
-        mgr: Manager,
-        events: EventRecorder,
-        connections: ClusterConnections,
-        aws: AwsConfig | None = None,
-        clock: Callable[[], datetime.datetime] = utcnow,
-        resync: float = RESYNC,
-    ) -> None:
-        self.client = mgr.client
+class TargetGroupBindingReconciler(ClusterReconciler):
+    def _stores(self, mgr: Manager) -> None:
         self.bindings = mgr.informer_for(AWS_TARGET_GROUP_BINDING).store
-        self.secrets = mgr.informer_for(SECRET).store
-        self.events = events
-        self.connections = connections
-        self.aws = aws or connections.aws
-        self.clock = clock
-        self.resync = resync
         # target group ARNs DescribeTargetHealth said do not exist
-        self._missing: RecentAnswers[str, bool] = RecentAnswers(min(MISSING_TTL, resync))
+        self._missing: RecentAnswers[str, bool] = RecentAnswers(min(MISSING_TTL, self.resync))
 
     # -- observe ---------------------------------------------------------------
 
@@ -292,7 +279,7 @@ class TargetGroupBindingReconciler:
         if not unnamed:
             return []
         try:
-            found = await observe_eks(self.aws, max_age=min(SHARE_SECONDS, self.resync / 6))
+            found = await self.eks_clusters()
         except AwsReadError as e:
             return [ObservedCluster(n, None, f"{why}; {e}") for n, why in sorted(unnamed.items())]
         described = {c.name: c for c in found.clusters}

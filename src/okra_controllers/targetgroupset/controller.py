@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import datetime
 import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -61,14 +60,13 @@ from okra_controllers.api.v1alpha1.targetgroupset import (
 from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
 from okra_controllers.aws.eks import (
-    SHARE_SECONDS,
     AwsReadError,
     EksCluster,
-    observe_eks,
     subnet_vpcs,
 )
 from okra_controllers.aws.elbv2 import TaggedTargetGroup, tagged_target_groups
 from okra_controllers.aws.errors import error_code, hint
+from okra_controllers.clusters import wiring
 from okra_controllers.clusters.connect import (
     EKS_KEY_PREFIX,
     SECRET_TYPE_LABEL,
@@ -76,7 +74,6 @@ from okra_controllers.clusters.connect import (
     ClusterSecretError,
     parse_cluster_secret,
 )
-from okra_controllers.clusters.wiring import cluster_secret_mapper, register_from, with_connections
 from okra_controllers.targetgroupset.plan import (
     BINDING_ANNOTATION,
     CLUSTER_ANNOTATION,
@@ -95,19 +92,16 @@ from okra_controllers.targetgroupset.plan import (
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, ConflictError, NoKindMatchError, NotFoundError
-from okra_runtime.events import EventRecorder
 from okra_runtime.gvk import GVK
 from okra_runtime.labels import selector_from_dict
 from okra_runtime.manager import Manager
 from okra_runtime.predicates import GenerationChanged
 from okra_runtime.reconcile import ReportedError, Request, Result
-from okra_runtime.timeutil import utcnow
 
 if TYPE_CHECKING:
     from okra_controllers.settings import Settings
 
 FIELD_MANAGER = "okra-targetgroupset-controller"
-RESYNC = 30.0
 CLUSTER_TIMEOUT = 10.0
 """Seconds one cluster may take to answer before it is reported unreachable."""
 log = structlog.get_logger("okra.targetgroupset")
@@ -138,26 +132,11 @@ def eks_selected(gens: Sequence[AWSEKSGenerator], tags: Mapping[str, str]) -> bo
     )
 
 
-class TargetGroupSetReconciler:
-    def __init__(
-        self,
-        mgr: Manager,
-        events: EventRecorder,
-        connections: ClusterConnections,
-        aws: AwsConfig | None = None,
-        clock: Callable[[], datetime.datetime] = utcnow,
-        resync: float = RESYNC,
-    ) -> None:
-        self.client = mgr.client
-        self.resync = resync
+class TargetGroupSetReconciler(wiring.ClusterReconciler):
+    def _stores(self, mgr: Manager) -> None:
         self.sets: Store = mgr.informer_for(TARGET_GROUP_SET).store
         self.groups: Store = mgr.informer_for(TARGET_GROUP).store
         self.bindings: Store = mgr.informer_for(AWS_TARGET_GROUP_BINDING).store
-        self.secrets: Store = mgr.informer_for(SECRET).store
-        self.events = events
-        self.connections = connections
-        self.aws = aws or connections.aws
-        self.clock = clock
         self._tagged: tuple[float, tuple[TaggedTargetGroup, ...]] | None = None
         """The last successful read of the account's target groups, and when it was asked."""
         self._tagged_lock = asyncio.Lock()
@@ -239,7 +218,7 @@ class TargetGroupSetReconciler:
             return []
         try:
             # read again at each resync; an answer shared for a sixth of it at most
-            found = await observe_eks(self.aws, max_age=min(SHARE_SECONDS, self.resync / 6))
+            found = await self.eks_clusters()
         except AwsReadError as e:
             # Nothing is known: keep every group of a cluster not seen through a Secret.
             return [ObservedCluster(c, None, str(e)) for c in sorted(existing_clusters - taken)]
@@ -322,7 +301,7 @@ class TargetGroupSetReconciler:
         async with self._tagged_lock:
             if self._tagged is not None:
                 asked, groups = self._tagged
-                if time.monotonic() - asked < min(SHARE_SECONDS, self.resync / 6):
+                if time.monotonic() - asked < self.share_age:
                     return groups
             asked = time.monotonic()
             groups = tuple(await tagged_target_groups(self.aws))
@@ -344,7 +323,7 @@ class TargetGroupSetReconciler:
         if not any(g.eks_cluster_tag for g in gens):
             return ObservedTargetGroups(groups), None
         try:
-            found = await observe_eks(self.aws, max_age=min(SHARE_SECONDS, self.resync / 6))
+            found = await self.eks_clusters()
         except AwsReadError as e:
             return ObservedTargetGroups(groups, eks_message=str(e)), None
         eks_tags = {c.name: c.tags for c in found.clusters}
@@ -610,7 +589,7 @@ def _selects_secret(s: dict[str, Any], labels: Mapping[str, str]) -> bool:
 
 
 def register(
-    mgr: Manager, aws: AwsConfig, *, concurrency: int = 1, resync: float = RESYNC
+    mgr: Manager, aws: AwsConfig, *, concurrency: int = 1, resync: float = wiring.RESYNC
 ) -> tuple[TargetGroupSetReconciler, ClusterConnections]:
     """Wire the controller into `mgr`; the connections are closed when the manager stops."""
 
@@ -622,18 +601,18 @@ def register(
             .for_(TARGET_GROUP_SET, predicates=(GenerationChanged(),))
             .owns(TARGET_GROUP)
             .owns(AWS_TARGET_GROUP_BINDING)
-            .watches(SECRET, cluster_secret_mapper(sets, _selects_secret))
+            .watches(SECRET, wiring.cluster_secret_mapper(sets, _selects_secret))
             .with_options(max_concurrent_reconciles=concurrency)
             .complete(rec)
         )
 
     make = functools.partial(TargetGroupSetReconciler, mgr, resync=resync)
-    return with_connections(mgr, aws, "targetgroupset", make, build)
+    return wiring.with_connections(mgr, aws, "targetgroupset", make, build)
 
 
 def setup(mgr: Manager, settings: Settings) -> None:
     """The manager's entry (`CONTROLLERS["targetgroupset"]`)."""
-    register_from(register, mgr, settings)
+    wiring.register_from(register, mgr, settings)
 
 
 def ready(

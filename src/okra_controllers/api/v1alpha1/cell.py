@@ -37,6 +37,7 @@ from okra_controllers.api.v1alpha1.common import (
     Condition,
     OkraObject,
     PendingNotification,
+    condition_column,
     okra_crd,
 )
 from okra_controllers.api.v1alpha1.listener import (
@@ -587,7 +588,7 @@ class AWSApplicationLoadBalancerConfig(OkraObject):
     __crd__: ClassVar[CRDInfo] = okra_crd(
         "AWSApplicationLoadBalancerConfig",
         "awsapplicationloadbalancerconfigs",
-        PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+        condition_column("Synced"),
         PrinterColumn("Rule", "string", ".status.ruleARN", priority=1),
         short_names=("albconfig",),
     )
@@ -618,7 +619,7 @@ class AWSNetworkLoadBalancerConfig(OkraObject):
     __crd__: ClassVar[CRDInfo] = okra_crd(
         "AWSNetworkLoadBalancerConfig",
         "awsnetworkloadbalancerconfigs",
-        PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+        condition_column("Synced"),
         PrinterColumn("Listener", "string", ".spec.listenerARN", priority=1),
         short_names=("nlbconfig",),
     )

@@ -21,6 +21,7 @@ from okra_controllers.api.v1alpha1.common import (
     Condition,
     OkraObject,
     TemplateMetadata,
+    condition_column,
     okra_crd,
     with_rules,
 )
@@ -90,7 +91,7 @@ class ClusterSet(OkraObject):
     __crd__: ClassVar[CRDInfo] = okra_crd(
         "ClusterSet",
         "clustersets",
-        PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+        condition_column("Ready"),
         PrinterColumn("Clusters", "string", ".status.clusters", priority=1),
     )
     kind: str = "ClusterSet"

@@ -69,6 +69,13 @@ class OkraObject(ApiModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
 
 
+def condition_column(condition: str) -> PrinterColumn:
+    """A `kubectl get` column showing the status of the object's condition `condition`."""
+    return PrinterColumn(
+        condition, "string", f'.status.conditions[?(@.type=="{condition}")].status'
+    )
+
+
 def okra_crd(
     kind: str,
     plural: str,

@@ -26,6 +26,7 @@ from okra_controllers.api.v1alpha1.common import (
     ARN_MAX_LENGTH,
     ApiModel,
     OkraObject,
+    condition_column,
     okra_crd,
 )
 from okra_runtime.crdgen import CRDInfo, PrinterColumn
@@ -143,7 +144,7 @@ class AWSRoute53RecordSetConfig(OkraObject):
     __crd__: ClassVar[CRDInfo] = okra_crd(
         "AWSRoute53RecordSetConfig",
         "awsroute53recordsetconfigs",
-        PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+        condition_column("Synced"),
         PrinterColumn("Name", "string", ".spec.recordName"),
         PrinterColumn("Effective", "date", ".status.effectiveAt", priority=1),
         short_names=("r53config",),

@@ -26,6 +26,7 @@ from okra_controllers.api.v1alpha1.common import (
     ApiModel,
     Condition,
     OkraObject,
+    condition_column,
     okra_crd,
     with_rules,
 )
@@ -215,7 +216,7 @@ class AWSTargetGroupBinding(OkraObject):
         "AWSTargetGroupBinding",
         "awstargetgroupbindings",
         PrinterColumn("ARN", "string", ".status.targetGroupARN", priority=1),
-        PrinterColumn("Synced", "string", '.status.conditions[?(@.type=="Synced")].status'),
+        condition_column("Synced"),
         PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Synced")].reason'),
         short_names=("awstgb",),
     )

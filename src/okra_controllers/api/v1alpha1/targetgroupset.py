@@ -49,6 +49,7 @@ from okra_controllers.api.v1alpha1.common import (
     Condition,
     OkraObject,
     TemplateMetadata,
+    condition_column,
     okra_crd,
     with_rules,
 )
@@ -314,7 +315,7 @@ class AWSTargetGroupSet(OkraObject):
     __crd__: ClassVar[CRDInfo] = okra_crd(
         "AWSTargetGroupSet",
         "awstargetgroupsets",
-        PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+        condition_column("Ready"),
         PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Ready")].reason'),
         short_names=("awstgs",),
     )
