@@ -173,6 +173,14 @@ def text_has(*words: str) -> str:
     return f"const t = document.body.innerText; return {checks};"
 
 
+DISABLED_WITH_REASON = """
+const b = document.querySelector(`button[data-action='${arguments[0]}']`);
+const why = document.querySelector(`.why[data-why='${arguments[0]}']`);
+return [b.disabled, why ? why.textContent : null];
+"""
+"""Whether the action's button is disabled, and the reason shown beside it (null: none)."""
+
+
 async def click_and_confirm(browser: Any, action: str) -> None:
     """Click the action's button, then Confirm in the dialog it opens (in one script: a live
     frame may redraw the buttons between two WebDriver calls)."""
@@ -312,6 +320,14 @@ async def test_dashboard_shows_a_rollout_live_promotes_it_and_shows_a_viewers_re
         await page_until(browser, "return !!document.getElementById('weights-chart')", "a chart")
         await page_until(browser, "return !!document.getElementById('events')", "the Events")
         await page_until(browser, text_has("error-rate", "result < 0.05"), "the analysis")
+        # What would do nothing now is offered disabled, with the CLI's reason beside it.
+        retry = await asyncio.to_thread(browser.execute_script, DISABLED_WITH_REASON, "retry")
+        assert retry[0] is True, retry
+        assert retry[1].startswith("Retry: nothing to retry (no rollout is aborted"), retry
+        assert (await asyncio.to_thread(browser.execute_script, DISABLED_WITH_REASON, "abort")) == [
+            False,
+            None,
+        ]
         await asyncio.to_thread(browser.execute_script, SEEN_WEIGHTS)
         done = False
         aws = asyncio.create_task(aws_shows(env, {"web-a-v1": 50, "web-a-v2": 50}, lambda: done))

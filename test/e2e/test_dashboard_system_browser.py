@@ -249,6 +249,15 @@ async def test_the_system_card_shows_the_late_cluster_then_promote_moves_every_a
                 "a.querySelector(\"[data-weights='v2 100']\") !== null)"
             )
             await page_until(browser, done, "every application at v2", within=180)
+            # Completed: nothing to promote or abort on the system, each said beside its button.
+            offered = (
+                f'const a = "{card} > .actions";'
+                "const b = document.querySelector(`${a} button[data-action=promote]`);"
+                "const w = document.querySelector(`${a} .why[data-why=abort]`);"
+                "return !!b && b.disabled && !!w && "
+                "w.textContent.startsWith('Abort: nothing to abort:')"
+            )
+            await page_until(browser, offered, "promote and abort disabled, with the reason")
             screenshot(browser, "system")
             marker = await asyncio.to_thread(browser.execute_script, "return window.okraMarker")
             assert marker == "no reload"

@@ -148,6 +148,7 @@ def test_each_application_shows_its_versions_with_the_weights_aws_shows_per_clus
         "child": None,
         "clusterWeights": [],
         "checks": [],
+        "actions": dict.fromkeys(systems.VERBS, "application api has no Cell yet"),
     }
 
 

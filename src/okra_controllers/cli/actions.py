@@ -26,6 +26,7 @@ from typing import Any
 from okra_controllers.api.v1alpha1.analysis import Argument
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus
 from okra_controllers.api.v1alpha1.strategy import CanaryStep
+from okra_controllers.api.validation import validated
 from okra_controllers.cell.observe import ABORT, PAUSED, PROMOTE
 from okra_controllers.cell.plan import run_name
 from okra_controllers.cell.versions import parse_version
@@ -71,7 +72,11 @@ class Rollout:
 
 def rollout(cell: Obj) -> Rollout:
     """The rollout in progress; CliError when there is none."""
-    model = Cell.model_validate(cell)
+    return rollout_of(Cell.model_validate(cell))
+
+
+def rollout_of(model: Cell) -> Rollout:
+    """The rollout in progress of the Cell as read; CliError when there is none."""
     st = model.status or CellStatus()
     name = model.metadata.name
     if model.spec.applications is not None:
@@ -110,7 +115,11 @@ class Promote:
 
 
 def plan_promote(cell: Obj, *, full: bool = False) -> Promote:
-    r = rollout(cell)
+    return promote_plan(rollout(cell), full=full)
+
+
+def promote_plan(r: Rollout, *, full: bool = False) -> Promote:
+    """What promoting the rollout `r` writes; CliError where it would not act."""
     if r.aborted:
         raise CliError(
             f"the rollout of {r.canary} on cell {r.name} is aborted; okra retry {r.name} resumes it"
@@ -205,6 +214,66 @@ def plan_retry(cell: Obj, blocklist: Obj | None, version: str | None = None) -> 
         unblock = [i for i in items if _newer(str(i.get("version")), stable)]
     keep = [i for i in items if i not in unblock]
     return Retry(abort, unblock, keep)
+
+
+def nothing_to_retry(cell: Obj) -> str:
+    """What `okra retry` says of a Cell with no aborted rollout and no blocked version newer
+    than its stable one."""
+    stable = (cell.get("status") or {}).get("stableVersion") or "unknown"
+    return (
+        "nothing to retry (no rollout is aborted and no blocked version is newer than the "
+        f"stable version {stable})"
+    )
+
+
+def already_aborted(r: Rollout) -> str:
+    """What `okra abort` says of a rollout already aborted."""
+    return f"the rollout of {r.canary} is already aborted (okra retry resumes)"
+
+
+def cell_actions(cell: Obj, blocklist: Obj | None) -> dict[str, str | None]:
+    """For each action a Cell offers (`promote`, `promote-full`, `abort`, `retry`): None
+    where it would act now, else why not, in the words `okra` says it in. Pause and resume
+    always act (one of the two, as the Cell is paused or not)."""
+    meta = _meta(cell)
+    model, invalid = validated(Cell, cell)
+    if model is None:
+        return dict.fromkeys(CELL_ACTIONS, f"cell {meta.get('name')} cannot be read: {invalid}")
+    retry = nothing_to_retry(cell) if plan_retry(cell, blocklist).nothing else None
+    # a paused Cell's promote resumes it (and only that), as `okra promote` does
+    resumes = (meta.get("annotations") or {}).get(PAUSED) is not None
+    try:
+        r = rollout_of(model)
+    except CliError as e:
+        return {
+            "promote": None if resumes else str(e),
+            "promote-full": str(e),
+            "abort": str(e),
+            "retry": retry,
+        }
+
+    def refused(full: bool) -> str | None:
+        try:
+            promote_plan(r, full=full)
+        except CliError as e:
+            return str(e)
+        return None
+
+    return {
+        "promote": None if resumes else refused(False),
+        "promote-full": refused(True),
+        "abort": already_aborted(r) if r.aborted else None,
+        "retry": retry,
+    }
+
+
+CELL_ACTIONS = ("promote", "promote-full", "abort", "retry")
+"""The Cell actions that can have nothing to do (`cell_actions`)."""
+
+
+def _meta(obj: Obj) -> Obj:
+    meta: Obj = obj.get("metadata") or {}
+    return meta
 
 
 def parse_arguments(pairs: Iterable[str]) -> list[Argument]:

@@ -13,7 +13,9 @@ from okra_controllers.cli.actions import (
     ABORT,
     PAUSED,
     PROMOTE,
+    already_aborted,
     annotation_patch,
+    nothing_to_retry,
     plan_promote,
     plan_retry,
     rollout,
@@ -95,7 +97,7 @@ async def cmd_abort(ctx: Context, args: argparse.Namespace) -> int:
     name, cell = await named_cell(ctx, args)
     r = rollout(cell)
     if r.aborted:
-        ctx.say(f"cell {name}: the rollout of {r.canary} is already aborted (okra retry resumes)")
+        ctx.say(f"cell {name}: {already_aborted(r)}")
         return 0
     await annotate(ctx, name, ABORT, r.rollout_id)
     ctx.say(
@@ -110,11 +112,7 @@ async def cmd_retry(ctx: Context, args: argparse.Namespace) -> int:
     blocklist = await get_or_none(ctx.client, BLOCKLIST, name, ctx.namespace)
     plan = plan_retry(cell, blocklist, args.version)
     if plan.nothing:
-        stable = (cell.get("status") or {}).get("stableVersion") or "unknown"
-        ctx.say(
-            f"cell {name}: nothing to retry (no rollout is aborted and no blocked version is "
-            f"newer than the stable version {stable})"
-        )
+        ctx.say(f"cell {name}: {nothing_to_retry(cell)}")
         return 0
     if plan.abort is not None:
         await annotate(ctx, name, ABORT, None)

@@ -21,7 +21,7 @@ from typing import Any
 from okra_controllers.analysis.duration import parse_duration
 from okra_controllers.api.v1alpha1.cell import Cell
 from okra_controllers.cell.plan import weight_before
-from okra_controllers.cli.actions import PAUSED
+from okra_controllers.cli.actions import PAUSED, cell_actions
 from okra_controllers.cli.render import describe_step, held_by, pause_seconds
 from okra_runtime.timeutil import parse_time
 
@@ -172,8 +172,11 @@ def analysis_state(cell: Obj, runs: Mapping[str, Obj]) -> str:
     return "-"
 
 
-def cell_row(cell: Obj, config: Obj | None, runs: Mapping[str, Obj]) -> Obj:
-    """One line of the Cells list."""
+def cell_row(
+    cell: Obj, config: Obj | None, runs: Mapping[str, Obj], blocklist: Obj | None = None
+) -> Obj:
+    """One line of the Cells list; `actions`, why each action the Cell offers would not act
+    now (None where it would: `cli.actions.cell_actions`, its Blocklist read for retry)."""
     meta, st = _meta(cell), cell.get("status") or {}
     total = len(_steps(cell))
     in_rollout = bool(st.get("canaryVersion"))
@@ -196,6 +199,7 @@ def cell_row(cell: Obj, config: Obj | None, runs: Mapping[str, Obj]) -> Obj:
         "analysis": analysis_state(cell, runs),
         "paused": annotations.get(PAUSED) == "true",
         "aborted": bool(st.get("aborted")),
+        "actions": cell_actions(cell, blocklist),
     }
 
 
@@ -357,7 +361,7 @@ def cell_detail(
     st = cell.get("status") or {}
     evs = sorted((event_view(e) for e in events), key=lambda e: e["time"] or "", reverse=True)
     return {
-        **cell_row(cell, config, by_name),
+        **cell_row(cell, config, by_name, blocklist),
         "rolloutId": st.get("rolloutId"),
         "pinned": (cell.get("spec") or {}).get("version"),
         "desired": weight_list(cell, _desired(cell, config)),

@@ -195,7 +195,10 @@ class Dashboard:
         for cell in every.values():
             config = self._config(cell)
             row = model.cell_row(
-                cell, config, runs.get(str((cell.get("metadata") or {}).get("namespace")), {})
+                cell,
+                config,
+                runs.get(str((cell.get("metadata") or {}).get("namespace")), {}),
+                self.blocklists.store.peek(model.key(cell)),
             )
             self.history.record(row["key"], model.aws_weights(cell, config), at)
             system = systems.system_of(cell, found)

@@ -9,6 +9,10 @@ the versions it comes from and goes to, the weights as AWS shows them (its Cell'
 balancer config's `status.applied`, by version and by cluster), the traffic reading if its
 Cell has one, and its Checks (each one's last run, and the failed runs counted at the
 current step). An application Cell whose system is not in the cache is a row as any Cell.
+
+The card's actions, for the system and for each application, say why one would not act now
+as `okra promote | abort | retry SYSTEM [--application NAME]` would (`cli.fanout`): the
+application Cells' own refusals and what the system decides over them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from okra_controllers.cell.observe import PAUSED
 from okra_controllers.cell.system.names import APP_LABEL, CHECK_LABEL, SYSTEM_LABEL, dns
 from okra_controllers.cli.dashboard.model import _iso, _meta, key
+from okra_controllers.cli.fanout import Target, refusal
 from okra_controllers.cli.system import is_system
 
 Obj = dict[str, Any]
@@ -120,6 +125,40 @@ def _cluster_weight_list(system: str, app: Obj, weights: Mapping[str, int]) -> l
     return out
 
 
+VERBS = ("promote", "abort", "retry")
+"""The actions a system and its applications offer that can have nothing to do (pause and
+resume always act)."""
+
+
+def app_actions(system: Obj, app: str, child: Obj, row: Obj | None, held: bool) -> Obj:
+    """Why each of `VERBS` on application `app` (its Cell `child`, `row` as the Cells list
+    computes it) would not act now: None where it would; `held` when the system is paused."""
+    if row is None:
+        return {v: f"application {app} has no Cell yet" for v in VERBS}
+    t = Target(app, str(_meta(child).get("name")))
+    return {v: refusal(system, v, t, held) or row["actions"][v] for v in VERBS}
+
+
+def system_actions(system: Obj, apps: Iterable[Obj], held: bool) -> Obj:
+    """The same for the whole system (`apps`: each application's `actions` as if the system
+    were not paused): a verb acts when it acts on one application at least; promote also
+    when the system is paused (it resumes it)."""
+    apps = list(apps)
+    name = _meta(system).get("name")
+    out: Obj = {}
+    for v in VERBS:
+        if v == "promote" and held:
+            out[v] = None
+        elif not apps:
+            out[v] = f"system {name} has no Cell for any application yet"
+        elif any(a["actions"][v] is None for a in apps):
+            out[v] = None
+        else:
+            why = "; ".join(f"{a['name']}: {a['actions'][v]}" for a in apps)
+            out[v] = f"nothing to {v}: {why}"
+    return out
+
+
 def system_row(
     cell: Obj,
     children: Mapping[str, tuple[Obj, Obj, Obj | None]],
@@ -138,7 +177,8 @@ def system_row(
     ]
     spec_apps = [str(a.get("name")) for a in (cell.get("spec") or {}).get("applications") or []]
     status_apps = {str(a.get("name")): a for a in st.get("applications") or []}
-    applications = []
+    held = (meta.get("annotations") or {}).get(PAUSED) == "true"
+    applications, unheld = [], []
     for app_name in dict.fromkeys([*spec_apps, *status_apps]):
         a = status_apps.get(app_name) or {"name": app_name}
         child_cell, child_row, config = children.get(app_name) or ({}, None, None)
@@ -159,8 +199,16 @@ def system_row(
                 "child": child_row,
                 "clusterWeights": _cluster_weight_list(name, a, weights),
                 "checks": _checks(name, a, app_checks),
+                "actions": app_actions(cell, app_name, child_cell, child_row, held),
             }
         )
+        if child_row is not None:
+            unheld.append(
+                {
+                    "name": app_name,
+                    "actions": app_actions(cell, app_name, child_cell, child_row, False),
+                }
+            )
     return {
         "key": key(cell),
         "namespace": meta.get("namespace"),
@@ -169,7 +217,8 @@ def system_row(
         "phase": st.get("phase") or "Pending",
         "health": st.get("health") or "",
         "message": st.get("message") or "",
-        "paused": (meta.get("annotations") or {}).get(PAUSED) == "true",
+        "paused": held,
         "clusters": _clusters(st),
         "applications": applications,
+        "actions": system_actions(cell, unheld, held),
     }

@@ -82,8 +82,23 @@ function actions(kind, row, app) {
        ["abort", "Abort", "danger"], ["retry", "Retry", ""]]
     : [["promote", "Promote", "primary"], [row.paused ? "resume" : "pause", row.paused ? "Resume" : "Pause", ""],
        ["abort", "Abort", "danger"]];
-  return `<div class="actions">${list.map(([a, label, cls]) =>
-    `<button class="${cls}" data-kind="${kind}" data-ns="${esc(row.namespace)}" data-name="${esc(row.name)}" data-action="${a}">${label}</button>`).join("")}</div>`;
+  return buttons(list, row.actions, `data-kind="${kind}" data-ns="${esc(row.namespace)}" data-name="${esc(row.name)}"`);
+}
+
+// The buttons of `list` ([action, label, class]); `why` (action -> reason, from the server,
+// as okra's CLI would refuse it) disables an action that would not act now, and says why
+// beside it.
+function buttons(list, why, attrs) {
+  const no = (a) => (why || {})[a];
+  const html = list.map(([a, label, cls]) =>
+    `<button class="${cls}" ${attrs} data-action="${a}"${no(a) ? ` disabled title="${esc(no(a))}"` : ""}>${label}</button>`).join("");
+  const reasons = list.filter(([a]) => no(a)).map(([a, label]) =>
+    `<div class="why muted" data-why="${a}">${label}: ${esc(no(a))}</div>`).join("");
+  return `<div class="actions">${html}${reasons}</div>`;
+}
+
+function plural(n, one, many) {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 function ago(iso) {
@@ -148,8 +163,7 @@ function systemActions(s, app) {
   const list = [["promote", "Promote", "primary"], [paused ? "resume" : "pause", paused ? "Resume" : "Pause", ""],
     ["abort", "Abort", "danger"], ["retry", "Retry", ""]];
   const scope = app ? ` data-application="${esc(app.name)}"` : "";
-  return `<div class="actions">${list.map(([a, label, cls]) =>
-    `<button class="${cls}" data-kind="cells" data-system="1" data-ns="${esc(s.namespace)}" data-name="${esc(s.name)}"${scope} data-action="${a}">${label}</button>`).join("")}</div>`;
+  return buttons(list, (app || s).actions, `data-kind="cells" data-system="1" data-ns="${esc(s.namespace)}" data-name="${esc(s.name)}"${scope}`);
 }
 
 function systemCluster(c) {
@@ -192,7 +206,7 @@ function appBlock(s, a) {
 // A system Cell: its clusters, then each application with its Cell's rollout.
 function systemCard(s) {
   return `<div class="card system" data-key="${esc(s.key)}" data-phase="${esc(s.phase)}" data-paused="${s.paused}">
-    <div><b>${esc(s.name)}</b> <span class="muted">${esc(s.namespace)} · system of ${s.clusters.length} clusters, ${s.applications.length} applications</span>
+    <div><b>${esc(s.name)}</b> <span class="muted">${esc(s.namespace)} · system of ${plural(s.clusters.length, "cluster", "clusters")}, ${plural(s.applications.length, "application", "applications")}</span>
     ${badge(s.phase)} ${s.health ? badge(s.health) : ""}${s.paused ? " " + badge("paused") : ""}</div>
     ${s.message ? `<p class="muted">${esc(s.message)}</p>` : ""}
     ${actions("systems", s)}
