@@ -29,6 +29,7 @@ from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.aws.config import AwsConfig, close_clients
 from okra_controllers.registry import CACHE_SELECTORS, CONTROLLERS, REQUIRED_KINDS
 from okra_controllers.serverversion import server_version
+from okra_controllers.settings import MAX_ROLLOUT_HISTORY, ROLLOUT_HISTORY
 from okra_controllers.settings import Settings as Settings
 from okra_runtime import Client, Manager, ManagerOptions, configure_logging
 from okra_runtime import loop as event_loop
@@ -170,6 +171,13 @@ def _serving_flags(p: argparse.ArgumentParser) -> None:
         help="max concurrent reconciles per controller",
     )
     p.add_argument(
+        "--rollout-history",
+        type=int,
+        default=int(_env("rollout-history", str(ROLLOUT_HISTORY)) or ROLLOUT_HISTORY),
+        help="rollouts each Cell's status.history keeps (okra history cell NAME): the one in "
+        "progress and the last ones that ended; 0 keeps none",
+    )
+    p.add_argument(
         "--controllers",
         default=_env("controllers", ",".join(CONTROLLERS)),
         help=f"comma-separated controllers to run (known: {', '.join(CONTROLLERS)})",
@@ -246,6 +254,8 @@ def _check_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
         p.error(f"unknown controllers: {', '.join(unknown)} (known: {', '.join(CONTROLLERS)})")
     if a.concurrency < 1:
         p.error("--concurrency must be at least 1")
+    if not 0 <= a.rollout_history <= MAX_ROLLOUT_HISTORY:
+        p.error(f"--rollout-history must be from 0 to {MAX_ROLLOUT_HISTORY}")
     if a.eks_poll_interval <= 0 or a.cluster_poll_interval <= 0:
         p.error("--eks-poll-interval and --cluster-poll-interval must be positive")
     if a.watch_inactivity_timeout < 2:
@@ -295,6 +305,7 @@ async def run(a: argparse.Namespace) -> int:
         cluster_poll_interval=a.cluster_poll_interval,
         drift_check=a.drift_check_period,
         default_metrics_provider=a.default_metrics_provider,
+        rollout_history=a.rollout_history,
     )
     async with await Client.from_environment(a.kubeconfig) as client:
         mgr = Manager(

@@ -14,6 +14,12 @@ from typing import Any
 from okra_controllers.aws.config import AwsConfig
 from okra_runtime.manager import Manager
 
+ROLLOUT_HISTORY = 10
+"""Rollouts a Cell's `status.history` keeps by default (`--rollout-history`)."""
+MAX_ROLLOUT_HISTORY = 30
+"""The most `--rollout-history` may ask for: the record is part of the Cell's status, which
+the API server keeps whole (about 1.5 MiB at most) and every informer of Cells holds."""
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -33,6 +39,8 @@ class Settings:
     """Argo CD's AppProject kind is served: ProgressiveRollouts honour each Application's
     project (sync windows, destinations). Without it they check none (and say so): an
     informer on a kind that is not served would never sync and hold every controller back."""
+    rollout_history: int = ROLLOUT_HISTORY
+    """Rollouts each Cell's `status.history` keeps (`--rollout-history`)."""
     default_metrics_provider: Mapping[str, Any] | None = None
     """`--default-metrics-provider`: the provider of Checks (and system-Cell checks) that
     name none; its credentials as for any provider (Secrets in okra's namespace, AWS)."""

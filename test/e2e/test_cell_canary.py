@@ -133,6 +133,22 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     await asyncio.sleep(2)
     assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
 
+    # The record: v2's rollout completed through its six steps, promoted at the last; v3's
+    # rolled back with the analysis's cause (v1's first rollout was no canary: no record).
+    history = (await rt_client.get(CELL, "web", ns))["status"]["history"]
+    assert [(r["from"], r["to"], r["outcome"]) for r in history] == [
+        ("v2", "v3", "RolledBack"),
+        ("v1", "v2", "Completed"),
+    ]
+    rolled_back, completed = history
+    assert [s["index"] for s in completed["steps"]] == list(range(6))
+    assert all(s.get("endedAt") for s in completed["steps"])
+    reasons = [e["reason"] for e in completed["events"]]
+    assert (reasons[0], reasons[-1]) == ("RolloutStarted", "RolloutCompleted")
+    assert "Promoted" in reasons
+    assert rolled_back["cause"].startswith("version v3 failed"), rolled_back
+    assert rolled_back["cause"] == failed[0]["note"]  # the RolloutFailed Event's words
+
 
 def assert_whole_versions(env: Env, versions: dict[str, set[str]]) -> None:
     """No ModifyRule okra sent gave a version's weight to a strict subset of its target

@@ -415,6 +415,99 @@ async def test_promote_and_abort_need_a_rollout(
     assert not cell["metadata"].get("annotations")
 
 
+async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> None:
+    """`okra history cell`: the records the API server accepted in the Cell's status, as a
+    table and as one rollout's timeline; -o yaml prints the record itself."""
+    failed = {
+        "rolloutId": "20261204t0251-ab12",
+        "from": "v1",
+        "to": "v2",
+        "trigger": "NewVersion",
+        "startedAt": "2026-12-04T02:51:00Z",
+        "endedAt": "2026-12-04T02:55:03Z",
+        "outcome": "RolledBack",
+        "cause": "version v2 failed: p99 +38%",
+        "steps": [
+            {
+                "index": 0,
+                "startedAt": "2026-12-04T02:51:00Z",
+                "endedAt": "2026-12-04T02:53:00Z",
+                "canaryWeight": 20,
+            },
+            {
+                "index": 1,
+                "startedAt": "2026-12-04T02:53:00Z",
+                "endedAt": "2026-12-04T02:55:03Z",
+                "canaryWeight": 40,
+            },
+        ],
+        "events": [
+            {
+                "time": "2026-12-04T02:51:00Z",
+                "type": "Normal",
+                "reason": "RolloutStarted",
+                "message": "canary v2 from v1",
+            },
+            {
+                "time": "2026-12-04T02:55:03Z",
+                "type": "Warning",
+                "reason": "RolloutFailed",
+                "message": "version v2 failed: p99 +38%",
+            },
+        ],
+    }
+    await make_cell(
+        rt_client,
+        namespace,
+        {"phase": "Error", "health": "Degraded", "stableVersion": "v1", "history": [failed]},
+    )
+    code, out, err = await okra(control_plane, namespace, "history", "cell", "web")
+    assert (code, err) == (0, "")
+    head, row = out.splitlines()
+    assert head.split() == [
+        "ROLLOUT",
+        "FROM",
+        "→",
+        "TO",
+        "TRIGGER",
+        "STARTED",
+        "TOOK",
+        "OUTCOME",
+        "CAUSE",
+    ]
+    assert row.split()[:9] == [
+        "20261204t0251-ab12",
+        "v1",
+        "→",
+        "v2",
+        "NewVersion",
+        "2026-12-04",
+        "02:51:00",
+        "4m3s",
+        "RolledBack",
+    ]
+    code, out, err = await okra(control_plane, namespace, "history", "cell", "web", "20261204")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "cell web: rollout 20261204t0251-ab12, v1 → v2 (NewVersion), RolledBack, 4m3s",
+        "  2026-12-04 02:51:00  step 1 began",
+        "  2026-12-04 02:51:00   RolloutStarted: canary v2 from v1",
+        "  2026-12-04 02:53:00  step 1 ended (canary at 20%)",
+        "  2026-12-04 02:53:00  step 2 began",
+        "  2026-12-04 02:55:03  step 2 ended (canary at 40%)",
+        "  2026-12-04 02:55:03  !RolloutFailed: version v2 failed: p99 +38%",
+        "  2026-12-04 02:55:03  RolledBack: version v2 failed: p99 +38%",
+    ]
+    code, out, _ = await okra(control_plane, namespace, "history", "cell", "web", "x", "-o", "yaml")
+    assert (code, out) == (1, "")
+    code, out, _ = await okra(
+        control_plane, namespace, "history", "cell", "web", "20261204t0251-ab12", "-o", "yaml"
+    )
+    assert (code, yaml.safe_load(out)) == (0, failed)
+
+
 async def test_abort_then_retry(
     control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
 ) -> None:

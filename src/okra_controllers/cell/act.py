@@ -30,8 +30,10 @@ from okra_controllers.cell.argocd import label_patch
 from okra_controllers.cell.blocklist import Blocklists
 from okra_controllers.cell.checkjobs import check_job, owner_ref
 from okra_controllers.cell.configspec import config_spec
+from okra_controllers.cell.history import DEFAULT_LIMIT, recorded
 from okra_controllers.cell.plan import Forward, PauseRequest, Plan, RunRequest
 from okra_controllers.cell.reads import Caches
+from okra_controllers.cell.report import told
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import Notifier, fields_for
 from okra_controllers.notifications.triggers import triggers
@@ -39,7 +41,7 @@ from okra_controllers.statuswrite import write_status
 from okra_runtime.cache import Store
 from okra_runtime.client import Client
 from okra_runtime.errors import AlreadyExistsError, NotFoundError
-from okra_runtime.events import EventRecorder
+from okra_runtime.events import Event, EventRecorder
 from okra_runtime.gvk import GVK
 
 FIELD_MANAGER = "okra-cell-controller"
@@ -51,6 +53,7 @@ Obj = dict[str, Any]
 class Acted:
     status: RolloutCellStatus  # the status as written
     replaced: bool  # the write replaced a status the Cell had (not its first, nor the same)
+    said: list[Event]  # the plan's Events in okra's words (`report.told`), to record
 
 
 class Actor:
@@ -62,6 +65,7 @@ class Actor:
         blocklists: Blocklists,
         notifier: Notifier,
         clock: Callable[[], datetime.datetime],
+        history: int = DEFAULT_LIMIT,
     ) -> None:
         self.client = client
         self.events = events
@@ -69,6 +73,7 @@ class Actor:
         self.blocklists = blocklists
         self.notifier = notifier
         self.clock = clock
+        self.history = history
 
     async def act(self, raw: Obj, cell: Cell, p: Plan, config: Obj | None) -> Acted | None:
         """The plan's writes (`config`: the load balancer config it was made from). None
@@ -82,8 +87,21 @@ class Actor:
         runs, run_problem = await self._build_runs(raw, cell, p)
         status = p.status.model_copy(update={"message": run_problem} if run_problem else {})
         # Notifications go out in the same write as the change they report (the outbox).
+        now = self.clock()
+        said = told(p.events, ns, self.caches.runs)
         fired = triggers(before, status, ((e.reason, e.message) for e in p.events))
-        outbox.stage(raw, before, status, fired, lambda f: fields_for(raw, status, f), self.clock())
+        outbox.stage(raw, before, status, fired, lambda f: fields_for(raw, status, f), now)
+        # The rollout's record too: the change it records and the record, in one write.
+        status.history = recorded(
+            before,
+            status,
+            said,
+            now,
+            annotations=cell.metadata.annotations,
+            pinned=cell.spec.version,
+            steps=len(canary.steps) if (canary := cell.spec.update_strategy.canary) else None,
+            limit=self.history,
+        )
         written = raw.get("status")
         if not await self.write_status(raw, status):
             self.notifier.track(CELL, ns, name, before.notifications or [])
@@ -104,7 +122,9 @@ class Actor:
             await self._stop(ANALYSIS_RUN, self.caches.runs, run_name, ns, "terminate")
         for pause_name in p.cancel_pauses:
             await self._stop(PAUSE, self.caches.pauses, pause_name, ns, "cancelled")
-        return Acted(status, replaced=written is not None and raw.get("status") is not written)
+        return Acted(
+            status, replaced=written is not None and raw.get("status") is not written, said=said
+        )
 
     async def write_status(self, raw: Obj, status: RolloutCellStatus) -> bool:
         """The status written over `raw`'s (`statuswrite.write_status`)."""

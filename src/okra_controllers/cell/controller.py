@@ -49,6 +49,7 @@ from okra_controllers.cell import report
 from okra_controllers.cell.act import Acted, Actor
 from okra_controllers.cell.blocklist import Blocklists
 from okra_controllers.cell.checkjobs import PodFailures
+from okra_controllers.cell.history import DEFAULT_LIMIT
 from okra_controllers.cell.mappers import cells_for_target_group, cells_with_argocd
 from okra_controllers.cell.reads import (
     CachedInputs,
@@ -88,11 +89,13 @@ class CellReconciler:
         clock: Callable[[], datetime.datetime] = utcnow,
         argocd: bool = False,
         exact_clock: Callable[[], datetime.datetime] = exact_utcnow,
+        history: int = DEFAULT_LIMIT,
     ) -> None:
         """`argocd`: Argo CD's Application kind is served (watched for Cells with
         `spec.argocd`); without it such Cells are reported, the others work as ever.
         `clock` gives the times written to status (to the second); `exact_clock` the
-        time timed Pauses start and end by."""
+        time timed Pauses start and end by; `history`, the rollouts each Cell's record
+        keeps."""
         self.caches = Caches.of(mgr, argocd)
         self.events = events
         self.aws = aws
@@ -101,7 +104,7 @@ class CellReconciler:
         self.health = TargetHealth()
         self.blocklists = Blocklists(mgr.client, self.caches.blocklists, clock)
         self.actor = Actor(
-            mgr.client, events, self.caches, self.blocklists, notifier_for(mgr), clock
+            mgr.client, events, self.caches, self.blocklists, notifier_for(mgr), clock, history
         )
 
     async def reconcile(self, req: Request) -> Result | None:
@@ -133,9 +136,8 @@ class CellReconciler:
         acted = await self.actor.act(raw, cell, p, planned.config)
         if acted is None:
             return Result(requeue=True)  # the Cell changed under us: plan again from fresh state
-        cell_ns = cell.metadata.namespace or ""
-        report.emit(self.events, raw, cell_ns, p.events, self.caches.runs)
-        report.report(cell_ns, cell.metadata.name, acted.status)
+        report.emit(self.events, raw, acted.said)
+        report.report(cell.metadata.namespace or "", cell.metadata.name, acted.status)
         return self._next_look(raw, planned, acted)
 
     def _next_look(self, raw: dict[str, Any], planned: Planned, acted: Acted) -> Result:
@@ -186,7 +188,11 @@ def _unsupported(cell: Cell) -> str | None:
 
 def setup(mgr: Manager, settings: Settings) -> None:
     rec = CellReconciler(
-        mgr, mgr.event_recorder("cell-controller"), settings.aws, argocd=settings.argocd
+        mgr,
+        mgr.event_recorder("cell-controller"),
+        settings.aws,
+        argocd=settings.argocd,
+        history=settings.rollout_history,
     )
     cells = rec.caches.cells
     builder = (

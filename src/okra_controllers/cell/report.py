@@ -102,12 +102,18 @@ def forget(namespace: str, name: str) -> None:
     traffic.report(namespace, name, None)
 
 
-def emit(
-    events: EventRecorder, raw: dict[str, Any], ns: str, planned: Iterable[Event], runs: Store
-) -> None:
-    """The plan's Events on the Cell, each naming a run with what the run said (the runs
-    from the cache of namespace `ns`)."""
-    for e in planned:
-        message = with_run_messages(e.message, lambda n: runs.get(n, ns))
-        events.event(raw, e.type, e.reason, message)
-        log.info("cell event", reason=e.reason, message=message)
+def told(planned: Iterable[Event], ns: str, runs: Store) -> list[Event]:
+    """The plan's Events as okra says them: each naming a run with what the run said (the
+    runs from the cache of namespace `ns`). The Events recorded and the rollout's record
+    both hold these words."""
+    return [
+        Event(e.type, e.reason, with_run_messages(e.message, lambda n: runs.get(n, ns)))
+        for e in planned
+    ]
+
+
+def emit(events: EventRecorder, raw: dict[str, Any], said: Iterable[Event]) -> None:
+    """The Events `said` (`told`) on the Cell, and in the log."""
+    for e in said:
+        events.event(raw, e.type, e.reason, e.message)
+        log.info("cell event", reason=e.reason, message=e.message)

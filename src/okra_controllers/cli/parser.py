@@ -98,6 +98,7 @@ class Verbs:
     set: Subparsers
     run: Subparsers
     terminate: Subparsers
+    history: Subparsers
     common: argparse.ArgumentParser
 
     def command(
@@ -180,6 +181,7 @@ def build_parser(prog: str = "okra") -> argparse.ArgumentParser:
         set=verb("set", "change a Cell", "FIELD"),
         run=verb("run", "run something once", "KIND"),
         terminate=verb("terminate", "stop something running", "KIND"),
+        history=verb("history", "what past rollouts did, step by step", "KIND"),
         common=common,
     )
     for module in GROUPS:

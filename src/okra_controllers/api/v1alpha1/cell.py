@@ -40,6 +40,7 @@ from okra_controllers.api.v1alpha1.common import (
     condition_column,
     okra_crd,
 )
+from okra_controllers.api.v1alpha1.history import RolloutRecord
 from okra_controllers.api.v1alpha1.listener import (
     HeaderCondition as HeaderCondition,
 )
@@ -465,6 +466,9 @@ class RolloutCellStatus(_CellStatusCore):
     conditions: list[Condition] | None = None
     notifications: list[PendingNotification] | None = None
     """Notifications not yet accepted by their receiver (oldest first)."""
+    history: list[RolloutRecord] | None = None
+    """The Cell's rollouts, newest first: the one in progress and the last ones that ended
+    (`okra history cell NAME`)."""
 
 
 class SystemCellStatus(_CellStatusCore):

@@ -34,6 +34,20 @@ def register(v: Verbs) -> None:
     _views(v)
     _status_and_plan(v)
     _moves(v)
+    _history(v)
+
+
+def _history(v: Verbs) -> None:
+    """okra history cell NAME [ROLLOUT]."""
+    p = v.command(
+        v.history,
+        "cell",
+        "a Cell's past rollouts (status.history): a table; with ROLLOUT, its timeline",
+        f"{H}.history:cmd_history_cell",
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("rollout", metavar="ROLLOUT", nargs="?", help="a rollout ID (a prefix will do)")
+    output(p, choices=("json", "yaml"))
 
 
 def _views(v: Verbs) -> None:

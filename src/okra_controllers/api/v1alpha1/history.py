@@ -1,0 +1,68 @@
+"""A Cell's record of its past rollouts (`status.history`): what each rollout went from and
+to, what started it, when it began and ended and how, each step's start and end, and what
+okra and its users did on the way, in the words of the Events okra recorded.
+
+The record is part of the status, so it is written in the same write as the status change
+it records, outlives Events (an hour by default), restarts and the rollout itself, and is
+deleted with its Cell. It is bounded: the newest `okra-manager --rollout-history` rollouts
+(10 by default), each with at most `MAX_RECORDED_EVENTS` entries.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from okra_controllers.api.v1alpha1.common import ApiModel
+
+MAX_RECORDED_EVENTS = 30
+"""The entries a rollout's record keeps: the newest (a rollout that says more says it in its
+Events and the manager's log)."""
+
+Outcome = Literal["Completed", "RolledBack", "Aborted", "Superseded"]
+Trigger = Literal["NewVersion", "Pin", "Retry", "StepsChanged", "Unknown"]
+
+
+class RecordedStep(ApiModel):
+    index: int = Field(ge=0)
+    """The step's index in `spec.updateStrategy.canary.steps` (0 is the first)."""
+    started_at: datetime.datetime
+    ended_at: datetime.datetime | None = None
+    """Unset while the step is the current one."""
+    canary_weight: int | None = Field(default=None, ge=0, le=100)
+    """The canary's weight when the step ended (what the status said AWS showed)."""
+
+
+class RecordedEvent(ApiModel):
+    time: datetime.datetime
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str = ""
+
+
+class RolloutRecord(ApiModel):
+    rollout_id: str
+    from_version: str | None = Field(default=None, alias="from")
+    """The stable version when the rollout began (unset: none served yet)."""
+    to_version: str = Field(alias="to")
+    trigger: Trigger
+    """What started it: a new version's target groups (NewVersion), `spec.version`
+    (Pin), `okra retry` after an abort (Retry), changed steps of the same version
+    (StepsChanged); Unknown for a rollout under way before its Cell had a record (its
+    `startedAt` is then when the record began)."""
+    started_at: datetime.datetime
+    ended_at: datetime.datetime | None = None
+    """Unset while the rollout is in progress."""
+    outcome: Outcome | None = None
+    """How it ended: Completed (the canary serves 100 %), RolledBack (a failed analysis,
+    check or deadline sent all traffic back), Aborted (`okra abort`), Superseded (a newer
+    rollout began, or the rollout's version went away). Unset while in progress."""
+    cause: str | None = None
+    """Why it ended so, as okra said it (the RolloutFailed or RolloutAborted Event's
+    message)."""
+    steps: list[RecordedStep] = Field(default_factory=list)
+    events: list[RecordedEvent] = Field(default_factory=list)
+    """What okra did and said during the rollout, and the user actions it saw (pause,
+    resume, promote), oldest first; the newest `MAX_RECORDED_EVENTS`."""

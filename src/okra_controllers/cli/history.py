@@ -1,0 +1,111 @@
+"""`okra history cell NAME [ROLLOUT]`: a Cell's past rollouts from its `status.history`, as a
+table (newest first) or, for one rollout, its timeline (steps and what okra said, in time
+order); `-o json|yaml` prints the records themselves. Pure rendering beside one GET."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from collections.abc import Sequence
+
+from okra_controllers.api.v1alpha1.cell import CellStatus
+from okra_controllers.api.v1alpha1.history import RolloutRecord
+from okra_controllers.cli.get import dump
+from okra_controllers.cli.kube import CliError, Context
+from okra_controllers.cli.render.common import Paint, duration, table
+from okra_controllers.cli.system import is_system
+from okra_controllers.cli.view import get_cell
+
+
+def records(cell: dict[str, object]) -> list[RolloutRecord]:
+    """The Cell's rollout records, newest first."""
+    status = CellStatus.model_validate(cell.get("status") or {})
+    return list(status.history or [])
+
+
+def _when(t: datetime.datetime | None) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S") if t is not None else "-"
+
+
+def _took(r: RolloutRecord, now: datetime.datetime) -> str:
+    took = duration(((r.ended_at or now) - r.started_at).total_seconds())
+    return took if r.ended_at is not None else f"{took} so far"
+
+
+def render_table(
+    name: str, rs: Sequence[RolloutRecord], now: datetime.datetime, paint: Paint
+) -> str:
+    if not rs:
+        return f"cell {name} has no rollout on record yet\n"
+    rows: list[list[str | tuple[str, str]]] = [
+        ["ROLLOUT", "FROM → TO", "TRIGGER", "STARTED", "TOOK", "OUTCOME", "CAUSE"]
+    ]
+    for r in rs:
+        outcome = r.outcome or "InProgress"
+        rows.append(
+            [
+                r.rollout_id,
+                f"{r.from_version or 'none'} → {r.to_version}",
+                r.trigger,
+                _when(r.started_at),
+                _took(r, now),
+                (outcome, {"Completed": "32", "InProgress": "36"}.get(outcome, "31")),
+                r.cause or "",
+            ]
+        )
+    return "\n".join(table(rows, paint, indent="")) + "\n"
+
+
+def render_timeline(name: str, r: RolloutRecord, now: datetime.datetime) -> str:
+    head = (
+        f"cell {name}: rollout {r.rollout_id}, {r.from_version or 'none'} → {r.to_version} "
+        f"({r.trigger}), {r.outcome or 'in progress'}, {_took(r, now)}"
+    )
+    lines: list[tuple[datetime.datetime, int, str]] = []
+    for s in r.steps:
+        lines.append((s.started_at, 1, f"step {s.index + 1} began"))
+        if s.ended_at is not None:
+            weight = f" (canary at {s.canary_weight}%)" if s.canary_weight is not None else ""
+            lines.append((s.ended_at, 0, f"step {s.index + 1} ended{weight}"))
+    for e in r.events:
+        mark = "!" if e.type == "Warning" else " "
+        lines.append((e.time, 2, f"{mark}{e.reason}: {e.message}" if e.message else e.reason))
+    lines.sort(key=lambda line: (line[0], line[1]))  # at one time: ends, begins, then words
+    body = [f"  {_when(t)}  {text}" for t, _, text in lines]
+    if r.outcome is not None:
+        body.append(f"  {_when(r.ended_at)}  {r.outcome}: {r.cause or ''}".rstrip())
+    return "\n".join([head, *body]) + "\n"
+
+
+def pick(name: str, rs: Sequence[RolloutRecord], rollout: str) -> RolloutRecord:
+    """The record whose ID is `rollout`, or the only one it is a prefix of."""
+    exact = [r for r in rs if r.rollout_id == rollout]
+    found = exact or [r for r in rs if r.rollout_id.startswith(rollout)]
+    if len(found) == 1:
+        return found[0]
+    known = ", ".join(r.rollout_id for r in rs) or "none"
+    if not found:
+        raise CliError(f"cell {name} has no rollout {rollout} on record (on record: {known})")
+    raise CliError(f"rollout {rollout} is a prefix of several of cell {name}'s: {known}")
+
+
+async def cmd_history_cell(ctx: Context, args: argparse.Namespace) -> int:
+    cell = await get_cell(ctx.client, args.name, ctx.namespace)
+    if is_system(cell):
+        st = CellStatus.model_validate(cell.get("status") or {})
+        apps = ", ".join(a.cell for a in st.applications or [] if a.cell) or "none yet"
+        raise CliError(
+            f"cell {args.name} is a system: each application's rollouts are on record in its "
+            f"own Cell ({apps}): okra history cell NAME"
+        )
+    rs = records(cell)
+    now = datetime.datetime.now(datetime.UTC)
+    chosen = [pick(args.name, rs, args.rollout)] if args.rollout else rs
+    if args.output in ("json", "yaml"):
+        docs = [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in chosen]
+        ctx.out.write(dump(docs[0] if args.rollout else docs, args.output))
+    elif args.rollout:
+        ctx.out.write(render_timeline(args.name, chosen[0], now))
+    else:
+        ctx.out.write(render_table(args.name, rs, now, Paint(ctx.color)))
+    return 0

@@ -1,0 +1,269 @@
+"""A Cell's rollout record (`status.history`, `cell.history.recorded`): each rollout from
+its start to its end, its steps, what okra said and the user actions it saw; bounded; and
+unchanged by a reconcile that changes nothing (so an idle Cell is never written for it)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+
+from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
+from okra_controllers.api.v1alpha1.history import MAX_RECORDED_EVENTS
+from okra_controllers.cell.history import recorded
+from okra_runtime.events import Event
+
+pytestmark = pytest.mark.unit
+
+T0 = datetime.datetime(2026, 12, 4, 2, 51, tzinfo=datetime.UTC)
+
+
+def at(seconds: int) -> datetime.datetime:
+    return T0 + datetime.timedelta(seconds=seconds)
+
+
+def status(**fields: Any) -> RolloutCellStatus:
+    return RolloutCellStatus.model_validate(fields)
+
+
+IDLE = {"stableVersion": "v1", "phase": "Completed", "health": "Healthy"}
+
+
+def rolling(step: int, weight: int, rid: str = "r1", **more: Any) -> dict[str, Any]:
+    return {
+        "stableVersion": "v1",
+        "canaryVersion": "v2",
+        "rolloutId": rid,
+        "currentStepIndex": step,
+        "canaryWeight": weight,
+        "phase": "Migrating",
+        **more,
+    }
+
+
+class Walk:
+    """The statuses a Cell goes through, each reconcile's history recorded as act does."""
+
+    def __init__(self, first: dict[str, Any]) -> None:
+        self.status = status(**first)
+        self.annotations: dict[str, str] = {}
+        self.pinned: str | None = None
+
+    def to(
+        self, t: int, fields: dict[str, Any], *events: Event, limit: int = 10, steps: int = 4
+    ) -> Any:
+        after = status(**{**fields, "history": self.status.history})
+        after.history = recorded(
+            self.status,
+            after,
+            events,
+            at(t),
+            annotations=self.annotations,
+            pinned=self.pinned,
+            steps=steps,
+            limit=limit,
+        )
+        self.status = after
+        return after.history
+
+
+def dumped(history: Any) -> list[dict[str, Any]]:
+    return [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in history]
+
+
+def test_a_completed_rollout_from_start_to_end() -> None:
+    w = Walk(IDLE)
+    assert w.to(0, IDLE) is None  # never rolled out: no record
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.to(60, rolling(1, 20, health="Paused", pausedReason="Pause"))
+    w.annotations = {"okra.mumo.co/promote": "r1/1"}
+    w.to(300, rolling(2, 50))
+    history = w.to(
+        400,
+        {**IDLE, "stableVersion": "v2"},
+        Event("Normal", "RolloutCompleted", "v2 serves 100%"),
+    )
+    assert dumped(history) == [
+        {
+            "rolloutId": "r1",
+            "from": "v1",
+            "to": "v2",
+            "trigger": "NewVersion",
+            "startedAt": "2026-12-04T02:51:01Z",
+            "endedAt": "2026-12-04T02:57:40Z",
+            "outcome": "Completed",
+            "cause": "v2 serves 100%",
+            "steps": [
+                {
+                    "index": 0,
+                    "startedAt": "2026-12-04T02:51:01Z",
+                    "endedAt": "2026-12-04T02:52:00Z",
+                    "canaryWeight": 20,
+                },
+                {
+                    "index": 1,
+                    "startedAt": "2026-12-04T02:52:00Z",
+                    "endedAt": "2026-12-04T02:56:00Z",
+                    "canaryWeight": 20,
+                },
+                {
+                    "index": 2,
+                    "startedAt": "2026-12-04T02:56:00Z",
+                    "endedAt": "2026-12-04T02:57:40Z",
+                    "canaryWeight": 50,
+                },
+            ],
+            "events": [
+                {
+                    "time": "2026-12-04T02:51:01Z",
+                    "type": "Normal",
+                    "reason": "RolloutStarted",
+                    "message": "canary v2 from v1",
+                },
+                {
+                    "time": "2026-12-04T02:56:00Z",
+                    "type": "Normal",
+                    "reason": "Promoted",
+                    "message": "okra promote at step 2 (okra.mumo.co/promote=r1/1)",
+                },
+                {
+                    "time": "2026-12-04T02:57:40Z",
+                    "type": "Normal",
+                    "reason": "RolloutCompleted",
+                    "message": "v2 serves 100%",
+                },
+            ],
+        }
+    ]
+
+
+def test_a_reconcile_that_changes_nothing_leaves_the_record_as_it_was() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    before = dumped(w.status.history)
+    for t in range(2, 50):
+        assert dumped(w.to(t, rolling(0, 20))) == before
+    w.to(50, {**IDLE, "stableVersion": "v2"}, Event("Normal", "RolloutCompleted", "v2 serves 100%"))
+    ended = dumped(w.status.history)
+    for t in range(51, 60):  # and once ended, idle passes (and repeated Events) change nothing
+        assert dumped(w.to(t, {**IDLE, "stableVersion": "v2"})) == ended
+    assert dumped(w.to(61, rolling(0, 20, rid="r1"))) == ended  # no rollout reopens
+
+
+def test_a_failed_analysis_rolls_back_with_its_cause() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    cause = "version v2 failed: analysis web-v2-r1-step-1 Failed: p99 +38%; all traffic back to v1"
+    (r,) = w.to(
+        240,
+        {**IDLE, "phase": "Error", "health": "Degraded"},
+        Event("Warning", "RolloutFailed", cause),
+    )
+    assert (r.outcome, r.cause, r.ended_at) == ("RolledBack", cause, at(240))
+    assert r.steps[-1].ended_at == at(240)
+    assert r.steps[-1].canary_weight == 20
+    assert [e.reason for e in r.events] == ["RolloutStarted", "RolloutFailed"]
+
+
+def test_abort_then_retry_is_two_records_the_second_a_retry() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    said = "rollout of v2 aborted; all traffic on v1"
+    (r,) = w.to(30, rolling(0, 0, aborted=True), Event("Warning", "RolloutAborted", said))
+    assert (r.outcome, r.cause) == ("Aborted", said)
+    assert w.to(31, rolling(0, 0, aborted=True)) == [r]  # held aborted: nothing new
+    new, old = w.to(90, rolling(0, 20, rid="r2"), Event("Normal", "RolloutStarted", "again"))
+    assert (new.rollout_id, new.trigger, new.outcome) == ("r2", "Retry", None)
+    assert old == r
+
+
+def test_a_newer_version_supersedes_the_rollout_in_progress() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    v3 = {**rolling(0, 20, rid="r2"), "canaryVersion": "v3"}
+    new, old = w.to(40, v3, Event("Normal", "RolloutStarted", "canary v3 from v1"))
+    assert (old.outcome, old.cause, old.ended_at) == (
+        "Superseded",
+        "superseded by the rollout of v3",
+        at(40),
+    )
+    assert (new.to_version, new.trigger, new.outcome) == ("v3", "NewVersion", None)
+
+
+def test_the_trigger_says_a_pin_and_changed_steps() -> None:
+    w = Walk(IDLE)
+    w.pinned = "v2"
+    (r,) = w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    assert r.trigger == "Pin"
+    new, _ = w.to(5, rolling(0, 20, rid="r2"))
+    assert new.trigger == "StepsChanged"
+
+
+def test_a_rollout_whose_version_goes_away_is_superseded_with_the_status_message() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    (r,) = w.to(9, {**IDLE, "message": "v1 serves 100%: no canary target group"})
+    assert (r.outcome, r.cause) == ("Superseded", "v1 serves 100%: no canary target group")
+
+
+def test_a_rollout_under_way_before_the_record_began_says_so() -> None:
+    w = Walk(rolling(2, 50))
+    (r,) = w.to(1, rolling(2, 50))
+    assert (r.trigger, r.started_at, r.steps[0].index) == ("Unknown", at(1), 2)
+
+
+def test_the_users_pause_and_resume_are_recorded() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.to(5, rolling(0, 20, pausedReason="PausedByUser", message="held by okra pause"))
+    (r,) = w.to(9, rolling(0, 20))
+    assert [(e.reason, e.message) for e in r.events[1:]] == [
+        ("PausedByUser", "held by okra pause"),
+        ("Resumed", "okra pause's hold removed"),
+    ]
+
+
+def test_a_promote_fully_is_recorded_as_such() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.annotations = {"okra.mumo.co/promote": "r1/full"}
+    (r,) = w.to(2, rolling(3, 100))
+    assert r.events[-1].message == "okra promote fully (okra.mumo.co/promote=r1/full)"
+    assert [s.index for s in r.steps] == [0, 3]
+
+
+def test_the_record_is_bounded_in_rollouts_and_in_entries() -> None:
+    w = Walk(IDLE)
+    for n in range(14):
+        w.to(10 * n, rolling(0, 20, rid=f"r{n}"), Event("Normal", "RolloutStarted", f"#{n}"))
+    history = w.to(500, rolling(0, 20, rid="r13"), limit=3)
+    assert [r.rollout_id for r in history] == ["r13", "r12", "r11"]
+    for n in range(MAX_RECORDED_EVENTS + 5):
+        w.to(600 + n, rolling(0, 20, rid="r13"), Event("Normal", "TrafficConfirmed", f"#{n}"))
+    events = w.status.history[0].events  # type: ignore[index]
+    assert len(events) == MAX_RECORDED_EVENTS
+    assert events[-1].message == f"#{MAX_RECORDED_EVENTS + 4}"
+    assert w.to(700, rolling(0, 20, rid="r13"), limit=0) is None
+
+
+def test_steps_passed_in_one_reconcile_each_began_and_ended_then() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    (r,) = w.to(3, rolling(3, 50))
+    assert [(s.index, s.started_at, s.ended_at) for s in r.steps] == [
+        (0, at(1), at(3)),
+        (1, at(3), at(3)),
+        (2, at(3), at(3)),
+        (3, at(3), None),
+    ]
+
+
+def test_past_the_last_step_the_rollout_completes_and_runs_no_step() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(2, 50), Event("Normal", "RolloutStarted", "canary v2 from v1"), steps=3)
+    (r,) = w.to(5, rolling(3, 100, phase="Completing"), steps=3)
+    assert [(s.index, s.ended_at) for s in r.steps] == [(2, at(5))]
+    (r,) = w.to(9, {**IDLE, "stableVersion": "v2"}, Event("Normal", "RolloutCompleted", "done"))
+    assert [(s.index, s.ended_at) for s in r.steps] == [(2, at(5))]
+    assert (r.outcome, r.ended_at) == ("Completed", at(9))
