@@ -51,7 +51,9 @@ def recorded(
     Events; `annotations`: the Cell's, for `okra promote`; `pinned`: `spec.version`;
     `steps`: how many the strategy has, past which the rollout completes rather than runs
     a step), the newest `limit` rollouts. None while the Cell has never rolled out."""
-    history = [r.model_copy(deep=True) for r in before.history or []]
+    history = list(before.history or [])
+    if history:  # only the newest record can change: copy it, share the others
+        history[0] = history[0].model_copy(deep=True)
     latest = history[0] if history else None
     if after.rollout_id is not None and (latest is None or latest.rollout_id != after.rollout_id):
         if latest is not None and latest.outcome is None:
