@@ -131,10 +131,18 @@ async def targets(moto: MotoServer, arn: str) -> dict[tuple[str, int], str]:
 
 
 async def registered_are_pods(
-    cp: ControlPlane, moto: MotoServer, namespace: str, name: str, arn: str, count: int
+    cp: ControlPlane,
+    moto: MotoServer,
+    lbc: LoadBalancerController,
+    namespace: str,
+    name: str,
+    arn: str,
+    count: int,
 ) -> set[str]:
     """Waits until the target group's targets are exactly the app's `count` Ready Pods (their
-    IPs, on PORT); returns those IPs."""
+    IPs, on PORT); returns those IPs. On a timeout the message holds what the controller
+    logged about the namespace and the target group (its reconciles of the binding, the Pods
+    it did not find in its cache), so that a late registration says where it waited."""
     seen: dict[str, Any] = {}
 
     async def ok() -> bool:
@@ -143,7 +151,9 @@ async def registered_are_pods(
         seen.update(pods=ips, targets=registered)
         return len(ips) == count and set(registered) == {(ip, PORT) for ip in ips}
 
-    assert await eventually(ok, within=90, interval=0.25), seen
+    if not await eventually(ok, within=90, interval=0.25):
+        said = [line for line in lbc.log().splitlines() if namespace in line or arn in line]
+        raise AssertionError(f"{seen}; the controller on {namespace}:\n" + "\n".join(said[-40:]))
     return set(seen["pods"])
 
 
@@ -162,12 +172,12 @@ async def test_the_controller_registers_the_pods_of_a_target_group_binding(
     arn = await ip_target_group(Seeder(moto.config), lbc_network, f"web-{namespace[-8:]}")
     apply_list(cp, namespace, *app("web", 2), binding("web", "web", arn))
 
-    first = await registered_are_pods(cp, moto, namespace, "web", arn, 2)
+    first = await registered_are_pods(cp, moto, lbc, namespace, "web", arn, 2)
     assert set((await targets(moto, arn)).values()) == {"healthy"}
     assert f'"registered targets","arn":"{arn}"' in lbc.log(), lbc.proc.tail()
 
     cp.kubectl("scale", "-n", namespace, "deployment/web", "--replicas=3")
-    three = await registered_are_pods(cp, moto, namespace, "web", arn, 3)
+    three = await registered_are_pods(cp, moto, lbc, namespace, "web", arn, 3)
     assert first < three
 
     pod = json.loads(
@@ -175,7 +185,7 @@ async def test_the_controller_registers_the_pods_of_a_target_group_binding(
     )["items"][0]
     gone = pod["status"]["podIP"]
     cp.kubectl("delete", "pod", "-n", namespace, pod["metadata"]["name"], "--wait=false")
-    replaced = await registered_are_pods(cp, moto, namespace, "web", arn, 3)
+    replaced = await registered_are_pods(cp, moto, lbc, namespace, "web", arn, 3)
     assert gone not in replaced
     assert len(replaced - three) == 1
 
@@ -198,7 +208,7 @@ async def test_a_cell_waits_for_the_targets_the_controller_registers(
 ) -> None:
     """okra-manager installed with kustomize; both versions' target groups are filled by the
     controller alone."""
-    cp = control_plane
+    cp, lbc = control_plane, load_balancer_controller
     namespace = cells_namespace(cp)
     seed = Seeder(moto.config)
     alb = await seed.alb(f"web-{namespace[-8:]}", lbc_network)
@@ -233,7 +243,7 @@ async def test_a_cell_waits_for_the_targets_the_controller_registers(
         await rt_client.create(cell_obj(namespace, alb.listener_arn, steps))
         await wait_status(rt_client, namespace, lambda s: s.get("health") == "Healthy", 180)
         assert await env.rule_weights() == {"web-a-v1": 100}
-        await registered_are_pods(cp, moto, namespace, "web-v1", v1, 1)
+        await registered_are_pods(cp, moto, lbc, namespace, "web-v1", v1, 1)
 
         v2 = await version("v2")
         await wait_status(
@@ -254,7 +264,7 @@ async def test_a_cell_waits_for_the_targets_the_controller_registers(
         )
         assert "waiting for a healthy target" not in (paused.get("message") or ""), paused
         assert await env.rule_becomes({"web-a-v1": 50, "web-a-v2": 50})
-        await registered_are_pods(cp, moto, namespace, "web-v2", v2, 1)
+        await registered_are_pods(cp, moto, lbc, namespace, "web-v2", v2, 1)
         await delete_namespace(cp, namespace)
 
 
@@ -320,7 +330,7 @@ async def test_argo_cd_syncs_the_binding_the_controller_fills_and_the_cell_waits
 ) -> None:
     """okra-manager installed with kustomize; v1 as the Cell test has it, v2 from git through
     Argo CD, its AWSTargetGroup from the AWSTargetGroupSet."""
-    cp = control_plane
+    cp, lbc = control_plane, load_balancer_controller
     namespace = cells_namespace(cp)
     seed = Seeder(moto.config)
     alb = await seed.alb(f"web-{namespace[-8:]}", lbc_network)
@@ -348,7 +358,7 @@ async def test_argo_cd_syncs_the_binding_the_controller_fills_and_the_cell_waits
         await rt_client.create(cell_obj(namespace, alb.listener_arn, steps))
         await wait_status(rt_client, namespace, lambda s: s.get("health") == "Healthy", 180)
         assert await env.rule_weights() == {"v1": 100}
-        await registered_are_pods(cp, moto, namespace, "web-v1", v1, 1)
+        await registered_are_pods(cp, moto, lbc, namespace, "web-v1", v1, 1)
 
         await asyncio.to_thread(argocd.start)
         try:
@@ -399,7 +409,7 @@ async def test_argo_cd_syncs_the_binding_the_controller_fills_and_the_cell_waits
             )
             assert "waiting for a healthy target" not in (paused.get("message") or ""), paused
             assert await env.rule_becomes({"v1": 50, "v2": 50})
-            await registered_are_pods(cp, moto, namespace, "web-v2", v2, 1)
+            await registered_are_pods(cp, moto, lbc, namespace, "web-v2", v2, 1)
             await synced(rt_client, namespace, second)
         finally:
             await asyncio.to_thread(argocd.stop)
