@@ -13,13 +13,13 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ValidationError
 
 from okra_controllers.api.v1alpha1.cell import LoadBalancerConfigStatus
-from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.api.v1alpha1.common import with_condition
 from okra_controllers.api.validation import problems
 from okra_controllers.aws import elbv2
 from okra_controllers.aws.errors import hint
@@ -76,21 +76,9 @@ def with_synced(
     new.observed_generation = generation
     if wrote:
         new.last_applied_time = now
-    state: Literal["True", "False"] = "True" if synced else "False"
-    before = next((c for c in status.conditions or [] if c.type == SYNCED), None)
-    new.conditions = [
-        *(c for c in status.conditions or [] if c.type != SYNCED),
-        Condition(
-            type=SYNCED,
-            status=state,
-            reason=reason,
-            message=message[:32768],
-            last_transition_time=before.last_transition_time
-            if before is not None and before.status == state
-            else now,
-            observed_generation=generation,
-        ),
-    ]
+    new.conditions = with_condition(
+        status.conditions, SYNCED, synced, reason, message[:32768], now, generation
+    )
     return new
 
 

@@ -37,7 +37,7 @@ from okra_controllers.api.v1alpha1.analysis import (
     CheckStatus,
     Phase,
 )
-from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.api.v1alpha1.common import with_condition
 from okra_controllers.api.v1alpha1.providers import MetricProvider
 from okra_controllers.api.v1alpha1.warnings import check_warnings
 from okra_controllers.api.validation import load_or_report
@@ -163,18 +163,15 @@ class CheckReconciler(Measurer):
         status.last_run_time = now
         status.analysis = analysis
         status.observed_generation = check.metadata.generation
-        status.conditions = [
-            Condition(
-                type="Passed",
-                status="True" if passed else "False",
-                reason="CheckPassed" if passed else f"Check{phase}",
-                message=message or ("the last check passed" if passed else "the last check failed"),
-                last_transition_time=now
-                if previous != passed or not status.conditions
-                else status.conditions[0].last_transition_time,
-                observed_generation=check.metadata.generation,
-            )
-        ]
+        status.conditions = with_condition(
+            [c for c in status.conditions or [] if c.type == "Passed"][:1],
+            "Passed",
+            passed,
+            "CheckPassed" if passed else f"Check{phase}",
+            message or ("the last check passed" if passed else "the last check failed"),
+            now,
+            check.metadata.generation,
+        )
         if not await write_status(self.client, raw, status):
             return Result(requeue=True)
         if previous != passed:

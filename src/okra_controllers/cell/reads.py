@@ -194,28 +194,21 @@ class Caches:
         def store(gvk: Any) -> Store:
             return mgr.informer_for(gvk).store
 
-        cells, target_groups = store(CELL), store(TARGET_GROUP)
-        configs, nlb_configs, route53_configs = (
-            store(ALB_CONFIG),
-            store(NLB_CONFIG),
-            store(ROUTE53_CONFIG),
-        )
-        runs, pauses, jobs = store(ANALYSIS_RUN), store(PAUSE), store(JOB)
-        secrets, blocklists = store(SECRET), store(BLOCKLIST)
-        held = freezes.sources(mgr)  # the informers made in the order they always were
+        # The keywords are evaluated in the order written: the informers are made in the
+        # order they always were (the Application informer last).
         return cls(
-            cells=cells,
-            target_groups=target_groups,
-            configs=configs,
-            nlb_configs=nlb_configs,
-            route53_configs=route53_configs,
-            runs=runs,
-            pauses=pauses,
-            jobs=jobs,
-            secrets=secrets,
-            blocklists=blocklists,
+            cells=store(CELL),
+            target_groups=store(TARGET_GROUP),
+            configs=store(ALB_CONFIG),
+            nlb_configs=store(NLB_CONFIG),
+            route53_configs=store(ROUTE53_CONFIG),
+            runs=store(ANALYSIS_RUN),
+            pauses=store(PAUSE),
+            jobs=store(JOB),
+            secrets=store(SECRET),
+            blocklists=store(BLOCKLIST),
+            freezes=freezes.sources(mgr),
             apps=store(APPLICATION) if argocd else None,
-            freezes=held,
         )
 
 

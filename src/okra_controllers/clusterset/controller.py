@@ -22,13 +22,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import structlog
 
 from okra_controllers.api.kinds import CLUSTERSET, SECRET
 from okra_controllers.api.v1alpha1.clusterset import ClusterSet, ClusterSetStatus
-from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.api.v1alpha1.common import with_condition
 from okra_controllers.api.v1alpha1.spelling import deprecated_spellings
 from okra_controllers.api.validation import load_or_report
 from okra_controllers.aws.config import AwsConfig
@@ -220,21 +220,11 @@ class ClusterSetReconciler:
         its status flips. A Warning Event is emitted for each problem when it first appears,
         not on every resync."""
         previous = cs.status or ClusterSetStatus()
-        ready: Literal["True", "False"] = "True" if reason == "Synced" else "False"
         old = next((c for c in previous.conditions or [] if c.type == "Ready"), None)
-        status.observed_generation = cs.metadata.generation
-        status.conditions = [
-            Condition(
-                type="Ready",
-                status=ready,
-                reason=reason,
-                message=message,
-                last_transition_time=old.last_transition_time
-                if old is not None and old.status == ready
-                else self.clock(),
-                observed_generation=cs.metadata.generation,
-            )
-        ]
+        gen = status.observed_generation = cs.metadata.generation
+        status.conditions = with_condition(
+            [old] if old else [], "Ready", reason == "Synced", reason, message, self.clock(), gen
+        )
         for problem in sorted(set(status.errors or []) - set(previous.errors or [])):
             self.events.event(raw, "Warning", reason, problem[:1024])
         dump = status.model_dump(by_alias=True, exclude_none=True, mode="json")

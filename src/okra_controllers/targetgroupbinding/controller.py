@@ -42,7 +42,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from okra_controllers.api.kinds import AWS_TARGET_GROUP_BINDING, NODE, SECRET
-from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.api.v1alpha1.common import with_condition
 from okra_controllers.api.v1alpha1.targetgroupbinding import (
     AWSTargetGroupBinding,
     AWSTargetGroupBindingStatus,
@@ -572,24 +572,6 @@ class TargetGroupBindingReconciler(ClusterReconciler):
 
     # -- report ----------------------------------------------------------------
 
-    def _condition(
-        self, old: AWSTargetGroupBindingStatus, status: str, reason: str, message: str, gen: Any
-    ) -> Condition:
-        prev = next((c for c in old.conditions or [] if c.type == "Synced"), None)
-        since = (
-            prev.last_transition_time
-            if prev is not None and prev.status == status
-            else self.clock()
-        )
-        return Condition(
-            type="Synced",
-            status=status,  # type: ignore[arg-type]
-            reason=reason,
-            message=message[:2000],
-            last_transition_time=since,
-            observed_generation=gen,
-        )
-
     async def _report(
         self,
         raw: dict[str, Any],
@@ -610,18 +592,21 @@ class TargetGroupBindingReconciler(ClusterReconciler):
         else:
             n = sum(len(e.ids) for e in p.entries) if p is not None else 0
             status, reason, message = "True", "Synced", f"{n} target(s) in {arn}"
-        cond = self._condition(old, status, reason, message, gen)
+        message = message[:2000]
+        prev = next((c for c in old.conditions or [] if c.type == "Synced"), None)
+        now = self.clock()
         new = AWSTargetGroupBindingStatus(
             observed_generation=gen,
             targetGroupARN=arn or old.target_group_arn,
             targets=[e.status() for e in p.entries] if p is not None and not error else old.targets,
-            conditions=[cond],
+            conditions=with_condition(
+                [prev] if prev else [], "Synced", status == "True", reason, message, now, gen
+            ),
         )
         if new == old:
             return
-        prev = next((c for c in old.conditions or [] if c.type == "Synced"), None)
-        if status == "False" and (prev is None or prev.message != cond.message):
-            self.events.event(raw, "Warning", reason, cond.message)
+        if status == "False" and (prev is None or prev.message != message):
+            self.events.event(raw, "Warning", reason, message)
         elif status == "True" and prev is not None and prev.status == "False":
             self.events.event(raw, "Normal", "Synced", message)
         raw["status"] = new.model_dump(by_alias=True, exclude_none=True, mode="json")

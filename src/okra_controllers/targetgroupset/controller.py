@@ -47,7 +47,7 @@ from okra_controllers.api.kinds import (
     TARGET_GROUP,
     TARGET_GROUP_SET,
 )
-from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.api.v1alpha1.common import with_condition
 from okra_controllers.api.v1alpha1.targetgroupset import (
     AWSEKSGenerator,
     AWSTargetGroupSet,
@@ -468,24 +468,14 @@ class TargetGroupSetReconciler(wiring.ClusterReconciler):
         status, reason, message = ready(tgs, clusters, new_clusters, errors, tagged_status)
         gen = tgs.metadata.generation
         prev = next((c for c in old.conditions or [] if c.type == "Ready"), None)
-        since = (
-            prev.last_transition_time
-            if prev is not None and prev.status == status
-            else self.clock()
-        )
-        cond = Condition(
-            type="Ready",
-            status=status,  # type: ignore[arg-type]
-            reason=reason,
-            message=message,
-            last_transition_time=since,
-            observed_generation=gen,
-        )
+        now = self.clock()
         new = AWSTargetGroupSetStatus(
             observed_generation=gen,
             clusters=new_clusters,
             aws_target_groups=tagged_status,
-            conditions=[cond],
+            conditions=with_condition(
+                [prev] if prev else [], "Ready", status == "True", reason, message, now, gen
+            ),
         )
         if new == old:
             return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -106,6 +107,34 @@ class Condition(ApiModel):
     message: str = Field(default="", max_length=32768)
     last_transition_time: datetime.datetime
     observed_generation: int | None = None
+
+
+def with_condition(
+    conditions: Sequence[Condition] | None,
+    type_: str,
+    ok: bool,
+    reason: str,
+    message: str,
+    now: datetime.datetime,
+    generation: int | None,
+) -> list[Condition]:
+    """`conditions` with condition `type_` set to `ok` (in its place, or added last). Its
+    transition time moves only when its status does, as Kubernetes' API conventions say: a
+    pass that changes only the reason or the message keeps it."""
+    value: Literal["True", "False"] = "True" if ok else "False"
+    old = next((c for c in conditions or () if c.type == type_), None)
+    kept = old is not None and old.status == value
+    new = Condition(
+        type=type_,
+        status=value,
+        reason=reason,
+        message=message,
+        last_transition_time=old.last_transition_time if old is not None and kept else now,
+        observed_generation=generation,
+    )
+    if old is None:
+        return [*(conditions or ()), new]
+    return [new if c is old else c for c in conditions or ()]
 
 
 class PendingNotification(ApiModel):

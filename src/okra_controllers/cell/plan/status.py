@@ -13,7 +13,7 @@ import re
 from typing import Literal
 
 from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
-from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.api.v1alpha1.common import with_condition
 from okra_controllers.cell.plan.model import Event, Observed, Plan
 
 Health = Literal["Progressing", "Paused", "Healthy", "Degraded"]
@@ -29,21 +29,11 @@ def condition(
     now: datetime.datetime,
     generation: int,
 ) -> None:
-    """Set condition `type_`; its transition time moves only when its status does."""
-    conds = {c.type: c for c in status.conditions or []}
-    old = conds.get(type_)
-    value: Literal["True", "False"] = "True" if ok else "False"
-    changed = old is None or old.status != value
-    conds[type_] = Condition(
-        type=type_,
-        status=value,
-        reason=reason,
-        message=message[:32000],
-        last_transition_time=now if changed or old is None else old.last_transition_time,
-        observed_generation=generation,
-    )
+    """Set condition `type_`; its transition time moves only when its status does. The
+    conditions are kept in one order (CONDITION_ORDER, then the others)."""
+    conds = with_condition(status.conditions, type_, ok, reason, message[:32000], now, generation)
     status.conditions = sorted(
-        conds.values(),
+        conds,
         key=lambda c: CONDITION_ORDER.index(c.type) if c.type in CONDITION_ORDER else 99,
     )
 

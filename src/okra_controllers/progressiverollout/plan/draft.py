@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import datetime
-from typing import Literal
 
-from okra_controllers.api.v1alpha1.common import Condition
+from okra_controllers.api.v1alpha1.common import with_condition
 from okra_controllers.api.v1alpha1.progressiverollout import ClusterStatus, ProgressiveRolloutStatus
 from okra_controllers.progressiverollout.plan.members import short
 from okra_controllers.progressiverollout.plan.model import POLL, Event, EventType, Observed, Plan
@@ -69,28 +68,6 @@ def set_condition(
     now: datetime.datetime,
     generation: int,
 ) -> None:
-    conds = list(status.conditions or [])
-    text: Literal["True", "False"] = "True" if value else "False"
-    for i, c in enumerate(conds):
-        if c.type == type_:
-            conds[i] = Condition(
-                type=type_,
-                status=text,
-                reason=reason,
-                message=message,
-                last_transition_time=c.last_transition_time if c.status == text else now,
-                observed_generation=generation,
-            )
-            break
-    else:
-        conds.append(
-            Condition(
-                type=type_,
-                status=text,
-                reason=reason,
-                message=message,
-                last_transition_time=now,
-                observed_generation=generation,
-            )
-        )
-    status.conditions = conds
+    status.conditions = with_condition(
+        status.conditions, type_, value, reason, message, now, generation
+    )
