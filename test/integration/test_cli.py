@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from okra_controllers.api.kinds import ANALYSIS_RUN, BLOCKLIST, CELL, PAUSE
+from okra_controllers.api.v1alpha1.history import RolloutRecord
 from okra_runtime import GVK, Client, NotFoundError
 from okra_testkit.envtest import ADMIN, UNPRIVILEGED, ControlPlane
 from support import eventually
@@ -419,7 +420,8 @@ async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
     control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
 ) -> None:
     """`okra history cell`: the records the API server accepted in the Cell's status, as a
-    table and as one rollout's timeline; -o yaml prints the record itself."""
+    table and as one rollout's timeline (a judged analysis with its comparison); -o yaml
+    prints the record itself."""
     failed = {
         "rolloutId": "20261204t0251-ab12",
         "from": "v1",
@@ -456,6 +458,33 @@ async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
                 "reason": "RolloutFailed",
                 "message": "version v2 failed: p99 +38%",
             },
+        ],
+        "analyses": [
+            {
+                "name": "web-ab12-step-1",
+                "at": "step-1",
+                "phase": "Failed",
+                "message": "score 41 < 75",
+                "startedAt": "2026-12-04T02:53:00Z",
+                "completedAt": "2026-12-04T02:55:00Z",
+                "metrics": [
+                    {
+                        "name": "p99",
+                        "phase": "Failed",
+                        "count": 1,
+                        "failed": 1,
+                        "values": ["138"],
+                        "judgment": {
+                            "classification": "High",
+                            "canary": {"count": 30, "median": 138, "p25": 130, "max": 170},
+                            "baseline": {"count": 30, "median": 100, "min": 90, "p75": 104},
+                            "effectSize": 0.38,
+                            "pValue": 0.0001,
+                        },
+                    }
+                ],
+                "judgment": {"outcome": "Fail", "score": 41, "pass": 90, "marginal": 75},
+            }
         ],
     }
     await make_cell(
@@ -496,6 +525,11 @@ async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
         "  2026-12-04 02:51:00   RolloutStarted: canary v2 from v1",
         "  2026-12-04 02:53:00  step 1 ended (canary at 20%)",
         "  2026-12-04 02:53:00  step 2 began",
+        "  2026-12-04 02:55:00  !analysis web-ab12-step-1 (step-1) Failed: score 41 < 75; "
+        "score 41 (Fail; pass 90, marginal 75)",
+        "                        p99 Failed: 1 measured, 0 successful, 1 failed; last 138; "
+        "judged High: canary median 138 (30 values) vs baseline median 100 (30 values), +38%, "
+        "p 0.0001",
         "  2026-12-04 02:55:03  step 2 ended (canary at 40%)",
         "  2026-12-04 02:55:03  !RolloutFailed: version v2 failed: p99 +38%",
         "  2026-12-04 02:55:03  RolledBack: version v2 failed: p99 +38%",
@@ -505,7 +539,8 @@ async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
     code, out, _ = await okra(
         control_plane, namespace, "history", "cell", "web", "20261204t0251-ab12", "-o", "yaml"
     )
-    assert (code, yaml.safe_load(out)) == (0, failed)
+    assert code == 0
+    assert RolloutRecord.model_validate(yaml.safe_load(out)) == RolloutRecord.model_validate(failed)
 
 
 async def test_abort_then_retry(

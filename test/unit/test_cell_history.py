@@ -9,9 +9,14 @@ from typing import Any
 
 import pytest
 
+from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
 from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
-from okra_controllers.api.v1alpha1.history import MAX_RECORDED_EVENTS
-from okra_controllers.cell.history import recorded
+from okra_controllers.api.v1alpha1.history import (
+    MAX_RECORDED_ANALYSES,
+    MAX_RECORDED_EVENTS,
+    MAX_RECORDED_VALUES,
+)
+from okra_controllers.cell.history import recorded, runs_to_read
 from okra_runtime.events import Event
 
 pytestmark = pytest.mark.unit
@@ -49,11 +54,18 @@ class Walk:
         self.status = status(**first)
         self.annotations: dict[str, str] = {}
         self.pinned: str | None = None
+        self.runs: dict[str, dict[str, Any]] = {}  # the AnalysisRuns' statuses, by name
 
     def to(
         self, t: int, fields: dict[str, Any], *events: Event, limit: int = 10, steps: int = 4
     ) -> Any:
         after = status(**{**fields, "history": self.status.history})
+        wanted = runs_to_read(self.status, after)
+        runs = {
+            n: AnalysisRunStatus.model_validate(self.runs[n])
+            for n, any_phase in wanted.items()
+            if n in self.runs and (any_phase or self.runs[n].get("phase") != "Running")
+        }
         after.history = recorded(
             self.status,
             after,
@@ -63,6 +75,7 @@ class Walk:
             pinned=self.pinned,
             steps=steps,
             limit=limit,
+            runs=runs,
         )
         self.status = after
         return after.history
@@ -267,3 +280,118 @@ def test_past_the_last_step_the_rollout_completes_and_runs_no_step() -> None:
     (r,) = w.to(9, {**IDLE, "stableVersion": "v2"}, Event("Normal", "RolloutCompleted", "done"))
     assert [(s.index, s.ended_at) for s in r.steps] == [(2, at(5))]
     assert (r.outcome, r.ended_at) == ("Completed", at(9))
+
+
+def run(phase: str, *values: str, judged: bool = False, **more: Any) -> dict[str, Any]:
+    """An AnalysisRun's status: one metric `latency` with these measurements."""
+    metric: dict[str, Any] = {
+        "name": "latency",
+        "phase": phase,
+        "count": len(values),
+        "successful": len(values) if phase == "Successful" else 0,
+        "failed": 1 if phase == "Failed" else 0,
+        "measurements": [{"phase": "Successful", "value": v} for v in values],
+    }
+    if judged:
+        metric["judgment"] = {
+            "classification": "High",
+            "canary": {"count": 30, "median": 138, "p90": 160, "min": 120, "max": 170},
+            "baseline": {"count": 30, "median": 100, "p90": 110, "min": 90, "max": 115},
+            "effectSize": 0.38,
+            "pValue": 0.0001,
+        }
+    return {
+        "phase": phase,
+        "startedAt": at(10).isoformat(),
+        "metricResults": [metric],
+        **(
+            {"judgment": {"outcome": "Fail", "score": 41, "pass": 90, "marginal": 75}}
+            if judged
+            else {}
+        ),
+        **more,
+    }
+
+
+def test_each_analysis_is_recorded_once_as_it_finished() -> None:
+    w = Walk(IDLE)
+    runs = {"step-1": "web-r1-step-1"}
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.runs["web-r1-step-1"] = run("Running", "0.1")
+    (r,) = w.to(20, rolling(1, 20, analysisRuns=runs))
+    assert r.analyses is None  # running: not yet
+    w.runs["web-r1-step-1"] = run(
+        "Successful", *[f"0.{n}" for n in range(8)], completedAt=at(30).isoformat()
+    )
+    (r,) = w.to(31, rolling(1, 20, analysisRuns=runs))
+    (a,) = r.analyses or []
+    assert (a.name, a.at, a.phase, a.completed_at) == (
+        "web-r1-step-1",
+        "step-1",
+        "Successful",
+        at(30),
+    )
+    (m,) = a.metrics
+    assert (m.name, m.count, m.successful) == ("latency", 8, 8)
+    assert m.values == [f"0.{n}" for n in range(8)][-MAX_RECORDED_VALUES:]  # the newest
+    before = w.status.model_copy(deep=True)
+    (r,) = w.to(32, rolling(1, 20, analysisRuns=runs))
+    assert w.status.history == before.history  # recorded once: an idle pass writes nothing
+    assert runs_to_read(w.status, w.status) == {}  # and reads no run
+
+
+def test_a_judged_analysis_that_rolled_back_keeps_its_comparison() -> None:
+    w = Walk(IDLE)
+    runs = {"step-2": "web-r1-step-2"}
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.to(20, rolling(2, 40, analysisRuns=runs))
+    w.runs["web-r1-step-2"] = run("Failed", "138", judged=True, message="score 41 < 75")
+    failed = Event("Warning", "RolloutFailed", "analysis web-r1-step-2 Failed: score 41 < 75")
+    (r,) = w.to(25, {**IDLE}, failed)  # the rollout ends: its runs cleared from the status
+    assert (r.outcome, r.cause) == ("RolledBack", failed.message)
+    (a,) = r.analyses or []
+    assert (a.phase, a.message) == ("Failed", "score 41 < 75")
+    assert a.judgment is not None
+    assert (a.judgment.score, a.judgment.outcome) == (41, "Fail")
+    j = a.metrics[0].judgment
+    assert j is not None
+    assert (j.classification, j.effect_size) == ("High", 0.38)
+    assert (j.canary.median, j.canary.max, j.baseline.median, j.baseline.min) == (138, 170, 100, 90)
+
+
+def test_at_the_end_a_running_background_analysis_is_recorded_as_it_stood() -> None:
+    w = Walk(IDLE)
+    runs = {"background": "web-r1-bg", "step-0": "web-r1-step-0"}
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.runs["web-r1-bg"] = run("Running", "0.1", "0.2")
+    w.runs["web-r1-step-0"] = run("Pending")
+    w.runs["web-r1-step-0"]["phase"] = ""  # never started
+    w.to(20, rolling(0, 20, analysisRuns=runs))
+    done = Event("Normal", "RolloutCompleted", "v2 serves 100 %")
+    (r,) = w.to(30, {**IDLE, "stableVersion": "v2"}, done)
+    assert [(a.name, a.phase, a.metrics[0].values) for a in r.analyses or []] == [
+        ("web-r1-bg", "Running", ["0.1", "0.2"])
+    ]
+
+
+def test_a_superseded_rollout_keeps_its_analyses_and_the_record_is_bounded() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    names = {f"step-{i}": f"web-r1-step-{i}" for i in range(MAX_RECORDED_ANALYSES + 2)}
+    for i, name in enumerate(names.values()):
+        w.runs[name] = run("Successful", str(i), completedAt=at(100 + i).isoformat())
+        w.to(100 + i, rolling(i, 20, analysisRuns=dict(list(names.items())[: i + 1])))
+    r = w.status.history[0]  # type: ignore[index]
+    assert [a.name for a in r.analyses or []] == list(names.values())  # each once, in order
+    assert [bool(a.metrics) for a in r.analyses or []] == [False] * 2 + [True] * 10
+    assert (r.analyses or [])[0].phase == "Successful"
+    before = w.status.model_copy(deep=True)
+    w.to(150, rolling(11, 20, analysisRuns=names))
+    assert w.status.history == before.history  # nothing recorded twice
+    v3 = rolling(0, 20, rid="r2", canaryVersion="v3")
+    old, new = w.to(200, v3)[1], w.status.history[0]  # type: ignore[index]
+    assert (old.outcome, len(old.analyses or []), new.analyses) == (
+        "Superseded",
+        MAX_RECORDED_ANALYSES + 2,
+        None,
+    )

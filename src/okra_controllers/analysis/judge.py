@@ -113,6 +113,12 @@ class Summary:
     median: float | None
     p90: float | None
     total: float
+    low: float | None = None
+    """The smallest value; `high` the largest, `q1` and `q3` the quartiles (what a box
+    plot of the side shows)."""
+    q1: float | None = None
+    q3: float | None = None
+    high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -211,8 +217,10 @@ def summarize(values: np.ndarray) -> Summary:
 
     if values.size == 0:
         return Summary(0, None, None, 0.0)
-    median, p90 = np.percentile(values, [50, 90])
-    return Summary(int(values.size), float(median), float(p90), float(values.sum()))
+    low, q1, median, q3, p90, high = (
+        float(v) for v in np.percentile(values, [0, 25, 50, 75, 90, 100])
+    )
+    return Summary(int(values.size), median, p90, float(values.sum()), low, q1, q3, high)
 
 
 def _or_none(value: float) -> float | None:

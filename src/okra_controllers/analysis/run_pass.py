@@ -128,7 +128,9 @@ def judgment_with(judgment: Judgment | None, values: dict[str, str]) -> Judgment
 
 
 def _summary(s: judge.Summary) -> SampleSummary:
-    return SampleSummary(count=s.count, median=s.median, p90=s.p90)
+    return SampleSummary(
+        count=s.count, median=s.median, p90=s.p90, min=s.low, p25=s.q1, p75=s.q3, max=s.high
+    )
 
 
 def judged_measurement(

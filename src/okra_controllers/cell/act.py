@@ -21,16 +21,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from pydantic import ValidationError
 
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
 from okra_controllers.api.kinds import ANALYSIS_RUN, CELL, PAUSE, SECRET
+from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
 from okra_controllers.api.v1alpha1.cell import Cell, CellStatus, PauseSpec, RolloutCellStatus
 from okra_controllers.api.v1alpha1.common import API_VERSION
 from okra_controllers.cell.argocd import label_patch
 from okra_controllers.cell.blocklist import Blocklists
 from okra_controllers.cell.checkjobs import check_job, owner_ref
 from okra_controllers.cell.configspec import config_spec
-from okra_controllers.cell.history import DEFAULT_LIMIT, recorded
+from okra_controllers.cell.history import DEFAULT_LIMIT, FINISHED, recorded, runs_to_read
 from okra_controllers.cell.plan import Forward, PauseRequest, Plan, RunRequest
 from okra_controllers.cell.reads import Caches
 from okra_controllers.cell.report import told
@@ -101,6 +103,7 @@ class Actor:
             pinned=cell.spec.version,
             steps=len(canary.steps) if (canary := cell.spec.update_strategy.canary) else None,
             limit=self.history,
+            runs=self._run_statuses(ns, before, status),
         )
         written = raw.get("status")
         if not await self.write_status(raw, status):
@@ -125,6 +128,19 @@ class Actor:
         return Acted(
             status, replaced=written is not None and raw.get("status") is not written, said=said
         )
+
+    def _run_statuses(
+        self, ns: str, before: RolloutCellStatus, after: RolloutCellStatus
+    ) -> dict[str, AnalysisRunStatus]:
+        """The statuses of the runs the record may take (`runs_to_read`), from the cache; a
+        run whose status cannot be read is left out (it is recorded when it can be)."""
+        got: dict[str, AnalysisRunStatus] = {}
+        for name, any_phase in runs_to_read(before, after).items():
+            st = (self.caches.runs.get(name, ns) or {}).get("status")
+            if isinstance(st, dict) and (any_phase or st.get("phase") in FINISHED):
+                with contextlib.suppress(ValidationError):
+                    got[name] = AnalysisRunStatus.model_validate(st)
+        return got
 
     async def write_status(self, raw: Obj, status: RolloutCellStatus) -> bool:
         """The status written over `raw`'s (`statuswrite.write_status`)."""

@@ -12,11 +12,16 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping, Sequence
 
+from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus, MetricResult
 from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.history import (
+    MAX_RECORDED_ANALYSES,
     MAX_RECORDED_EVENTS,
+    MAX_RECORDED_VALUES,
     Outcome,
+    RecordedAnalysis,
     RecordedEvent,
+    RecordedMetric,
     RecordedStep,
     RolloutRecord,
     Trigger,
@@ -34,6 +39,10 @@ ENDS: Mapping[str, Outcome] = {
     "RolloutAborted": "Aborted",
 }
 """The plan Events that end a rollout, and how."""
+FINISHED = frozenset({"Successful", "Failed", "Error", "Inconclusive"})
+"""The phases of an analysis that has said its verdict."""
+MESSAGE_LIMIT = 512
+"""A recorded analysis's and metric's message is cut to this many characters."""
 
 
 def recorded(
@@ -46,18 +55,22 @@ def recorded(
     pinned: str | None,
     steps: int | None = None,
     limit: int = DEFAULT_LIMIT,
+    runs: Mapping[str, AnalysisRunStatus] | None = None,
 ) -> list[RolloutRecord] | None:
     """`after.history`: `before`'s, with what this reconcile did (`events`: its plan's
     Events; `annotations`: the Cell's, for `okra promote`; `pinned`: `spec.version`;
     `steps`: how many the strategy has, past which the rollout completes rather than runs
-    a step), the newest `limit` rollouts. None while the Cell has never rolled out."""
+    a step; `runs`: the statuses of the AnalysisRuns `before` and `after` name, by run
+    name), the newest `limit` rollouts. None while the Cell has never rolled out."""
     history = list(before.history or [])
     if history:  # only the newest record can change: copy it, share the others
         history[0] = history[0].model_copy(deep=True)
     latest = history[0] if history else None
+    runs = runs or {}
     if after.rollout_id is not None and (latest is None or latest.rollout_id != after.rollout_id):
         if latest is not None and latest.outcome is None:
             _end(latest, now, "Superseded", f"superseded by the rollout of {after.canary_version}")
+            _analysed(latest, before, after, runs)
         latest = _begun(before, after, now, pinned)
         history.insert(0, latest)
     if latest is not None and latest.outcome is None:
@@ -68,8 +81,90 @@ def recorded(
                 _end(latest, now, ENDS[e.reason], e.message, before.canary_weight)
         if latest.outcome is None and after.rollout_id != latest.rollout_id:
             _end(latest, now, "Superseded", after.message or "the rollout's version went away")
+        _analysed(latest, before, after, runs)
     kept = history[: max(limit, 0)]
     return kept or None
+
+
+def runs_to_read(before: RolloutCellStatus, after: RolloutCellStatus) -> dict[str, bool]:
+    """The AnalysisRuns `recorded` may take in this pass, by name: those `before` and
+    `after` name that the newest record does not hold yet. True: any phase is wanted (the
+    rollout ends in this pass, or is replaced); False: only a finished one."""
+    latest = before.history[0] if before.history else None
+    have = {a.name for a in latest.analyses or []} if latest is not None else set()
+    ending = after.rollout_id != before.rollout_id
+    return {
+        name: ending
+        for st in (before, after)
+        for name in (st.analysis_runs or {}).values()
+        if name not in have
+    }
+
+
+def _analysed(
+    r: RolloutRecord,
+    before: RolloutCellStatus,
+    after: RolloutCellStatus,
+    runs: Mapping[str, AnalysisRunStatus],
+) -> None:
+    """Add each of the rollout's analyses that has finished and is not recorded yet; at
+    the rollout's end, also those still running, as they stood (a background analysis
+    runs until its rollout ends)."""
+    named: dict[str, str] = {}
+    for st in (before, after):
+        if st.rollout_id == r.rollout_id:
+            named.update({name: at for at, name in (st.analysis_runs or {}).items()})
+    have = {a.name for a in r.analyses or []}
+    new = [
+        _analysis(name, at, run)
+        for name, at in named.items()
+        if name not in have
+        and (run := runs.get(name)) is not None
+        and (run.phase in FINISHED or (r.outcome is not None and run.phase))
+    ]
+    if new:
+        new.sort(key=lambda a: (a.completed_at or a.started_at or r.started_at, a.name))
+        kept = [*(r.analyses or []), *new]
+        # Every analysis keeps its entry (a rollout runs one per step at most, 64 steps),
+        # so that one is never recorded twice; only the newest keep their measurements.
+        r.analyses = [
+            a.model_copy(update={"metrics": [], "judgment": None})
+            for a in kept[:-MAX_RECORDED_ANALYSES]
+        ] + kept[-MAX_RECORDED_ANALYSES:]
+
+
+def _analysis(name: str, at: str, run: AnalysisRunStatus) -> RecordedAnalysis:
+    return RecordedAnalysis(
+        name=name,
+        at=at,
+        phase=run.phase,
+        message=_cut(run.message),
+        started_at=run.started_at,
+        completed_at=run.completed_at,
+        metrics=[_metric(m) for m in run.metric_results or []],
+        judgment=run.judgment,
+    )
+
+
+def _metric(m: MetricResult) -> RecordedMetric:
+    values = [v.value for v in m.measurements if v.value is not None]
+    return RecordedMetric(
+        name=m.name,
+        phase=m.phase,
+        message=_cut(m.message),
+        count=m.count,
+        successful=m.successful,
+        failed=m.failed,
+        inconclusive=m.inconclusive,
+        error=m.error,
+        dry_run=m.dry_run,
+        values=values[-MAX_RECORDED_VALUES:],
+        judgment=m.judgment,
+    )
+
+
+def _cut(message: str | None) -> str | None:
+    return None if message is None else message[:MESSAGE_LIMIT]
 
 
 def _begun(

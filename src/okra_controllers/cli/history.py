@@ -1,6 +1,7 @@
 """`okra history cell NAME [ROLLOUT]`: a Cell's past rollouts from its `status.history`, as a
-table (newest first) or, for one rollout, its timeline (steps and what okra said, in time
-order); `-o json|yaml` prints the records themselves. Pure rendering beside one GET."""
+table (newest first) or, for one rollout, its timeline (steps, what okra said, and each
+analysis with what it measured and what decided it, in time order); `-o json|yaml` prints
+the records themselves. Pure rendering beside one GET."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import argparse
 import datetime
 from collections.abc import Sequence
 
+from okra_controllers.api.v1alpha1.analysis import MetricJudgmentStatus
 from okra_controllers.api.v1alpha1.cell import CellStatus
-from okra_controllers.api.v1alpha1.history import RolloutRecord
+from okra_controllers.api.v1alpha1.history import RecordedAnalysis, RecordedMetric, RolloutRecord
 from okra_controllers.cli.get import dump
 from okra_controllers.cli.kube import CliError, Context
 from okra_controllers.cli.render.common import Paint, duration, table
@@ -70,11 +72,46 @@ def render_timeline(name: str, r: RolloutRecord, now: datetime.datetime) -> str:
     for e in r.events:
         mark = "!" if e.type == "Warning" else " "
         lines.append((e.time, 2, f"{mark}{e.reason}: {e.message}" if e.message else e.reason))
-    lines.sort(key=lambda line: (line[0], line[1]))  # at one time: ends, begins, then words
+    for a in r.analyses or []:
+        lines.append((a.completed_at or a.started_at or r.started_at, 3, _analysis(a)))
+    lines.sort(key=lambda line: (line[0], line[1]))  # at one time: ends, begins, words, runs
     body = [f"  {_when(t)}  {text}" for t, _, text in lines]
     if r.outcome is not None:
         body.append(f"  {_when(r.ended_at)}  {r.outcome}: {r.cause or ''}".rstrip())
     return "\n".join([head, *body]) + "\n"
+
+
+def _analysis(a: RecordedAnalysis) -> str:
+    """An analysis's verdict, then one line per metric (what it measured, what decided)."""
+    mark = "!" if a.phase in ("Failed", "Error") else " "
+    head = f"{mark}analysis {a.name} ({a.at}) {a.phase}" + (f": {a.message}" if a.message else "")
+    if a.judgment is not None and a.judgment.score is not None:
+        j = a.judgment
+        head += f"; score {j.score:g} ({j.outcome}; pass {j.pass_:g}, marginal {j.marginal:g})"
+    return "\n".join([head, *(" " * 24 + _metric(m) for m in a.metrics)])
+
+
+def _metric(m: RecordedMetric) -> str:
+    counts = f"{m.count} measured, {m.successful} successful, {m.failed} failed"
+    if m.inconclusive or m.error:
+        counts += f", {m.inconclusive} inconclusive, {m.error} errors"
+    text = f"{m.name} {m.phase}{' (dry run)' if m.dry_run else ''}: {counts}"
+    if m.values:
+        text += f"; last {', '.join(m.values)}"
+    return text + (f"; {_judged(m.judgment)}" if m.judgment is not None else "")
+
+
+def _judged(j: MetricJudgmentStatus) -> str:
+    def median(side: str, n: int, value: float | None) -> str:
+        return f"{side} median {value:g} ({n} values)" if value is not None else f"{side} no data"
+
+    text = (
+        f"judged {j.classification}: {median('canary', j.canary.count, j.canary.median)} vs "
+        f"{median('baseline', j.baseline.count, j.baseline.median)}"
+    )
+    if j.effect_size is not None:
+        text += f", {j.effect_size:+.0%}"
+    return text + (f", p {j.p_value:.2g}" if j.p_value is not None else "")
 
 
 def pick(name: str, rs: Sequence[RolloutRecord], rollout: str) -> RolloutRecord:

@@ -297,9 +297,16 @@ class Measurement(ApiModel):
 
 
 class SampleSummary(ApiModel):
+    """One side's sample as the judge compared it (finite values, outliers removed): its
+    size and the values a box plot shows."""
+
     count: int = 0
     median: float | None = None
     p90: float | None = None
+    min: float | None = None
+    p25: float | None = None
+    p75: float | None = None
+    max: float | None = None
 
 
 class MetricJudgmentStatus(ApiModel):

@@ -15,11 +15,18 @@ from typing import Literal
 
 from pydantic import Field
 
+from okra_controllers.api.v1alpha1.analysis import MetricJudgmentStatus, Phase, RunJudgmentStatus
 from okra_controllers.api.v1alpha1.common import ApiModel
 
 MAX_RECORDED_EVENTS = 30
 """The entries a rollout's record keeps: the newest (a rollout that says more says it in its
 Events and the manager's log)."""
+
+MAX_RECORDED_ANALYSES = 10
+"""The finished analyses whose metrics a rollout's record keeps: the newest (an older one
+keeps its name, phase, times and message)."""
+MAX_RECORDED_VALUES = 5
+"""The measurements of each metric an analysis's record keeps: the newest."""
 
 Outcome = Literal["Completed", "RolledBack", "Aborted", "Superseded"]
 Trigger = Literal["NewVersion", "Pin", "Retry", "StepsChanged", "Unknown"]
@@ -40,6 +47,41 @@ class RecordedEvent(ApiModel):
     type: Literal["Normal", "Warning"]
     reason: str
     message: str = ""
+
+
+class RecordedMetric(ApiModel):
+    """One metric of a finished analysis: its verdict, the counts that decided it, its
+    newest values and, for a judged metric, the comparison of canary and baseline."""
+
+    name: str
+    phase: Phase
+    message: str | None = None
+    count: int = 0
+    successful: int = 0
+    failed: int = 0
+    inconclusive: int = 0
+    error: int = 0
+    dry_run: bool | None = None
+    values: list[str] = Field(default_factory=list)
+    """The newest measurements' values, oldest first (at most `MAX_RECORDED_VALUES`)."""
+    judgment: MetricJudgmentStatus | None = None
+
+
+class RecordedAnalysis(ApiModel):
+    """An AnalysisRun of the rollout as it finished: it outlives the run, which is deleted
+    with its rollout."""
+
+    name: str
+    """The AnalysisRun's name."""
+    at: str
+    """Where the rollout ran it: `step-N` (the step of index N) or `background`."""
+    phase: Phase
+    message: str | None = None
+    started_at: datetime.datetime | None = None
+    completed_at: datetime.datetime | None = None
+    metrics: list[RecordedMetric] = Field(default_factory=list)
+    judgment: RunJudgmentStatus | None = None
+    """The canary score of its judged metrics and what it was held to."""
 
 
 class RolloutRecord(ApiModel):
@@ -66,3 +108,7 @@ class RolloutRecord(ApiModel):
     events: list[RecordedEvent] = Field(default_factory=list)
     """What okra did and said during the rollout, and the user actions it saw (pause,
     resume, promote), oldest first; the newest `MAX_RECORDED_EVENTS`."""
+    analyses: list[RecordedAnalysis] | None = None
+    """Its analyses as each finished (Successful, Failed, Error or Inconclusive), oldest
+    first, the newest `MAX_RECORDED_ANALYSES` with their metrics. At the rollout's end,
+    those still running (a background analysis) as they stood. Unset before the first."""
