@@ -148,6 +148,17 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     assert "Promoted" in reasons
     assert rolled_back["cause"].startswith("version v3 failed"), rolled_back
     assert rolled_back["cause"] == failed[0]["note"]  # the RolloutFailed Event's words
+    # Each analysis outlives its AnalysisRun: v2's step analysis and its background one
+    # (Successful, or still running when the rollout completed), v3's failed one with the
+    # values that failed it, named by the cause.
+    assert sorted(a["at"] for a in completed["analyses"]) == ["background", "step-3"]
+    step = next(a for a in completed["analyses"] if a["at"] == "step-3")
+    assert step["phase"] == "Successful"
+    assert step["metrics"][0]["values"]
+    bad = [a for a in rolled_back["analyses"] if a["phase"] == "Failed"]
+    assert bad, rolled_back
+    assert bad[0]["name"] in rolled_back["cause"]
+    assert bad[0]["metrics"][0]["failed"] >= 1
 
 
 def assert_whole_versions(env: Env, versions: dict[str, set[str]]) -> None:
