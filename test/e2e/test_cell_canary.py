@@ -154,7 +154,7 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     assert sorted(a["at"] for a in completed["analyses"]) == ["background", "step-3"]
     step = next(a for a in completed["analyses"] if a["at"] == "step-3")
     assert step["phase"] == "Successful"
-    assert step["metrics"][0]["values"]
+    assert step["metrics"][0]["measurements"]
     bad = [a for a in rolled_back["analyses"] if a["phase"] == "Failed"]
     assert bad, rolled_back
     assert bad[0]["name"] in rolled_back["cause"]

@@ -473,7 +473,9 @@ async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
                         "phase": "Failed",
                         "count": 1,
                         "failed": 1,
-                        "values": ["138"],
+                        "measurements": [
+                            {"time": "2026-12-04T02:55:00Z", "value": "138", "phase": "Failed"}
+                        ],
                         "judgment": {
                             "classification": "High",
                             "canary": {"count": 30, "median": 138, "p25": 130, "max": 170},

@@ -14,7 +14,6 @@ from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.history import (
     MAX_RECORDED_ANALYSES,
     MAX_RECORDED_EVENTS,
-    MAX_RECORDED_VALUES,
 )
 from okra_controllers.cell.history import recorded, runs_to_read
 from okra_runtime.events import Event
@@ -290,7 +289,10 @@ def run(phase: str, *values: str, judged: bool = False, **more: Any) -> dict[str
         "count": len(values),
         "successful": len(values) if phase == "Successful" else 0,
         "failed": 1 if phase == "Failed" else 0,
-        "measurements": [{"phase": "Successful", "value": v} for v in values],
+        "measurements": [
+            {"phase": "Successful", "value": v, "finishedAt": at(10 + i).isoformat()}
+            for i, v in enumerate(values)
+        ],
     }
     if judged:
         metric["judgment"] = {
@@ -333,7 +335,9 @@ def test_each_analysis_is_recorded_once_as_it_finished() -> None:
     )
     (m,) = a.metrics
     assert (m.name, m.count, m.successful) == ("latency", 8, 8)
-    assert m.values == [f"0.{n}" for n in range(8)][-MAX_RECORDED_VALUES:]  # the newest
+    assert [(x.value, x.time, x.phase) for x in m.measurements] == [
+        (f"0.{n}", at(10 + n), "Successful") for n in range(8)
+    ]
     before = w.status.model_copy(deep=True)
     (r,) = w.to(32, rolling(1, 20, analysisRuns=runs))
     assert w.status.history == before.history  # recorded once: an idle pass writes nothing
@@ -369,9 +373,9 @@ def test_at_the_end_a_running_background_analysis_is_recorded_as_it_stood() -> N
     w.to(20, rolling(0, 20, analysisRuns=runs))
     done = Event("Normal", "RolloutCompleted", "v2 serves 100 %")
     (r,) = w.to(30, {**IDLE, "stableVersion": "v2"}, done)
-    assert [(a.name, a.phase, a.metrics[0].values) for a in r.analyses or []] == [
-        ("web-r1-bg", "Running", ["0.1", "0.2"])
-    ]
+    assert [
+        (a.name, a.phase, [x.value for x in a.metrics[0].measurements]) for a in r.analyses or []
+    ] == [("web-r1-bg", "Running", ["0.1", "0.2"])]
 
 
 def test_a_superseded_rollout_keeps_its_analyses_and_the_record_is_bounded() -> None:
@@ -395,3 +399,28 @@ def test_a_superseded_rollout_keeps_its_analyses_and_the_record_is_bounded() -> 
         MAX_RECORDED_ANALYSES + 2,
         None,
     )
+
+
+def test_the_measurements_kept_are_shared_by_the_metrics() -> None:
+    w = Walk(IDLE)
+    runs = {"step-0": "web-r1-step-0"}
+    w.to(1, rolling(0, 20, analysisRuns=runs), Event("Normal", "RolloutStarted", "canary v2"))
+    one = run("Successful", *[str(n) for n in range(40)])["metricResults"][0]
+    many = [{**one, "name": f"m{i}"} for i in range(4)]
+    w.runs["web-r1-step-0"] = {**run("Successful"), "metricResults": many}
+    (r,) = w.to(2, rolling(0, 20, analysisRuns=runs))
+    kept = [[x.value for x in m.measurements] for m in (r.analyses or [])[0].metrics]
+    assert kept == [[str(n) for n in range(33, 40)]] * 4  # 30 // 4 each, the newest
+    w2 = Walk(IDLE)
+    w2.to(1, rolling(0, 20, analysisRuns=runs), Event("Normal", "RolloutStarted", "canary v2"))
+    w2.runs["web-r1-step-0"] = {
+        **run("Successful"),
+        "metricResults": [{**one, "name": f"m{i}"} for i in range(32)],
+    }
+    (r,) = w2.to(2, rolling(0, 20, analysisRuns=runs))
+    assert [len(m.measurements) for m in (r.analyses or [])[0].metrics] == [1] * 32  # at least one
+    w3 = Walk(IDLE)
+    w3.to(1, rolling(0, 20, analysisRuns=runs), Event("Normal", "RolloutStarted", "canary v2"))
+    w3.runs["web-r1-step-0"] = run("Successful", *[str(n) for n in range(40)])
+    (r,) = w3.to(2, rolling(0, 20, analysisRuns=runs))
+    assert len((r.analyses or [])[0].metrics[0].measurements) == 10  # at most ten

@@ -17,10 +17,11 @@ from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.history import (
     MAX_RECORDED_ANALYSES,
     MAX_RECORDED_EVENTS,
-    MAX_RECORDED_VALUES,
+    MAX_RECORDED_MEASUREMENTS,
     Outcome,
     RecordedAnalysis,
     RecordedEvent,
+    RecordedMeasurement,
     RecordedMetric,
     RecordedStep,
     RolloutRecord,
@@ -141,13 +142,18 @@ def _analysis(name: str, at: str, run: AnalysisRunStatus) -> RecordedAnalysis:
         message=_cut(run.message),
         started_at=run.started_at,
         completed_at=run.completed_at,
-        metrics=[_metric(m) for m in run.metric_results or []],
+        metrics=[_metric(m, len(run.metric_results or [])) for m in run.metric_results or []],
         judgment=run.judgment,
     )
 
 
-def _metric(m: MetricResult) -> RecordedMetric:
-    values = [v.value for v in m.measurements if v.value is not None]
+def _metric(m: MetricResult, metrics: int) -> RecordedMetric:
+    each = min(10, max(1, MAX_RECORDED_MEASUREMENTS // max(metrics, 1)))
+    taken = [
+        RecordedMeasurement(time=x.finished_at or x.started_at, value=x.value, phase=x.phase)
+        for x in m.measurements
+        if x.value is not None
+    ]
     return RecordedMetric(
         name=m.name,
         phase=m.phase,
@@ -158,7 +164,7 @@ def _metric(m: MetricResult) -> RecordedMetric:
         inconclusive=m.inconclusive,
         error=m.error,
         dry_run=m.dry_run,
-        values=values[-MAX_RECORDED_VALUES:],
+        measurements=taken[-each:],
         judgment=m.judgment,
     )
 

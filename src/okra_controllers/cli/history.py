@@ -96,8 +96,8 @@ def _metric(m: RecordedMetric) -> str:
     if m.inconclusive or m.error:
         counts += f", {m.inconclusive} inconclusive, {m.error} errors"
     text = f"{m.name} {m.phase}{' (dry run)' if m.dry_run else ''}: {counts}"
-    if m.values:
-        text += f"; last {', '.join(m.values)}"
+    if m.measurements:
+        text += f"; last {', '.join(x.value for x in m.measurements)}"
     return text + (f"; {_judged(m.judgment)}" if m.judgment is not None else "")
 
 

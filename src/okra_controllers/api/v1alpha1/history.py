@@ -25,8 +25,9 @@ Events and the manager's log)."""
 MAX_RECORDED_ANALYSES = 10
 """The finished analyses whose metrics a rollout's record keeps: the newest (an older one
 keeps its name, phase, times and message)."""
-MAX_RECORDED_VALUES = 5
-"""The measurements of each metric an analysis's record keeps: the newest."""
+MAX_RECORDED_MEASUREMENTS = 30
+"""The measurements an analysis's record keeps, shared by its metrics (each keeps its newest
+`MAX_RECORDED_MEASUREMENTS // metrics`, at least one and at most 10)."""
 
 Outcome = Literal["Completed", "RolledBack", "Aborted", "Superseded"]
 Trigger = Literal["NewVersion", "Pin", "Retry", "StepsChanged", "Unknown"]
@@ -49,6 +50,13 @@ class RecordedEvent(ApiModel):
     message: str = ""
 
 
+class RecordedMeasurement(ApiModel):
+    time: datetime.datetime | None = None
+    """When it was taken (its `finishedAt`, else its `startedAt`)."""
+    value: str
+    phase: Phase
+
+
 class RecordedMetric(ApiModel):
     """One metric of a finished analysis: its verdict, the counts that decided it, its
     newest values and, for a judged metric, the comparison of canary and baseline."""
@@ -62,8 +70,8 @@ class RecordedMetric(ApiModel):
     inconclusive: int = 0
     error: int = 0
     dry_run: bool | None = None
-    values: list[str] = Field(default_factory=list)
-    """The newest measurements' values, oldest first (at most `MAX_RECORDED_VALUES`)."""
+    measurements: list[RecordedMeasurement] = Field(default_factory=list)
+    """Its newest measurements with a value, oldest first (see `MAX_RECORDED_MEASUREMENTS`)."""
     judgment: MetricJudgmentStatus | None = None
 
 
