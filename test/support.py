@@ -213,3 +213,76 @@ async def serve_error_rates() -> AsyncIterator[ErrorRates]:
         yield r
     finally:
         await runner.cleanup()
+
+
+def judged_rollback() -> dict[str, Any]:
+    """A Cell's record of one rollout (`status.history[]`) as okra writes it: v1 -> v2, two
+    steps, rolled back by a judged analysis at step 2 (p99 High, score 41), with its Events.
+    The CLI's and the dashboard's tests read it back from the API server."""
+    return {
+        "rolloutId": "20261204t0251-ab12",
+        "from": "v1",
+        "to": "v2",
+        "trigger": "NewVersion",
+        "startedAt": "2026-12-04T02:51:00Z",
+        "endedAt": "2026-12-04T02:55:03Z",
+        "outcome": "RolledBack",
+        "cause": "version v2 failed: p99 +38%",
+        "steps": [
+            {
+                "index": 0,
+                "startedAt": "2026-12-04T02:51:00Z",
+                "endedAt": "2026-12-04T02:53:00Z",
+                "canaryWeight": 20,
+            },
+            {
+                "index": 1,
+                "startedAt": "2026-12-04T02:53:00Z",
+                "endedAt": "2026-12-04T02:55:03Z",
+                "canaryWeight": 40,
+            },
+        ],
+        "events": [
+            {
+                "time": "2026-12-04T02:51:00Z",
+                "type": "Normal",
+                "reason": "RolloutStarted",
+                "message": "canary v2 from v1",
+            },
+            {
+                "time": "2026-12-04T02:55:03Z",
+                "type": "Warning",
+                "reason": "RolloutFailed",
+                "message": "version v2 failed: p99 +38%",
+            },
+        ],
+        "analyses": [
+            {
+                "name": "web-ab12-step-1",
+                "at": "step-1",
+                "phase": "Failed",
+                "message": "score 41 < 75",
+                "startedAt": "2026-12-04T02:53:00Z",
+                "completedAt": "2026-12-04T02:55:00Z",
+                "metrics": [
+                    {
+                        "name": "p99",
+                        "phase": "Failed",
+                        "count": 1,
+                        "failed": 1,
+                        "measurements": [
+                            {"time": "2026-12-04T02:55:00Z", "value": "138", "phase": "Failed"}
+                        ],
+                        "judgment": {
+                            "classification": "High",
+                            "canary": {"count": 30, "median": 138, "p25": 130, "max": 170},
+                            "baseline": {"count": 30, "median": 100, "min": 90, "p75": 104},
+                            "effectSize": 0.38,
+                            "pValue": 0.0001,
+                        },
+                    }
+                ],
+                "judgment": {"outcome": "Fail", "score": 41, "pass": 90, "marginal": 75},
+            }
+        ],
+    }

@@ -50,6 +50,7 @@ from okra_runtime import GVK, Client
 from okra_runtime.errors import NotFoundError
 from okra_testkit.envtest import ControlPlane
 from okra_testkit.envtest.controlplane import UNPRIVILEGED
+from support import judged_rollback
 
 from .conftest import (
     CELL,
@@ -586,3 +587,86 @@ async def test_the_banner_shows_a_cluster_freeze_and_lifts_it_with_the_users_rig
                 )
         with contextlib.suppress(NotFoundError):
             await rt_client.delete(CLUSTER_FREEZE, name)
+
+
+LISTENER = (
+    "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/"
+    "f2f7dc8efc522ab2"
+)
+DRAWN = """
+const q = (s) => [...document.querySelectorAll(s)];
+const row = document.querySelector("tr[data-metric='p99']");
+return {
+  weight: document.querySelector("path.canary-weight").getAttribute("d"),
+  ticks: q(".tick").map((t) => t.dataset.reason),
+  analyses: q(".analysis-mark").length,
+  lanes: q(".lane circle").length,
+  score: document.querySelector(".score").innerText,
+  metric: row.innerText,
+  sides: q("tr[data-metric='p99'] .box").map((b) => b.dataset.side),
+};
+"""
+"""What the rollout's page drew: its weight line, ticks, analysis marks, measurement dots and
+canary report."""
+
+
+async def test_a_past_rollout_has_a_page_with_its_timeline_and_canary_report(
+    okra_crds: list[str],
+    rt_client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    """A Cell's record of a rolled-back rollout, as the API server holds it: the Cell's page
+    lists it; its own page draws the canary's weight step by step, the Events and the
+    analysis on one time axis, and the judged metric's canary report (the score against its
+    thresholds, the verdict, the effect size, the p-value and both samples' box plots)."""
+    ns = namespace
+    cell = await rt_client.create(cell_obj(ns, LISTENER, [{"setWeight": 20}, {"setWeight": 40}]))
+    cell["status"] = {
+        "phase": "Error",
+        "health": "Degraded",
+        "stableVersion": "v1",
+        "history": [judged_rollback()],
+    }
+    await rt_client.update_status(cell)
+    admin = Dashboard(control_plane.kubeconfig(), ns, tmp_path / "dashboard.log")
+    try:
+        await asyncio.to_thread(browser.get, f"{admin.url}#/cell/{ns}/web")
+        await page_until(
+            browser,
+            text_has("Past rollouts", "20261204t0251-ab12", "RolledBack", "4m3s"),
+            "the Cell's past rollouts",
+        )
+        await asyncio.to_thread(
+            browser.execute_script, "document.querySelector('#past-rollouts a').click()"
+        )
+        await page_until(
+            browser,
+            text_has("rollout 20261204t0251-ab12", "version v2 failed: p99 +38%", "score 41"),
+            "the rollout's page",
+        )
+        drawn = await asyncio.to_thread(browser.execute_script, DRAWN)
+        screenshot(browser, "rollout")
+        if SCREENSHOTS:
+            await asyncio.to_thread(
+                browser.execute_script,
+                "document.querySelector('[data-analysis]').scrollIntoView()",
+            )
+            screenshot(browser, "canary-report")
+    finally:
+        admin.stop()
+    # 20 % then 40 %: the line starts at step 1's weight and steps up once (y = 16 + (1 -
+    # w / 100) * 134 in the chart's units)
+    assert drawn["weight"].startswith("M"), drawn
+    assert drawn["weight"].count("V") == 1, drawn
+    assert ",123.2H" in drawn["weight"], drawn
+    assert "V96.4H" in drawn["weight"], drawn
+    assert drawn["ticks"] == ["RolloutStarted", "RolloutFailed"], drawn
+    assert (drawn["analyses"], drawn["lanes"]) == (1, 1), drawn
+    assert "Fail" in drawn["score"], drawn
+    assert "passes at 90, marginal from 75" in drawn["score"], drawn
+    for shown in ("High", "+38%", "0.0001"):
+        assert shown in drawn["metric"], drawn
+    assert drawn["sides"] == ["baseline", "canary"], drawn

@@ -26,7 +26,7 @@ from okra_controllers.api.kinds import ANALYSIS_RUN, BLOCKLIST, CELL, PAUSE
 from okra_controllers.api.v1alpha1.history import RolloutRecord
 from okra_runtime import GVK, Client, NotFoundError
 from okra_testkit.envtest import ADMIN, UNPRIVILEGED, ControlPlane
-from support import eventually
+from support import eventually, judged_rollback
 
 REPO = Path(__file__).resolve().parents[2]
 API = "okra.mumo.co/v1alpha1"
@@ -422,73 +422,7 @@ async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
     """`okra history cell`: the records the API server accepted in the Cell's status, as a
     table and as one rollout's timeline (a judged analysis with its comparison); -o yaml
     prints the record itself."""
-    failed = {
-        "rolloutId": "20261204t0251-ab12",
-        "from": "v1",
-        "to": "v2",
-        "trigger": "NewVersion",
-        "startedAt": "2026-12-04T02:51:00Z",
-        "endedAt": "2026-12-04T02:55:03Z",
-        "outcome": "RolledBack",
-        "cause": "version v2 failed: p99 +38%",
-        "steps": [
-            {
-                "index": 0,
-                "startedAt": "2026-12-04T02:51:00Z",
-                "endedAt": "2026-12-04T02:53:00Z",
-                "canaryWeight": 20,
-            },
-            {
-                "index": 1,
-                "startedAt": "2026-12-04T02:53:00Z",
-                "endedAt": "2026-12-04T02:55:03Z",
-                "canaryWeight": 40,
-            },
-        ],
-        "events": [
-            {
-                "time": "2026-12-04T02:51:00Z",
-                "type": "Normal",
-                "reason": "RolloutStarted",
-                "message": "canary v2 from v1",
-            },
-            {
-                "time": "2026-12-04T02:55:03Z",
-                "type": "Warning",
-                "reason": "RolloutFailed",
-                "message": "version v2 failed: p99 +38%",
-            },
-        ],
-        "analyses": [
-            {
-                "name": "web-ab12-step-1",
-                "at": "step-1",
-                "phase": "Failed",
-                "message": "score 41 < 75",
-                "startedAt": "2026-12-04T02:53:00Z",
-                "completedAt": "2026-12-04T02:55:00Z",
-                "metrics": [
-                    {
-                        "name": "p99",
-                        "phase": "Failed",
-                        "count": 1,
-                        "failed": 1,
-                        "measurements": [
-                            {"time": "2026-12-04T02:55:00Z", "value": "138", "phase": "Failed"}
-                        ],
-                        "judgment": {
-                            "classification": "High",
-                            "canary": {"count": 30, "median": 138, "p25": 130, "max": 170},
-                            "baseline": {"count": 30, "median": 100, "min": 90, "p75": 104},
-                            "effectSize": 0.38,
-                            "pValue": 0.0001,
-                        },
-                    }
-                ],
-                "judgment": {"outcome": "Fail", "score": 41, "pass": 90, "marginal": 75},
-            }
-        ],
-    }
+    failed = judged_rollback()
     await make_cell(
         rt_client,
         namespace,

@@ -437,3 +437,13 @@ def test_the_pages_files_are_package_data() -> None:
     for path in static:
         rel = path.relative_to(root).as_posix()
         assert any(fnmatch.fnmatch(rel, g) for g in globs), f"{rel} is not package data"
+
+
+def test_the_past_rollouts_are_the_cells_record_with_how_long_each_took() -> None:
+    done = {"rolloutId": "a", "to": "v2", "startedAt": "2026-12-04T02:51:00Z"}
+    done["endedAt"] = "2026-12-04T02:55:03Z"
+    running = {"rolloutId": "b", "to": "v3", "startedAt": "2026-12-04T09:10:00Z"}
+    cell = {"status": {"history": [running, done, "not a record"]}}
+    assert model.rollout_records(cell) == [{**running, "took": None}, {**done, "took": 243.0}]
+    assert model.rollout_records({"status": {}}) == []
+    assert model.rollout_records({}) == []

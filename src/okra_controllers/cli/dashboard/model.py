@@ -367,6 +367,8 @@ def cell_detail(
         "desired": weight_list(cell, _desired(cell, config)),
         "timeline": step_timeline(cell, now),
         "history": history,
+        "rollouts": rollout_records(cell),
+        "canaryWeight": st.get("canaryWeight"),
         "runs": [run_view(r, cell) for r in owned[:MAX_RUNS]],
         "blocklist": [
             {
@@ -388,6 +390,19 @@ def cell_detail(
         ],
         "events": evs[:MAX_EVENTS],
     }
+
+
+def rollout_records(cell: Obj) -> list[Obj]:
+    """The Cell's record of its rollouts (`status.history`, newest first) as the page draws
+    them: each record as stored, with `took` (seconds; None for the one in progress)."""
+    out = []
+    for r in (cell.get("status") or {}).get("history") or []:
+        if not isinstance(r, dict):
+            continue
+        start, end = parse_time(r.get("startedAt")), parse_time(r.get("endedAt"))
+        took = (end - start).total_seconds() if start and end else None
+        out.append({**r, "took": took})
+    return out
 
 
 def _desired(cell: Obj, config: Obj | None) -> dict[str, int] | None:

@@ -15,7 +15,7 @@ const $ = (id) => document.getElementById(id);
 
 function route() {
   const parts = (location.hash.replace(/^#\/?/, "") || "cells").split("/").map(decodeURIComponent);
-  return { page: parts[0], ns: parts[1], name: parts[2] };
+  return { page: parts[0], ns: parts[1], name: parts[2], rollout: parts[3] };
 }
 
 function connect() {
@@ -243,6 +243,7 @@ function cellsPage() {
 function cellPage(r) {
   const c = state.cell;
   if (!c) return { key: "cell", head: "", body: `<p class="muted">${state.meta.synced ? `Cell ${esc(r.ns)}/${esc(r.name)} not found.` : "Reading…"}</p>` };
+  if (r.rollout) return rolloutPage(c, r.rollout);
   const timeline = c.timeline.map((s) =>
     `<li class="${s.state}">${s.index + 1}. ${esc(s.text)}${s.note ? ` <span class="muted" ${s.until ? `data-until="${esc(s.until)}"` : ""}>${esc(s.note)}</span>` : ""}</li>`).join("");
   const runs = c.runs.map((run) => `<div class="card run"><b>${esc(run.name)}</b> ${badge(run.phase)} <span class="muted">${esc(run.role)} ${esc(run.message)}</span>
@@ -262,9 +263,153 @@ function cellPage(r) {
     <div class="grid"><div class="card"><h2>Steps</h2><ol class="steps" id="timeline">${timeline || "<li>none: a new version gets all traffic at once</li>"}</ol></div>
     <div class="card"><h2>Weights over time (as AWS showed them)</h2>${weightChart(c.history, c.events)}</div></div>
     <h2>Analysis runs</h2>${runs}
+    <h2>Past rollouts</h2>${pastRollouts(c)}
     <h2>Blocked versions</h2>${blocked ? `<table>${blocked}</table>` : `<p class="muted">None.</p>`}
     <h2>Conditions</h2>${conds ? `<table><tr><th>TYPE</th><th>STATUS</th><th>REASON</th><th>MESSAGE</th></tr>${conds}</table>` : `<p class="muted">None.</p>`}
     <h2>Events</h2>${events ? `<table id="events">${events}</table>` : `<p class="muted">None${state.meta.unreadable && state.meta.unreadable.Event ? " (Events cannot be read)" : ""}.</p>`}` };
+}
+
+// -- the rollout record (status.history) ------------------------------------------------
+
+const num = (v) => (v === null || v === undefined ? "" : Number(Number(v).toPrecision(3)));
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
+const outcome = (rec) => badge(rec.outcome || "InProgress", rec.outcome || "Progressing");
+const cellHref = (c) => `#/cell/${encodeURIComponent(c.namespace)}/${encodeURIComponent(c.name)}`;
+
+function took(seconds) {
+  if (seconds === null || seconds === undefined) return "";
+  const s = Math.round(seconds), m = Math.floor(s / 60);
+  return s < 60 ? `${s}s` : m < 60 ? `${m}m${s % 60 ? (s % 60) + "s" : ""}` : `${Math.floor(m / 60)}h${m % 60 ? (m % 60) + "m" : ""}`;
+}
+
+// The Cell's past rollouts, newest first, each a link to its own page.
+function pastRollouts(c) {
+  const rows = (c.rollouts || []).map((r) => `<tr><td><a href="${cellHref(c)}/${encodeURIComponent(r.rolloutId)}">${esc(r.rolloutId)}</a></td>
+    <td>${esc(r.from || "none")} → ${esc(r.to)}</td><td>${esc(r.trigger)}</td><td class="muted">${esc(when(r.startedAt))}</td>
+    <td>${r.endedAt ? took(r.took) : `<span class="muted">in progress</span>`}</td><td>${outcome(r)}</td><td class="muted">${esc(r.cause || "")}</td></tr>`).join("");
+  return rows ? `<table id="past-rollouts"><tr><th>ROLLOUT</th><th>FROM → TO</th><th>TRIGGER</th><th>STARTED</th><th>TOOK</th><th>OUTCOME</th><th>CAUSE</th></tr>${rows}</table>`
+    : `<p class="muted">No rollout on record yet.</p>`;
+}
+
+const USER_ACTIONS = ["Promoted", "PausedByUser", "Resumed"];
+const PHASE_COLOR = { Successful: "var(--ok)", Failed: "var(--bad)", Error: "var(--bad)" };
+
+// One rollout on one time axis: the canary's weight step by step (each step's weight when
+// it ended; the current step's as the status has it now), step starts, what okra said
+// (ticks; red: warnings) and what users did (blue), each analysis where it finished, and
+// below, one lane per metric with its recorded measurements.
+function rolloutChart(rec, liveWeight) {
+  const W = 720, L = 40, R = 10, T = 16, WH = 150, LANE = 36;
+  const t0 = Date.parse(rec.startedAt);
+  const t1 = Math.max(rec.endedAt ? Date.parse(rec.endedAt) : Date.now(), t0 + 1000);
+  const r1 = (v) => Math.round(v * 10) / 10;
+  const x = (t) => r1(L + ((Date.parse(t) - t0) / (t1 - t0)) * (W - L - R));
+  const y = (w) => r1(T + (1 - w / 100) * (WH - T));
+  let d = "", drawn = false;
+  const starts = [];
+  for (const s of rec.steps || []) {
+    const w = s.canaryWeight ?? (s.endedAt ? null : liveWeight ?? null);
+    starts.push(`<line class="step-start" x1="${x(s.startedAt)}" x2="${x(s.startedAt)}" y1="${T}" y2="${WH}" stroke="#e3e6ec" stroke-dasharray="3 3"/><text x="${x(s.startedAt) + 2}" y="${T - 4}">${s.index + 1}</text>`);
+    if (w === null) { drawn = false; continue; }
+    const end = s.endedAt ? x(s.endedAt) : W - R;
+    d += drawn ? `H${x(s.startedAt)}V${y(w)}H${end}` : `M${x(s.startedAt)},${y(w)}H${end}`;
+    drawn = true;
+  }
+  const grid = [0, 50, 100].map((w) => `<line x1="${L}" x2="${W - R}" y1="${y(w)}" y2="${y(w)}" stroke="#e3e6ec"/><text x="4" y="${y(w) + 4}">${w}%</text>`).join("");
+  const ticks = (rec.events || []).map((e) => {
+    const color = e.type === "Warning" ? "var(--bad)" : USER_ACTIONS.includes(e.reason) ? "var(--stable)" : "var(--muted)";
+    return `<line class="tick" data-reason="${esc(e.reason)}" x1="${x(e.time)}" x2="${x(e.time)}" y1="${WH + 2}" y2="${WH + 12}" stroke="${color}" stroke-width="2"><title>${esc(when(e.time))} ${esc(e.reason)}: ${esc(e.message)}</title></line>`;
+  }).join("");
+  const analyses = rec.analyses || [];
+  const marks = analyses.filter((a) => a.completedAt || a.startedAt).map((a) => {
+    const cx = x(a.completedAt || a.startedAt);
+    return `<path class="analysis-mark" d="M${cx},${WH - 14}l6,6l-6,6l-6,-6z" fill="${PHASE_COLOR[a.phase] || "var(--warn)"}"><title>${esc(a.name)} (${esc(a.at)}) ${esc(a.phase)}${a.message ? ": " + esc(a.message) : ""}</title></path>`;
+  }).join("");
+  const lanes = [];
+  for (const a of analyses) for (const m of a.metrics || []) {
+    const pts = (m.measurements || []).filter((p) => p.time && !isNaN(parseFloat(p.value)));
+    if (pts.length) lanes.push({ label: `${m.name} (${a.at})`, pts });
+  }
+  const top = WH + 24;
+  const laneSvg = lanes.map((lane, i) => {
+    const vs = lane.pts.map((p) => parseFloat(p.value));
+    const lo = Math.min(...vs), most = Math.max(...vs), hi = most > lo ? most : lo + 1;
+    const y0 = top + i * LANE;
+    const dots = lane.pts.map((p) => `<circle cx="${x(p.time)}" cy="${y0 + LANE - 6 - ((parseFloat(p.value) - lo) / (hi - lo)) * (LANE - 16)}" r="3" fill="${PHASE_COLOR[p.phase] || "var(--warn)"}"><title>${esc(when(p.time))} ${esc(p.value)} (${esc(p.phase)})</title></circle>`).join("");
+    return `<g class="lane"><line x1="${L}" x2="${W - R}" y1="${y0}" y2="${y0}" stroke="#eceff4"/><text x="${L}" y="${y0 + 10}">${esc(lane.label)} ${most > lo ? `${num(lo)}–${num(most)}` : num(lo)}</text>${dots}</g>`;
+  }).join("");
+  const H = top + lanes.length * LANE + 16;
+  const axis = `<text x="${L}" y="${H - 4}">${esc(new Date(t0).toLocaleTimeString())}</text><text x="${W - R - 60}" y="${H - 4}">${esc(new Date(t1).toLocaleTimeString())}</text>`;
+  return `<svg id="rollout-chart" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="the rollout over time">${grid}${starts.join("")}<path class="canary-weight" d="${d}" fill="none" stroke="var(--canary)" stroke-width="2"/>${marks}${ticks}${laneSvg}${axis}</svg>
+    <div class="legend"><span><i style="background:var(--canary)"></i>canary weight</span><span><i style="background:var(--stable)"></i>user action</span><span><i style="background:var(--bad)"></i>warning</span><span>◆ analysis</span></div>`;
+}
+
+// A judged metric's two samples on one scale (whiskers: min to max, box: the quartiles,
+// the thick line: the median, the short tick: p90).
+function boxPlot(j) {
+  const sides = [["baseline", j.baseline || {}, "var(--stable)"], ["canary", j.canary || {}, "var(--canary)"]];
+  const vals = sides.flatMap(([, s]) => [s.min, s.max, s.median, s.p90].filter((v) => v !== null && v !== undefined));
+  if (!vals.length) return `<span class="muted">no data on either side</span>`;
+  const W = 320, H = 62, L = 78, R = 8;
+  const lo = Math.min(...vals), hi = Math.max(...vals) > lo ? Math.max(...vals) : lo + 1;
+  const x = (v) => L + ((v - lo) / (hi - lo)) * (W - L - R);
+  const rows = sides.map(([name, s, color], i) => {
+    const yc = 14 + i * 24;
+    if (!s.count || s.median === null || s.median === undefined) return `<text x="2" y="${yc + 4}">${name}: no data</text>`;
+    const mn = s.min ?? s.median, mx = s.max ?? s.median, q1 = s.p25 ?? s.median, q3 = s.p75 ?? s.median;
+    return `<g class="box" data-side="${name}"><title>${name}: ${s.count} values, median ${num(s.median)}, quartiles ${num(q1)}–${num(q3)}, p90 ${num(s.p90)}, range ${num(mn)}–${num(mx)}</title>
+      <text x="2" y="${yc + 4}">${name} (${s.count})</text>
+      <line x1="${x(mn)}" x2="${x(mx)}" y1="${yc}" y2="${yc}" stroke="${color}"/>
+      <rect x="${x(q1)}" y="${yc - 7}" width="${Math.max(1, x(q3) - x(q1))}" height="14" fill="${color}" fill-opacity="0.25" stroke="${color}"/>
+      <line x1="${x(s.median)}" x2="${x(s.median)}" y1="${yc - 7}" y2="${yc + 7}" stroke="${color}" stroke-width="3"/>
+      ${s.p90 !== null && s.p90 !== undefined ? `<line x1="${x(s.p90)}" x2="${x(s.p90)}" y1="${yc - 4}" y2="${yc + 4}" stroke="${color}"/>` : ""}</g>`;
+  }).join("");
+  return `<svg class="boxplot" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">${rows}<text x="${L}" y="${H - 2}">${num(lo)}</text><text x="${W - R - 36}" y="${H - 2}">${num(hi)}</text></svg>`;
+}
+
+const VERDICT = { Pass: "Successful", Marginal: "Inconclusive", Fail: "Failed", NoData: "Pending", High: "Failed", Low: "Failed" };
+
+// A judged analysis's canary report: the score against its thresholds, then per metric the
+// classification, the effect size, the p-value, Kayenta's ratio and both samples.
+function canaryReport(a) {
+  const judged = (a.metrics || []).filter((m) => m.judgment);
+  if (!judged.length) return "";
+  const j = a.judgment;
+  const score = j && j.score !== null && j.score !== undefined ? `<div class="score">score <b>${num(j.score)}</b> ${badge(j.outcome, VERDICT[j.outcome])}
+    <span class="muted">passes at ${num(j.pass)}, marginal from ${num(j.marginal)}${j.message ? " · " + esc(j.message) : ""}</span></div>` : "";
+  const rows = judged.map((m) => {
+    const k = m.judgment;
+    return `<tr data-metric="${esc(m.name)}"><td>${esc(m.name)}${k.critical ? ` <span class="muted">critical</span>` : ""}</td><td>${badge(k.classification, VERDICT[k.classification])}</td>
+      <td>${k.effectSize !== null && k.effectSize !== undefined ? `${k.effectSize >= 0 ? "+" : ""}${num(k.effectSize * 100)}%` : ""}</td>
+      <td>${k.pValue !== null && k.pValue !== undefined ? Number(Number(k.pValue).toPrecision(2)) : ""}</td><td>${num(k.ratio)}</td>
+      <td>${boxPlot(k)}</td><td class="muted">${esc(k.message || "")}</td></tr>`;
+  }).join("");
+  return `<div class="report">${score}<table class="canary-report"><tr><th>METRIC</th><th>VERDICT</th><th>EFFECT</th><th>P</th><th>RATIO</th><th>BASELINE VS CANARY</th><th></th></tr>${rows}</table></div>`;
+}
+
+// One past (or the current) rollout: what it did and why, on its time axis.
+function rolloutPage(c, id) {
+  const rec = (c.rollouts || []).find((r) => r.rolloutId === id);
+  const head = `<h1><a href="#/cells" class="muted">Cells</a> / <a href="${cellHref(c)}" class="muted">${esc(c.namespace)}/${esc(c.name)}</a> / rollout ${esc(id)}</h1>`;
+  if (!rec) {
+    const known = (c.rollouts || []).map((r) => r.rolloutId).join(", ") || "none";
+    return { key: "rollout", head, body: `<p class="muted">No rollout ${esc(id)} on record (on record: ${esc(known)}).</p>` };
+  }
+  const live = !rec.endedAt && c.rolloutId === rec.rolloutId ? c.canaryWeight : null;
+  const analyses = (rec.analyses || []).map((a) => `<div class="card run" data-analysis="${esc(a.name)}"><b>${esc(a.name)}</b> ${badge(a.phase)}
+    <span class="muted">${esc(a.at)} · ${esc(when(a.completedAt || a.startedAt))} ${esc(a.message || "")}</span>
+    ${(a.metrics || []).map((m) => `<div>${esc(m.name)} ${badge(m.phase)}${m.dryRun ? ` <span class="muted">dry run</span>` : ""}
+      <span class="muted">${m.count || 0} measured, ${m.successful || 0} successful, ${m.failed || 0} failed${(m.measurements || []).length ? "; last " + m.measurements.map((p) => esc(p.value)).join(", ") : ""}</span></div>`).join("")}
+    ${canaryReport(a)}</div>`).join("") || `<p class="muted">No analysis finished in this rollout.</p>`;
+  const said = (rec.events || []).map((e) => `<tr><td class="muted">${esc(when(e.time))}</td><td>${e.type === "Warning" ? badge("Warning", "Failed") : ""} ${esc(e.reason)}</td><td>${esc(e.message)}</td></tr>`).join("");
+  const steps = (rec.steps || []).map((s) => `<tr><td>${s.index + 1}</td><td class="muted">${esc(when(s.startedAt))}</td><td class="muted">${s.endedAt ? esc(when(s.endedAt)) : "current"}</td><td>${s.canaryWeight ?? ""}${s.canaryWeight !== null && s.canaryWeight !== undefined ? "%" : ""}</td></tr>`).join("");
+  return { key: "rollout", head, body: `
+    <div class="card" id="rollout-summary">${outcome(rec)} <span>${esc(rec.from || "none")} → ${esc(rec.to)}</span> · ${esc(rec.trigger)} · started ${esc(when(rec.startedAt))}${rec.endedAt ? `, took ${took(rec.took)}` : ", in progress"}
+      ${rec.cause ? `<p id="rollout-cause">${esc(rec.cause)}</p>` : ""}</div>
+    <div class="card"><h2>Timeline</h2>${rolloutChart(rec, live)}</div>
+    <h2>Analyses</h2>${analyses}
+    <div class="grid"><div class="card"><h2>Steps</h2><table id="rollout-steps"><tr><th>STEP</th><th>BEGAN</th><th>ENDED</th><th>CANARY</th></tr>${steps}</table></div>
+    <div class="card"><h2>What okra said and saw</h2>${said ? `<table id="rollout-events">${said}</table>` : `<p class="muted">Nothing.</p>`}</div></div>` };
 }
 
 // A time left that counts down in the page (see the timer at the end), in `format`.
