@@ -479,6 +479,54 @@ async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
     assert RolloutRecord.model_validate(yaml.safe_load(out)) == RolloutRecord.model_validate(failed)
 
 
+async def test_a_systems_history_is_its_applications(
+    control_plane: ControlPlane, rt_client: Client, namespace: str, okra_crds: list[str]
+) -> None:
+    """`okra history cell SYSTEM`: one table per application, from each application Cell's
+    record; a rollout ID finds the application's rollout."""
+    system = await rt_client.create(
+        {
+            "apiVersion": API,
+            "kind": "Cell",
+            "metadata": {"name": "shop", "namespace": namespace},
+            "spec": {
+                "clusters": [{"name": "c1", "labels": {"role": "web"}}],
+                "applications": [
+                    {
+                        "name": "web",
+                        "clusterSelector": {"role": "web"},
+                        "alb": {
+                            "listenerARN": LISTENER,
+                            "forwardConfig": {
+                                "priority": 10,
+                                "targetGroup": {"arnFromLabel": "targetGroupARN"},
+                            },
+                            "updateStrategy": {"stepWeight": 50},
+                        },
+                    }
+                ],
+            },
+        }
+    )
+    system["status"] = {"applications": [{"name": "web", "cell": "shop-web"}]}
+    await rt_client.update_status(system)
+    await make_cell(rt_client, namespace, {"history": [judged_rollback()]}, name="shop-web")
+    code, out, err = await okra(control_plane, namespace, "history", "cell", "shop")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "application web (cell shop-web):"
+    assert lines[2].split()[:2] == ["20261204t0251-ab12", "v1"]
+    code, out, err = await okra(control_plane, namespace, "history", "cell", "shop", "2026")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[:2] == [
+        "application web (cell shop-web)",
+        "cell shop-web: rollout 20261204t0251-ab12, v1 → v2 (NewVersion), RolledBack, 4m3s",
+    ]
+    code, out, _ = await okra(control_plane, namespace, "history", "cell", "shop", "-o", "json")
+    assert code == 0
+    assert [r["rolloutId"] for r in json.loads(out)["web"]] == ["20261204t0251-ab12"]
+
+
 async def test_abort_then_retry(
     control_plane: ControlPlane, rt_client: Client, namespace: str, world: dict[str, Any]
 ) -> None:

@@ -1,7 +1,8 @@
 """`okra history cell NAME [ROLLOUT]`: a Cell's past rollouts from its `status.history`, as a
 table (newest first) or, for one rollout, its timeline (steps, what okra said, and each
 analysis with what it measured and what decided it, in time order); `-o json|yaml` prints
-the records themselves. Pure rendering beside one GET."""
+the records themselves. A system Cell's record is its applications' (one table each). Pure
+rendering beside the GETs of the Cells."""
 
 from __future__ import annotations
 
@@ -129,12 +130,7 @@ def pick(name: str, rs: Sequence[RolloutRecord], rollout: str) -> RolloutRecord:
 async def cmd_history_cell(ctx: Context, args: argparse.Namespace) -> int:
     cell = await get_cell(ctx.client, args.name, ctx.namespace)
     if is_system(cell):
-        st = CellStatus.model_validate(cell.get("status") or {})
-        apps = ", ".join(a.cell for a in st.applications or [] if a.cell) or "none yet"
-        raise CliError(
-            f"cell {args.name} is a system: each application's rollouts are on record in its "
-            f"own Cell ({apps}): okra history cell NAME"
-        )
+        return await _system(ctx, args, cell)
     rs = records(cell)
     now = datetime.datetime.now(datetime.UTC)
     chosen = [pick(args.name, rs, args.rollout)] if args.rollout else rs
@@ -145,4 +141,38 @@ async def cmd_history_cell(ctx: Context, args: argparse.Namespace) -> int:
         ctx.out.write(render_timeline(args.name, chosen[0], now))
     else:
         ctx.out.write(render_table(args.name, rs, now, Paint(ctx.color)))
+    return 0
+
+
+async def _system(ctx: Context, args: argparse.Namespace, cell: dict[str, object]) -> int:
+    """A system Cell's record is its applications' records (each application Cell, which
+    the system owns, keeps its own): one table per application, or the one rollout of
+    any of them that ROLLOUT names."""
+    st = CellStatus.model_validate(cell.get("status") or {})
+    apps = [(a.name, a.cell) for a in st.applications or [] if a.cell]
+    if not apps:
+        raise CliError(f"system {args.name} has no application Cell yet: no rollout on record")
+    by_app = {app: records(await get_cell(ctx.client, name, ctx.namespace)) for app, name in apps}
+    now = datetime.datetime.now(datetime.UTC)
+    if args.rollout:
+        every = [r for rs in by_app.values() for r in rs]
+        chosen = pick(args.name, every, args.rollout)
+        app, name = next((a, n) for a, n in apps if chosen in by_app[a])
+        if args.output in ("json", "yaml"):
+            doc = chosen.model_dump(by_alias=True, exclude_none=True, mode="json")
+            ctx.out.write(dump(doc, args.output))
+        else:
+            ctx.out.write(f"application {app} (cell {name})\n")
+            ctx.out.write(render_timeline(name, chosen, now))
+        return 0
+    if args.output in ("json", "yaml"):
+        docs = {
+            app: [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in rs]
+            for app, rs in by_app.items()
+        }
+        ctx.out.write(dump(docs, args.output))
+        return 0
+    for i, (app, name) in enumerate(apps):
+        ctx.out.write(("\n" if i else "") + f"application {app} (cell {name}):\n")
+        ctx.out.write(render_table(name, by_app[app], now, Paint(ctx.color)))
     return 0
