@@ -168,12 +168,12 @@ async def test_reported_retries_do_not_draw_on_the_shared_retry_bucket(logs: Log
     """A thousand failing objects put the queue's shared bucket (10 qps, burst 100) in
     debt for ~90 s: a healthy object's rate-limited retry must not wait for that."""
     done = asyncio.Event()
-    healthy_seen: list[int] = []
+    healthy_seen: list[float] = []  # when the healthy object was reconciled (loop time)
 
     async def reconcile(req: Request) -> Any:
         if req.name.startswith("bad-"):
             raise ReportedError("bad input; said in status")
-        healthy_seen.append(1)
+        healthy_seen.append(asyncio.get_running_loop().time())
         if len(healthy_seen) == 1:
             return Result(requeue=True)  # look again soon: a rate-limited requeue
         done.set()
@@ -186,12 +186,15 @@ async def test_reported_retries_do_not_draw_on_the_shared_retry_bucket(logs: Log
             ctrl.enqueue(Request(f"bad-{i}", "ns"))
         await asyncio.sleep(0)
         ctrl.enqueue(Request("healthy", "ns"))
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        await asyncio.wait_for(done.wait(), 10)
-        took = loop.time() - start
+        await asyncio.wait_for(done.wait(), 120)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    print(f"healthy object's requeue served {took:.2f}s after 1,000 failing objects")
-    assert took < 5
+    first, second = healthy_seen
+    took = second - first
+    print(f"healthy object's requeue served {took:.2f}s after its first reconcile")
+    # From its first reconcile to its requeued one (the time the queue took to work through
+    # the failing objects ahead of it is not counted: on a busy machine it is seconds). The
+    # per-item delay of a first requeue is milliseconds; a retry drawn on the shared bucket
+    # would wait out its debt, (1,000 - 100) / 10 = 90 s. The bound sits far from both.
+    assert took < 30

@@ -333,9 +333,12 @@ class Killer:
         try:
             text = await asyncio.to_thread(_get, url)
         except OSError as e:
-            refused = isinstance(getattr(e, "reason", e), ConnectionRefusedError)
-            if refused or start in self._killed:
-                return 0.0  # not serving yet, or killed while it answered
+            why = getattr(e, "reason", e)
+            if isinstance(why, ConnectionRefusedError | TimeoutError) or start in self._killed:
+                # not serving yet; or serving, but its loop too busy starting (a loaded
+                # machine) to answer within _get's timeout; or killed while it answered.
+                # _resumed's RESUME_WITHIN bounds how long that may last.
+                return 0.0
             raise
         total = 0.0
         for line in text.splitlines():
