@@ -1,8 +1,9 @@
 """`okra history cell NAME [ROLLOUT]`: a Cell's past rollouts from its `status.history`, as a
 table (newest first) or, for one rollout, its timeline (steps, what okra said, and each
 analysis with what it measured and what decided it, in time order); `-o json|yaml` prints
-the records themselves. A system Cell's record is its applications' (one table each). Pure
-rendering beside the GETs of the Cells."""
+the records themselves. A system Cell's record is its applications' (one table each).
+`okra history progressiverollout NAME [REVISION]` the same for a ProgressiveRollout: its
+revisions, and one revision's stages and clusters. Pure rendering beside the GETs."""
 
 from __future__ import annotations
 
@@ -10,11 +11,16 @@ import argparse
 import datetime
 from collections.abc import Sequence
 
+from okra_controllers.api.kinds import PROGRESSIVE_ROLLOUT
 from okra_controllers.api.v1alpha1.analysis import MetricJudgmentStatus
 from okra_controllers.api.v1alpha1.cell import CellStatus
 from okra_controllers.api.v1alpha1.history import RecordedAnalysis, RecordedMetric, RolloutRecord
+from okra_controllers.api.v1alpha1.progressiverollout import (
+    ProgressiveRolloutStatus,
+    RevisionRecord,
+)
 from okra_controllers.cli.get import dump
-from okra_controllers.cli.kube import CliError, Context
+from okra_controllers.cli.kube import CliError, Context, get_or_none
 from okra_controllers.cli.render.common import Paint, duration, table
 from okra_controllers.cli.system import is_system
 from okra_controllers.cli.view import get_cell
@@ -175,4 +181,91 @@ async def _system(ctx: Context, args: argparse.Namespace, cell: dict[str, object
     for i, (app, name) in enumerate(apps):
         ctx.out.write(("\n" if i else "") + f"application {app} (cell {name}):\n")
         ctx.out.write(render_table(name, by_app[app], now, Paint(ctx.color)))
+    return 0
+
+
+def rollout_records(pr: dict[str, object]) -> list[RevisionRecord]:
+    """A ProgressiveRollout's records, newest first."""
+    status = ProgressiveRolloutStatus.model_validate(pr.get("status") or {})
+    return list(status.history or [])
+
+
+def render_revisions(
+    name: str, rs: Sequence[RevisionRecord], now: datetime.datetime, paint: Paint
+) -> str:
+    if not rs:
+        return f"progressiverollout {name} has no rollout on record yet\n"
+    rows: list[list[str | tuple[str, str]]] = [
+        ["REVISION", "STARTED", "TOOK", "OUTCOME", "STAGES", "MESSAGE"]
+    ]
+    for r in rs:
+        outcome = r.outcome or "InProgress"
+        done = sum(s.phase == "Completed" for s in r.stages)
+        took = duration(((r.ended_at or now) - r.started_at).total_seconds())
+        rows.append(
+            [
+                r.revision,
+                _when(r.started_at),
+                took if r.ended_at is not None else f"{took} so far",
+                (outcome, {"Completed": "32", "InProgress": "36"}.get(outcome, "31")),
+                f"{done}/{len(r.stages)} done",
+                r.message or "",
+            ]
+        )
+    return "\n".join(table(rows, paint, indent="")) + "\n"
+
+
+def render_revision(name: str, r: RevisionRecord, now: datetime.datetime) -> str:
+    """One revision's rollout: each stage and each of its clusters, in time order."""
+    took = duration(((r.ended_at or now) - r.started_at).total_seconds())
+    head = f"progressiverollout {name}: revision {r.revision}, {r.outcome or 'in progress'}, {took}"
+    lines: list[tuple[datetime.datetime, int, str]] = []
+    for s in r.stages:
+        if s.started is not None:
+            lines.append((s.started, 0, f"stage {s.name} began"))
+        for c in s.clusters or []:
+            if c.started is not None:
+                lines.append(
+                    (c.started, 1, f"  {s.name}: cluster {c.name} ({c.application}) began")
+                )
+            if c.finished is not None:
+                said = f": {c.message}" if c.message else ""
+                lines.append((c.finished, 2, f"  {s.name}: cluster {c.name} {c.phase}{said}"))
+        if s.finished is not None:
+            said = f": {s.message}" if s.message else ""
+            run = f" (analysis {s.analysis_run} {s.analysis_phase})" if s.analysis_run else ""
+            lines.append((s.finished, 3, f"stage {s.name} {s.phase}{run}{said}"))
+    lines.sort(key=lambda line: (line[0], line[1]))
+    body = [f"  {_when(t)}  {text}" for t, _, text in lines]
+    waiting = [s.name for s in r.stages if s.started is None]
+    if waiting and r.ended_at is not None:
+        body.append(f"  never began: {', '.join(waiting)}")
+    if r.outcome is not None:
+        body.append(f"  {_when(r.ended_at)}  {r.outcome}: {r.message or ''}".rstrip())
+    return "\n".join([head, *body]) + "\n"
+
+
+async def cmd_history_rollout(ctx: Context, args: argparse.Namespace) -> int:
+    pr = await get_or_none(ctx.client, PROGRESSIVE_ROLLOUT, args.name, ctx.namespace)
+    if pr is None:
+        raise CliError(f"progressiverollout {args.name} not found in namespace {ctx.namespace}")
+    rs = rollout_records(pr)
+    now = datetime.datetime.now(datetime.UTC)
+    chosen = rs
+    if args.revision:
+        found = [r for r in rs if r.revision.startswith(args.revision)]
+        if not found:
+            known = ", ".join(r.revision for r in rs) or "none"
+            raise CliError(
+                f"progressiverollout {args.name} has no revision {args.revision} on record "
+                f"(on record: {known})"
+            )
+        chosen = found[:1]  # newest first: the latest rollout of that revision
+    if args.output in ("json", "yaml"):
+        docs = [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in chosen]
+        ctx.out.write(dump(docs[0] if args.revision else docs, args.output))
+    elif args.revision:
+        ctx.out.write(render_revision(args.name, chosen[0], now))
+    else:
+        ctx.out.write(render_revisions(args.name, rs, now, Paint(ctx.color)))
     return 0

@@ -74,6 +74,7 @@ from okra_controllers.freeze.watch import (
 from okra_controllers.notifications import outbox
 from okra_controllers.notifications.notifier import common_fields, notifier_for
 from okra_controllers.notifications.triggers import Fired, rollout_triggers
+from okra_controllers.progressiverollout.history import recorded
 from okra_controllers.progressiverollout.plan import (
     POLL,
     App,
@@ -90,6 +91,7 @@ from okra_controllers.progressiverollout.plan import (
     set_condition,
     waiting_message,
 )
+from okra_controllers.settings import ROLLOUT_HISTORY
 from okra_controllers.statuswrite import write_status
 from okra_runtime.cache import OWNER_INDEX, Store
 from okra_runtime.client import Client
@@ -265,8 +267,10 @@ class ProgressiveRolloutReconciler:
         clock: Callable[[], datetime.datetime] = utcnow,
         *,
         projects: bool = False,
+        history: int = ROLLOUT_HISTORY,
     ) -> None:
         self.client: Client = mgr.client
+        self.history = history  # revisions the record keeps (`--rollout-history`)
         self.rollouts: Store = mgr.informer_for(PROGRESSIVE_ROLLOUT).store
         self.apps: Store = mgr.informer_for(APPLICATION).store
         self.appsets: Store = mgr.informer_for(APPLICATION_SET).store
@@ -391,8 +395,10 @@ class ProgressiveRolloutReconciler:
             if live["metadata"].get("resourceVersion") != raw["metadata"].get("resourceVersion"):
                 return Result(requeue_after=0.2)
             await self._call_webhooks(raw, p)
-        # Notifications go out in the same write as the change they report (the outbox).
+        # Notifications go out in the same write as the change they report (the outbox),
+        # and so does the record of what the rollout did.
         before = pr.status or ProgressiveRolloutStatus()
+        p.status.history = recorded(before, p.status, self.clock(), self.history)
         fired = rollout_triggers(before, p.status, ((e.reason, e.message) for e in p.events))
         outbox.stage(raw, before, p.status, fired, lambda f: fields(raw, p.status, f), self.clock())
         ns = req.namespace or ""
@@ -721,6 +727,7 @@ def setup(mgr: Manager, settings: Settings) -> None:
         mgr,
         mgr.event_recorder("progressiverollout-controller"),
         projects=settings.argocd_projects,
+        history=settings.rollout_history,
     )
     rollouts = mgr.informer_for(PROGRESSIVE_ROLLOUT).store
     appsets = mgr.informer_for(APPLICATION_SET).store

@@ -9,6 +9,8 @@ import re
 import signal
 from typing import Any
 
+import yaml
+
 from integration.progressiverollout.harness import NEW, OLD, argo, manager
 from integration.progressiverollout.test_controller import phase_is, rollout, status_of
 from integration.test_cli import cli_env, command, okra, read_until
@@ -87,6 +89,27 @@ async def test_abort_with_rollback_policy_rolls_back(
         assert await eventually(lambda: phase_is(rt_client, namespace, "RolledBack"), 60)
         for app in (await rt_client.list(APPLICATION, namespace)).items:
             assert app["status"]["history"][-1]["revision"] == OLD
+    # The record the controller wrote: the first revision completed, the aborted one ended
+    # once its rollback was done, with its stages and clusters.
+    code, out, err = await okra(control_plane, namespace, "history", "progressiverollout", "web")
+    assert (code, err) == (0, ""), err
+    head, *rows = out.splitlines()
+    assert head.split()[:4] == ["REVISION", "STARTED", "TOOK", "OUTCOME"]
+    assert [(r.split()[0], r.split()[4]) for r in rows] == [(NEW, "Aborted"), (OLD, "Completed")]
+    code, out, err = await okra(
+        control_plane, namespace, "history", "prollout", "web", NEW[:8], "-o", "yaml"
+    )
+    assert code == 0, err
+    record = yaml.safe_load(out)
+    assert (record["revision"], record["outcome"]) == (NEW, "Aborted")
+    canary = record["stages"][0]
+    assert {c["phase"] for c in canary["clusters"]} == {"RolledBack"}, canary
+    code, out, err = await okra(control_plane, namespace, "history", "prollout", "web", NEW[:8])
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"progressiverollout web: revision {NEW}, Aborted, ")
+    assert any(f"stage {canary['name']} began" in line for line in lines), out
+    assert lines[-1].split("  ")[-1].startswith("Aborted: "), out
 
 
 async def test_unknown_name_is_a_clear_error(

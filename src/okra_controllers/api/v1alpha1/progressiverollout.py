@@ -263,6 +263,27 @@ class Handled(ApiModel):
     retry: str | None = None
 
 
+WaveOutcome = Literal["Completed", "Failed", "RolledBack", "Aborted", "Superseded"]
+
+
+class RevisionRecord(ApiModel):
+    """One revision's rollout, as the ProgressiveRollout's record keeps it after the status
+    has moved on to the next (`status.history`)."""
+
+    revision: str
+    started_at: datetime.datetime
+    ended_at: datetime.datetime | None = None
+    """Unset while it is the revision in progress."""
+    outcome: WaveOutcome | None = None
+    """How it ended: Completed (every stage done), Failed (a stage failed and the policy
+    kept the clusters where they were), RolledBack (the failed stage's clusters were synced
+    back), Aborted (`okra abort`), Superseded (a newer revision began)."""
+    message: str | None = None
+    """What the status said when it ended."""
+    stages: list[StageStatus] = Field(default_factory=list)
+    """Its stages with their clusters, as the status last had them during this revision."""
+
+
 class ProgressiveRolloutStatus(ApiModel):
     observed_generation: int | None = None
     phase: RolloutPhase = ""
@@ -286,6 +307,10 @@ class ProgressiveRolloutStatus(ApiModel):
     conditions: list[Condition] | None = None
     notifications: list[PendingNotification] | None = None
     """Notifications not yet accepted by their receiver (oldest first)."""
+    history: list[RevisionRecord] | None = None
+    """The record of its rollouts, newest first: the revision in progress and the newest
+    that ended (`okra-manager --rollout-history`, 10 by default), written in the same status
+    write as the change each records."""
 
 
 class ProgressiveRollout(OkraObject):

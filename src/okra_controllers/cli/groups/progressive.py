@@ -1,10 +1,10 @@
-"""ProgressiveRollout commands: get progressiverollout, resume. `okra promote|pause|abort NAME`
-(registered with the Cell commands) act on the ProgressiveRollout NAME when no Cell has
-that name."""
+"""ProgressiveRollout commands: get progressiverollout, history progressiverollout, resume.
+`okra promote|pause|abort NAME` (registered with the Cell commands) act on the
+ProgressiveRollout NAME when no Cell has that name."""
 
 from __future__ import annotations
 
-from okra_controllers.cli.parser import Verbs, application, shown_by_name
+from okra_controllers.cli.parser import Verbs, application, output, shown_by_name
 
 H = "okra_controllers.cli.progressive"
 
@@ -18,6 +18,18 @@ def register(v: Verbs) -> None:
         aliases=("progressiverollouts", "prollout"),
     )
     shown_by_name(p)
+
+    p = v.command(
+        v.history,
+        "progressiverollout",
+        "a ProgressiveRollout's past rollouts (status.history): a table of revisions; with "
+        "REVISION, its stages and clusters in time order",
+        "okra_controllers.cli.history:cmd_history_rollout",
+        aliases=("progressiverollouts", "prollout"),
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("revision", metavar="REVISION", nargs="?", help="a revision (a prefix will do)")
+    output(p, choices=("json", "yaml"))
 
     p = v.command(
         v.top,
