@@ -256,6 +256,13 @@ def judged_rollback() -> dict[str, Any]:
                 "message": "version v2 failed: p99 +38%",
             },
         ],
+        "freezes": [
+            {
+                "startedAt": "2026-12-04T02:52:00Z",
+                "endedAt": "2026-12-04T02:52:30Z",
+                "message": "held by Freeze INC-7",
+            }
+        ],
         "analyses": [
             {
                 "name": "web-ab12-step-1",

@@ -600,6 +600,7 @@ return {
   weight: document.querySelector("path.canary-weight").getAttribute("d"),
   ticks: q(".tick").map((t) => t.dataset.reason),
   analyses: q(".analysis-mark").length,
+  frozen: q("rect.frozen").length,
   lanes: q(".lane circle").length,
   score: document.querySelector(".score").innerText,
   metric: row.innerText,
@@ -664,7 +665,7 @@ async def test_a_past_rollout_has_a_page_with_its_timeline_and_canary_report(
     assert ",123.2H" in drawn["weight"], drawn
     assert "V96.4H" in drawn["weight"], drawn
     assert drawn["ticks"] == ["RolloutStarted", "RolloutFailed"], drawn
-    assert (drawn["analyses"], drawn["lanes"]) == (1, 1), drawn
+    assert (drawn["analyses"], drawn["lanes"], drawn["frozen"]) == (1, 1, 1), drawn
     assert "Fail" in drawn["score"], drawn
     assert "passes at 90, marginal from 75" in drawn["score"], drawn
     for shown in ("High", "+38%", "0.0001"):

@@ -424,3 +424,22 @@ def test_the_measurements_kept_are_shared_by_the_metrics() -> None:
     w3.runs["web-r1-step-0"] = run("Successful", *[str(n) for n in range(40)])
     (r,) = w3.to(2, rolling(0, 20, analysisRuns=runs))
     assert len((r.analyses or [])[0].metrics[0].measurements) == 10  # at most ten
+
+
+def test_a_freeze_that_held_the_rollout_is_an_interval_of_its_own() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    held = rolling(1, 20, health="Paused", pausedReason="Frozen", message="held by Freeze INC-7")
+    w.to(10, held, Event("Normal", "Frozen", "held by Freeze INC-7"))
+    (r,) = w.to(20, held)
+    assert [(f.started_at, f.ended_at, f.message) for f in r.freezes or []] == [
+        (at(10), None, "held by Freeze INC-7")
+    ]
+    (r,) = w.to(40, rolling(1, 20), Event("Normal", "Unfrozen", "no freeze holds the rollout"))
+    assert [(f.started_at, f.ended_at) for f in r.freezes or []] == [(at(10), at(40))]
+    w.to(50, held)  # held again, then the rollout ends under it: the hold ends with it
+    (r,) = w.to(60, {**IDLE, "stableVersion": "v1"}, Event("Warning", "RolloutAborted", "x"))
+    assert [(f.started_at, f.ended_at) for f in r.freezes or []] == [
+        (at(10), at(40)),
+        (at(50), at(60)),
+    ]

@@ -17,10 +17,12 @@ from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.history import (
     MAX_RECORDED_ANALYSES,
     MAX_RECORDED_EVENTS,
+    MAX_RECORDED_FREEZES,
     MAX_RECORDED_MEASUREMENTS,
     Outcome,
     RecordedAnalysis,
     RecordedEvent,
+    RecordedFreeze,
     RecordedMeasurement,
     RecordedMetric,
     RecordedStep,
@@ -28,6 +30,7 @@ from okra_controllers.api.v1alpha1.history import (
     Trigger,
 )
 from okra_controllers.cell.observe import PROMOTE
+from okra_controllers.cell.plan.freeze import freeze_holds
 from okra_controllers.settings import ROLLOUT_HISTORY
 from okra_runtime.events import Event
 
@@ -225,12 +228,31 @@ def _moved(
             if full or promoted == f"{r.rollout_id}/{was}":
                 what = "fully" if full else f"at step {was + 1}"
                 _say(r, now, "Normal", "Promoted", f"okra promote {what} ({PROMOTE}={promoted})")
+    _frozen(r, before, after, now)
     held_before = before.paused_reason == "PausedByUser"
     held_after = after.paused_reason == "PausedByUser"
     if held_after and not held_before:
         _say(r, now, "Normal", "PausedByUser", after.message or "held by okra pause")
     elif held_before and not held_after and after.rollout_id == r.rollout_id:
         _say(r, now, "Normal", "Resumed", "okra pause's hold removed")
+
+
+def _frozen(
+    r: RolloutRecord, before: RolloutCellStatus, after: RolloutCellStatus, now: datetime.datetime
+) -> None:
+    """A freeze's hold begins when the status first says a freeze holds the rollout, and
+    ends when it no longer does (or with the rollout: `_end`)."""
+    held, was = freeze_holds(after), freeze_holds(before)
+    if held and not was and after.rollout_id == r.rollout_id:
+        hold = RecordedFreeze(started_at=now, message=after.message or "")
+        r.freezes = [*(r.freezes or []), hold][-MAX_RECORDED_FREEZES:]
+    elif was and not held:
+        _thaw(r, now)
+
+
+def _thaw(r: RolloutRecord, now: datetime.datetime) -> None:
+    if r.freezes and r.freezes[-1].ended_at is None:
+        r.freezes[-1].ended_at = now
 
 
 def _say(r: RolloutRecord, now: datetime.datetime, type_: str, reason: str, message: str) -> None:
@@ -260,4 +282,5 @@ def _end(
     weight: int | None = None,
 ) -> None:
     _close_step(r, now, weight)
+    _thaw(r, now)
     r.ended_at, r.outcome, r.cause = now, outcome, cause

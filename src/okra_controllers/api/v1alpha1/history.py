@@ -50,6 +50,20 @@ class RecordedEvent(ApiModel):
     message: str = ""
 
 
+MAX_RECORDED_FREEZES = 10
+"""The holds by a freeze a rollout's record keeps: the newest."""
+
+
+class RecordedFreeze(ApiModel):
+    """A time a Freeze or ClusterFreeze held the rollout at its step."""
+
+    started_at: datetime.datetime
+    ended_at: datetime.datetime | None = None
+    """Unset while it holds (or when the rollout ended under it: its `endedAt` then)."""
+    message: str = ""
+    """Which freeze, and why, as the Cell's status said when it began to hold."""
+
+
 class RecordedMeasurement(ApiModel):
     time: datetime.datetime | None = None
     """When it was taken (its `finishedAt`, else its `startedAt`)."""
@@ -116,6 +130,8 @@ class RolloutRecord(ApiModel):
     events: list[RecordedEvent] = Field(default_factory=list)
     """What okra did and said during the rollout, and the user actions it saw (pause,
     resume, promote), oldest first; the newest `MAX_RECORDED_EVENTS`."""
+    freezes: list[RecordedFreeze] | None = None
+    """The times a freeze held it, oldest first (the newest `MAX_RECORDED_FREEZES`)."""
     analyses: list[RecordedAnalysis] | None = None
     """Its analyses as each finished (Successful, Failed, Error or Inconclusive), oldest
     first, the newest `MAX_RECORDED_ANALYSES` with their metrics. At the rollout's end,

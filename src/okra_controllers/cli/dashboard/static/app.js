@@ -296,8 +296,8 @@ const PHASE_COLOR = { Successful: "var(--ok)", Failed: "var(--bad)", Error: "var
 
 // One rollout on one time axis: the canary's weight step by step (each step's weight when
 // it ended; the current step's as the status has it now), step starts, what okra said
-// (ticks; red: warnings) and what users did (blue), each analysis where it finished, and
-// below, one lane per metric with its recorded measurements.
+// (ticks; red: warnings) and what users did (blue), each analysis where it finished, the
+// times a freeze held it (shaded), and below, one lane per metric with its measurements.
 function rolloutChart(rec, liveWeight) {
   const W = 720, L = 40, R = 10, T = 16, WH = 150, LANE = 36;
   const t0 = Date.parse(rec.startedAt);
@@ -320,6 +320,10 @@ function rolloutChart(rec, liveWeight) {
     const color = e.type === "Warning" ? "var(--bad)" : USER_ACTIONS.includes(e.reason) ? "var(--stable)" : "var(--muted)";
     return `<line class="tick" data-reason="${esc(e.reason)}" x1="${x(e.time)}" x2="${x(e.time)}" y1="${WH + 2}" y2="${WH + 12}" stroke="${color}" stroke-width="2"><title>${esc(when(e.time))} ${esc(e.reason)}: ${esc(e.message)}</title></line>`;
   }).join("");
+  const frozen = (rec.freezes || []).map((f) => {
+    const a = x(f.startedAt), b = f.endedAt ? x(f.endedAt) : W - R;
+    return `<rect class="frozen" x="${a}" y="${T}" width="${Math.max(1, r1(b - a))}" height="${WH - T}" fill="#dfe9fb" fill-opacity="0.7"><title>${esc(when(f.startedAt))}: ${esc(f.message)}${f.endedAt ? ` (until ${esc(when(f.endedAt))})` : ""}</title></rect>`;
+  }).join("");
   const analyses = rec.analyses || [];
   const marks = analyses.filter((a) => a.completedAt || a.startedAt).map((a) => {
     const cx = x(a.completedAt || a.startedAt);
@@ -340,8 +344,8 @@ function rolloutChart(rec, liveWeight) {
   }).join("");
   const H = top + lanes.length * LANE + 16;
   const axis = `<text x="${L}" y="${H - 4}">${esc(new Date(t0).toLocaleTimeString())}</text><text x="${W - R - 60}" y="${H - 4}">${esc(new Date(t1).toLocaleTimeString())}</text>`;
-  return `<svg id="rollout-chart" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="the rollout over time">${grid}${starts.join("")}<path class="canary-weight" d="${d}" fill="none" stroke="var(--canary)" stroke-width="2"/>${marks}${ticks}${laneSvg}${axis}</svg>
-    <div class="legend"><span><i style="background:var(--canary)"></i>canary weight</span><span><i style="background:var(--stable)"></i>user action</span><span><i style="background:var(--bad)"></i>warning</span><span>◆ analysis</span></div>`;
+  return `<svg id="rollout-chart" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="the rollout over time">${frozen}${grid}${starts.join("")}<path class="canary-weight" d="${d}" fill="none" stroke="var(--canary)" stroke-width="2"/>${marks}${ticks}${laneSvg}${axis}</svg>
+    <div class="legend"><span><i style="background:var(--canary)"></i>canary weight</span><span><i style="background:var(--stable)"></i>user action</span><span><i style="background:var(--bad)"></i>warning</span><span>◆ analysis</span><span><i style="background:#dfe9fb"></i>held by a freeze</span></div>`;
 }
 
 // A judged metric's two samples on one scale (whiskers: min to max, box: the quartiles,
