@@ -234,6 +234,16 @@ def judged_rollback() -> dict[str, Any]:
                 "startedAt": "2026-12-04T02:51:00Z",
                 "endedAt": "2026-12-04T02:53:00Z",
                 "canaryWeight": 20,
+                "traffic": {
+                    "step": "20261204t0251-ab12/0",
+                    "since": "2026-12-04T02:51:05Z",
+                    "verdict": "Confirmed",
+                    "requests": 1200,
+                    "versions": [
+                        {"version": "v1", "planned": 80, "observed": 80.4, "requests": 965},
+                        {"version": "v2", "planned": 20, "observed": 19.6, "requests": 235},
+                    ],
+                },
             },
             {
                 "index": 1,

@@ -601,6 +601,7 @@ return {
   ticks: q(".tick").map((t) => t.dataset.reason),
   analyses: q(".analysis-mark").length,
   frozen: q("rect.frozen").length,
+  traffic: q(".step-traffic").map((t) => t.innerText),
   lanes: q(".lane circle").length,
   score: document.querySelector(".score").innerText,
   metric: row.innerText,
@@ -666,6 +667,8 @@ async def test_a_past_rollout_has_a_page_with_its_timeline_and_canary_report(
     assert "V96.4H" in drawn["weight"], drawn
     assert drawn["ticks"] == ["RolloutStarted", "RolloutFailed"], drawn
     assert (drawn["analyses"], drawn["lanes"], drawn["frozen"]) == (1, 1, 1), drawn
+    assert drawn["traffic"][0].startswith("Confirmed v1 80.4% (planned 80%), v2 19.6%"), drawn
+    assert drawn["traffic"][1] == "", drawn
     assert "Fail" in drawn["score"], drawn
     assert "passes at 90, marginal from 75" in drawn["score"], drawn
     for shown in ("High", "+38%", "0.0001"):

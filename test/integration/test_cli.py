@@ -459,7 +459,8 @@ async def test_history_lists_the_cells_rollouts_and_one_rollouts_timeline(
         "cell web: rollout 20261204t0251-ab12, v1 → v2 (NewVersion), RolledBack, 4m3s",
         "  2026-12-04 02:51:00  step 1 began",
         "  2026-12-04 02:51:00   RolloutStarted: canary v2 from v1",
-        "  2026-12-04 02:53:00  step 1 ended (canary at 20%)",
+        "  2026-12-04 02:53:00  step 1 ended (canary at 20%); traffic Confirmed: v1 80.4% "
+        "(planned 80%), v2 19.6% (planned 20%) of 1200 requests",
         "  2026-12-04 02:53:00  step 2 began",
         "  2026-12-04 02:55:00  !analysis web-ab12-step-1 (step-1) Failed: score 41 < 75; "
         "score 41 (Fail; pass 90, marginal 75)",

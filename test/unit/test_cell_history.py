@@ -443,3 +443,26 @@ def test_a_freeze_that_held_the_rollout_is_an_interval_of_its_own() -> None:
         (at(10), at(40)),
         (at(50), at(60)),
     ]
+
+
+def test_a_step_keeps_the_traffic_reading_it_ended_with() -> None:
+    w = Walk(IDLE)
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    reading = {
+        "step": "r1/0",
+        "since": at(2).isoformat(),
+        "verdict": "Confirmed",
+        "requests": 1200,
+        "versions": [
+            {"version": "v1", "planned": 80, "observed": 80.4, "requests": 965},
+            {"version": "v2", "planned": 20, "observed": 19.6, "requests": 235},
+        ],
+    }
+    w.to(5, rolling(0, 20, traffic=reading))
+    stale = {**reading, "step": "r1/1", "verdict": "Waiting"}
+    (r,) = w.to(9, rolling(1, 20, traffic=stale))
+    first, second = r.steps
+    assert first.traffic is not None
+    assert (first.traffic.verdict, first.traffic.requests) == ("Confirmed", 1200)
+    assert [(v.version, v.observed) for v in first.traffic.versions] == [("v1", 80.4), ("v2", 19.6)]
+    assert second.traffic is None  # its reading is of step 1 while it runs: kept when it ends

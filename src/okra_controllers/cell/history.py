@@ -82,7 +82,7 @@ def recorded(
         for e in events:
             _say(latest, now, e.type, e.reason, e.message)
             if e.reason in ENDS:
-                _end(latest, now, ENDS[e.reason], e.message, before.canary_weight)
+                _end(latest, now, ENDS[e.reason], e.message, before.canary_weight, before)
         if latest.outcome is None and after.rollout_id != latest.rollout_id:
             _end(latest, now, "Superseded", after.message or "the rollout's version went away")
         _analysed(latest, before, after, runs)
@@ -214,7 +214,7 @@ def _moved(
     if same and after.current_step_index is not None:
         was = before.current_step_index or 0
         if after.current_step_index != was:
-            _close_step(r, now, before.canary_weight)
+            _close_step(r, now, before.canary_weight, before)
             promoted = annotations.get(PROMOTE)
             full = promoted == f"{r.rollout_id}/full"
             # steps passed in this one reconcile each began and ended now; those a
@@ -268,10 +268,20 @@ def _say(r: RolloutRecord, now: datetime.datetime, type_: str, reason: str, mess
     del r.events[:-MAX_RECORDED_EVENTS]
 
 
-def _close_step(r: RolloutRecord, now: datetime.datetime, weight: int | None) -> None:
+def _close_step(
+    r: RolloutRecord,
+    now: datetime.datetime,
+    weight: int | None,
+    before: RolloutCellStatus | None = None,
+) -> None:
+    """End the current step at `weight`, with the traffic reading `before` held of it."""
     if r.steps and r.steps[-1].ended_at is None:
-        r.steps[-1].ended_at = now
-        r.steps[-1].canary_weight = weight
+        step = r.steps[-1]
+        step.ended_at = now
+        step.canary_weight = weight
+        reading = before.traffic if before is not None else None
+        if reading is not None and reading.step == f"{r.rollout_id}/{step.index}":
+            step.traffic = reading.model_copy(deep=True)
 
 
 def _end(
@@ -280,7 +290,8 @@ def _end(
     outcome: Outcome,
     cause: str,
     weight: int | None = None,
+    before: RolloutCellStatus | None = None,
 ) -> None:
-    _close_step(r, now, weight)
+    _close_step(r, now, weight, before)
     _thaw(r, now)
     r.ended_at, r.outcome, r.cause = now, outcome, cause

@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from okra_controllers.api.kinds import PROGRESSIVE_ROLLOUT
 from okra_controllers.api.v1alpha1.analysis import MetricJudgmentStatus
 from okra_controllers.api.v1alpha1.cell import CellStatus
-from okra_controllers.api.v1alpha1.history import RecordedAnalysis, RecordedMetric, RolloutRecord
+from okra_controllers.api.v1alpha1.history import (
+    RecordedAnalysis,
+    RecordedMetric,
+    RecordedStep,
+    RolloutRecord,
+)
 from okra_controllers.api.v1alpha1.progressiverollout import (
     ProgressiveRolloutStatus,
     RevisionRecord,
@@ -75,7 +80,7 @@ def render_timeline(name: str, r: RolloutRecord, now: datetime.datetime) -> str:
         lines.append((s.started_at, 1, f"step {s.index + 1} began"))
         if s.ended_at is not None:
             weight = f" (canary at {s.canary_weight}%)" if s.canary_weight is not None else ""
-            lines.append((s.ended_at, 0, f"step {s.index + 1} ended{weight}"))
+            lines.append((s.ended_at, 0, f"step {s.index + 1} ended{weight}{_traffic(s)}"))
     for e in r.events:
         mark = "!" if e.type == "Warning" else " "
         lines.append((e.time, 2, f"{mark}{e.reason}: {e.message}" if e.message else e.reason))
@@ -86,6 +91,20 @@ def render_timeline(name: str, r: RolloutRecord, now: datetime.datetime) -> str:
     if r.outcome is not None:
         body.append(f"  {_when(r.ended_at)}  {r.outcome}: {r.cause or ''}".rstrip())
     return "\n".join([head, *body]) + "\n"
+
+
+def _traffic(s: RecordedStep) -> str:
+    """The traffic reading a step ended with: each version's observed and planned share."""
+    t = s.traffic
+    if t is None:
+        return ""
+    shares = ", ".join(
+        f"{v.version} {v.observed:g}% (planned {v.planned}%)"
+        if v.observed is not None
+        else f"{v.version} no requests (planned {v.planned}%)"
+        for v in t.versions
+    )
+    return f"; traffic {t.verdict}: {shares} of {t.requests} requests"
 
 
 def _analysis(a: RecordedAnalysis) -> str:

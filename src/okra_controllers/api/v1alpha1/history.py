@@ -17,6 +17,7 @@ from pydantic import Field
 
 from okra_controllers.api.v1alpha1.analysis import MetricJudgmentStatus, Phase, RunJudgmentStatus
 from okra_controllers.api.v1alpha1.common import ApiModel
+from okra_controllers.api.v1alpha1.traffic import TrafficStatus
 
 MAX_RECORDED_EVENTS = 30
 """The entries a rollout's record keeps: the newest (a rollout that says more says it in its
@@ -41,6 +42,9 @@ class RecordedStep(ApiModel):
     """Unset while the step is the current one."""
     canary_weight: int | None = Field(default=None, ge=0, le=100)
     """The canary's weight when the step ended (what the status said AWS showed)."""
+    traffic: TrafficStatus | None = None
+    """The traffic confirmation reading the step ended with (`spec.trafficConfirmation`):
+    each version's share of the requests, the verdict and why."""
 
 
 class RecordedEvent(ApiModel):

@@ -406,13 +406,14 @@ function rolloutPage(c, id) {
       <span class="muted">${m.count || 0} measured, ${m.successful || 0} successful, ${m.failed || 0} failed${(m.measurements || []).length ? "; last " + m.measurements.map((p) => esc(p.value)).join(", ") : ""}</span></div>`).join("")}
     ${canaryReport(a)}</div>`).join("") || `<p class="muted">No analysis finished in this rollout.</p>`;
   const said = (rec.events || []).map((e) => `<tr><td class="muted">${esc(when(e.time))}</td><td>${e.type === "Warning" ? badge("Warning", "Failed") : ""} ${esc(e.reason)}</td><td>${esc(e.message)}</td></tr>`).join("");
-  const steps = (rec.steps || []).map((s) => `<tr><td>${s.index + 1}</td><td class="muted">${esc(when(s.startedAt))}</td><td class="muted">${s.endedAt ? esc(when(s.endedAt)) : "current"}</td><td>${s.canaryWeight ?? ""}${s.canaryWeight !== null && s.canaryWeight !== undefined ? "%" : ""}</td></tr>`).join("");
+  const traffic = (t) => (t ? `${badge(t.verdict, t.verdict === "Confirmed" ? "Successful" : t.verdict === "Waiting" ? "Pending" : "Failed")} ${t.versions.map((v) => `${esc(v.version)} ${v.observed ?? "–"}% <span class="muted">(planned ${v.planned}%)</span>`).join(", ")} <span class="muted">of ${t.requests} requests</span>` : "");
+  const steps = (rec.steps || []).map((s) => `<tr><td>${s.index + 1}</td><td class="muted">${esc(when(s.startedAt))}</td><td class="muted">${s.endedAt ? esc(when(s.endedAt)) : "current"}</td><td>${s.canaryWeight ?? ""}${s.canaryWeight !== null && s.canaryWeight !== undefined ? "%" : ""}</td><td class="step-traffic">${traffic(s.traffic)}</td></tr>`).join("");
   return { key: "rollout", head, body: `
     <div class="card" id="rollout-summary">${outcome(rec)} <span>${esc(rec.from || "none")} → ${esc(rec.to)}</span> · ${esc(rec.trigger)} · started ${esc(when(rec.startedAt))}${rec.endedAt ? `, took ${took(rec.took)}` : ", in progress"}
       ${rec.cause ? `<p id="rollout-cause">${esc(rec.cause)}</p>` : ""}</div>
     <div class="card"><h2>Timeline</h2>${rolloutChart(rec, live)}</div>
     <h2>Analyses</h2>${analyses}
-    <div class="grid"><div class="card"><h2>Steps</h2><table id="rollout-steps"><tr><th>STEP</th><th>BEGAN</th><th>ENDED</th><th>CANARY</th></tr>${steps}</table></div>
+    <div class="grid"><div class="card"><h2>Steps</h2><table id="rollout-steps"><tr><th>STEP</th><th>BEGAN</th><th>ENDED</th><th>CANARY</th><th>TRAFFIC</th></tr>${steps}</table></div>
     <div class="card"><h2>What okra said and saw</h2>${said ? `<table id="rollout-events">${said}</table>` : `<p class="muted">Nothing.</p>`}</div></div>` };
 }
 
