@@ -45,6 +45,11 @@ ENDS: Mapping[str, Outcome] = {
 """The plan Events that end a rollout, and how."""
 FINISHED = frozenset({"Successful", "Failed", "Error", "Inconclusive"})
 """The phases of an analysis that has said its verdict."""
+KEPT_FROM_METRIC: set[str] = {
+    *("name", "phase", "count", "successful", "failed", "inconclusive", "error"),
+    *("dry_run", "judgment"),
+}
+"""The fields of a run's metric result its record keeps as they are."""
 MESSAGE_LIMIT = 512
 """A recorded analysis's and metric's message is cut to this many characters."""
 
@@ -157,19 +162,8 @@ def _metric(m: MetricResult, metrics: int) -> RecordedMetric:
         for x in m.measurements
         if x.value is not None
     ]
-    return RecordedMetric(
-        name=m.name,
-        phase=m.phase,
-        message=_cut(m.message),
-        count=m.count,
-        successful=m.successful,
-        failed=m.failed,
-        inconclusive=m.inconclusive,
-        error=m.error,
-        dry_run=m.dry_run,
-        measurements=taken[-each:],
-        judgment=m.judgment,
-    )
+    kept = m.model_dump(include=KEPT_FROM_METRIC)
+    return RecordedMetric(**kept, message=_cut(m.message), measurements=taken[-each:])
 
 
 def _cut(message: str | None) -> str | None:

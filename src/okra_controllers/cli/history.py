@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel
 
 from okra_controllers.api.kinds import PROGRESSIVE_ROLLOUT
 from okra_controllers.api.v1alpha1.analysis import MetricJudgmentStatus
@@ -158,14 +160,28 @@ async def cmd_history_cell(ctx: Context, args: argparse.Namespace) -> int:
         return await _system(ctx, args, cell)
     rs = records(cell)
     now = datetime.datetime.now(datetime.UTC)
-    chosen = [pick(args.name, rs, args.rollout)] if args.rollout else rs
-    if args.output in ("json", "yaml"):
-        docs = [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in chosen]
-        ctx.out.write(dump(docs[0] if args.rollout else docs, args.output))
-    elif args.rollout:
-        ctx.out.write(render_timeline(args.name, chosen[0], now))
+    if args.rollout:
+        one = pick(args.name, rs, args.rollout)
+        return _show(ctx, args.output, one, lambda: render_timeline(args.name, one, now))
+    return _show(ctx, args.output, rs, lambda: render_table(args.name, rs, now, Paint(ctx.color)))
+
+
+def _show(
+    ctx: Context,
+    output: str | None,
+    shown: BaseModel | Sequence[BaseModel],
+    text: Callable[[], str],
+) -> int:
+    """`shown` (one record or the list) as `-o json|yaml` asks, else `text()`."""
+    if output in ("json", "yaml"):
+
+        def doc(r: BaseModel) -> object:
+            return r.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+        docs = doc(shown) if isinstance(shown, BaseModel) else [doc(r) for r in shown]
+        ctx.out.write(dump(docs, output))
     else:
-        ctx.out.write(render_table(args.name, rs, now, Paint(ctx.color)))
+        ctx.out.write(text())
     return 0
 
 
@@ -270,7 +286,6 @@ async def cmd_history_rollout(ctx: Context, args: argparse.Namespace) -> int:
         raise CliError(f"progressiverollout {args.name} not found in namespace {ctx.namespace}")
     rs = rollout_records(pr)
     now = datetime.datetime.now(datetime.UTC)
-    chosen = rs
     if args.revision:
         found = [r for r in rs if r.revision.startswith(args.revision)]
         if not found:
@@ -279,12 +294,7 @@ async def cmd_history_rollout(ctx: Context, args: argparse.Namespace) -> int:
                 f"progressiverollout {args.name} has no revision {args.revision} on record "
                 f"(on record: {known})"
             )
-        chosen = found[:1]  # newest first: the latest rollout of that revision
-    if args.output in ("json", "yaml"):
-        docs = [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in chosen]
-        ctx.out.write(dump(docs[0] if args.revision else docs, args.output))
-    elif args.revision:
-        ctx.out.write(render_revision(args.name, chosen[0], now))
-    else:
-        ctx.out.write(render_revisions(args.name, rs, now, Paint(ctx.color)))
-    return 0
+        one = found[0]  # newest first: the latest rollout of that revision
+        return _show(ctx, args.output, one, lambda: render_revision(args.name, one, now))
+    paint = Paint(ctx.color)
+    return _show(ctx, args.output, rs, lambda: render_revisions(args.name, rs, now, paint))

@@ -15,7 +15,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from okra_controllers.api.v1alpha1.analysis import MetricJudgmentStatus, Phase, RunJudgmentStatus
+from okra_controllers.api.v1alpha1.analysis import (
+    MetricJudgmentStatus,
+    Phase,
+    RunJudgmentStatus,
+    RunSummary,
+)
 from okra_controllers.api.v1alpha1.common import ApiModel
 from okra_controllers.api.v1alpha1.traffic import TrafficStatus
 
@@ -75,18 +80,14 @@ class RecordedMeasurement(ApiModel):
     phase: Phase
 
 
-class RecordedMetric(ApiModel):
-    """One metric of a finished analysis: its verdict, the counts that decided it, its
+class RecordedMetric(RunSummary):
+    """One metric of a finished analysis: its verdict, the counts that decided it (its
+    measurements: how many, how many successful, failed, inconclusive and errors), its
     newest values and, for a judged metric, the comparison of canary and baseline."""
 
     name: str
     phase: Phase
     message: str | None = None
-    count: int = 0
-    successful: int = 0
-    failed: int = 0
-    inconclusive: int = 0
-    error: int = 0
     dry_run: bool | None = None
     measurements: list[RecordedMeasurement] = Field(default_factory=list)
     """Its newest measurements with a value, oldest first (see `MAX_RECORDED_MEASUREMENTS`)."""
