@@ -458,6 +458,19 @@ async def test_the_rollouts_page_shows_the_seed_examples_stages_advancing_withou
         )
         marker = await asyncio.to_thread(browser.execute_script, "return window.okraMarker")
         assert marker == "no reload"
+        # The record the manager wrote: v2's rollout, then v1's, both Completed, every stage.
+        past = await page_until(
+            browser,
+            f"const t = {card}.querySelector('.past-revisions'); return t && "
+            "t.querySelector('summary').innerText.includes('(2)') && "
+            "[...t.querySelectorAll('tr')].slice(1).map((r) => "
+            "[...r.querySelectorAll('td')].map((d) => d.textContent.trim()))",
+            "the past revisions",
+        )
+        assert [(row[0], row[3], row[4]) for row in past] == [
+            (second[:8], "Completed", "3/3"),
+            (first[:8], "Completed", "3/3"),
+        ], past
         log = await asyncio.to_thread(browser.execute_script, "return window.okraStages")
         # Argo CD's namespace holds the clusters' Secrets: none of their tokens is on the page.
         source = await asyncio.to_thread(lambda: browser.page_source)

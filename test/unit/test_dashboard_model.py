@@ -447,3 +447,27 @@ def test_the_past_rollouts_are_the_cells_record_with_how_long_each_took() -> Non
     assert model.rollout_records(cell) == [{**running, "took": None}, {**done, "took": 243.0}]
     assert model.rollout_records({"status": {}}) == []
     assert model.rollout_records({}) == []
+
+
+def test_a_progressiverollouts_card_lists_its_past_revisions() -> None:
+    record = {
+        "revision": "abc",
+        "startedAt": "2026-12-04T02:00:00Z",
+        "endedAt": "2026-12-04T02:05:00Z",
+        "outcome": "RolledBack",
+        "message": "rolled back",
+        "stages": [{"name": "canary", "phase": "Completed"}, {"name": "eu", "phase": "Failed"}],
+    }
+    row = model.rollout_row({"metadata": {"name": "web"}, "status": {"history": [record]}})
+    assert row["history"] == [
+        {
+            "revision": "abc",
+            "startedAt": "2026-12-04T02:00:00+00:00",
+            "endedAt": "2026-12-04T02:05:00+00:00",
+            "outcome": "RolledBack",
+            "message": "rolled back",
+            "done": 1,
+            "stages": 2,
+        }
+    ]
+    assert model.rollout_row({"metadata": {"name": "web"}})["history"] == []

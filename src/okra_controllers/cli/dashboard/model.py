@@ -571,7 +571,30 @@ def rollout_row(pr: Obj) -> Obj:
         "unmanaged": list(st.get("unmanagedClusters") or []),
         "source": (spec.get("sourceRef") or {}).get("name"),
         "stages": stages,
+        "history": revision_records(st),
     }
+
+
+def revision_records(status: Obj) -> list[Obj]:
+    """A ProgressiveRollout's record (`status.history`, newest first) as its card lists it:
+    each revision's start and end, outcome, message and how many of its stages completed."""
+    out = []
+    for r in status.get("history") or []:
+        if not isinstance(r, dict):
+            continue
+        stages = [s for s in r.get("stages") or [] if isinstance(s, dict)]
+        out.append(
+            {
+                "revision": r.get("revision"),
+                "startedAt": _iso(r.get("startedAt")),
+                "endedAt": _iso(r.get("endedAt")),
+                "outcome": r.get("outcome"),
+                "message": r.get("message") or "",
+                "done": sum(s.get("phase") == "Completed" for s in stages),
+                "stages": len(stages),
+            }
+        )
+    return out
 
 
 def cluster_set_row(cs: Obj) -> Obj:

@@ -453,6 +453,15 @@ function stageCard(s, i, r) {
     ${clusters}${s.webhooks.map(webhookLine).join("")}</div>`;
 }
 
+// A ProgressiveRollout's record: each revision it rolled out, newest first.
+function pastRevisions(r) {
+  if (!(r.history || []).length) return "";
+  const rows = r.history.map((h) => `<tr><td>${short(h.revision)}</td><td class="muted">${esc(when(h.startedAt))}</td>
+    <td>${h.endedAt ? took((Date.parse(h.endedAt) - Date.parse(h.startedAt)) / 1000) : `<span class="muted">in progress</span>`}</td>
+    <td>${badge(h.outcome || "InProgress", h.outcome || "Progressing")}</td><td>${h.done}/${h.stages}</td><td class="muted">${esc(h.message)}</td></tr>`).join("");
+  return `<details class="past-revisions"><summary>Past revisions (${r.history.length})</summary><table><tr><th>REVISION</th><th>STARTED</th><th>TOOK</th><th>OUTCOME</th><th>STAGES DONE</th><th>MESSAGE</th></tr>${rows}</table></details>`;
+}
+
 function rolloutsPage() {
   const rows = Object.values(state.rollouts).sort((a, b) => a.key.localeCompare(b.key));
   const body = rows.map((r) => `<div class="card rollout" data-key="${esc(r.key)}" data-phase="${esc(r.phase)}" data-revision="${esc(r.revision)}">
@@ -461,7 +470,8 @@ function rolloutsPage() {
     ${r.message ? `<p class="muted">${esc(r.message)}</p>` : ""}${r.stalled ? `<p class="notice error">Stalled: ${esc(r.stalled)}</p>` : ""}
     ${actions("rollouts", r)}
     <div class="stages">${r.stages.map((s, i) => stageCard(s, i, r)).join("")}</div>
-    ${r.unmanaged.length ? `<p class="muted">In no stage: ${r.unmanaged.map(esc).join(", ")}</p>` : ""}</div>`).join("");
+    ${r.unmanaged.length ? `<p class="muted">In no stage: ${r.unmanaged.map(esc).join(", ")}</p>` : ""}
+    ${pastRevisions(r)}</div>`).join("");
   return { key: "rollouts", head: "<h1>ProgressiveRollouts</h1>", body: body || `<p class="muted">${state.meta.synced ? "No ProgressiveRollouts." : "Reading…"}</p>` };
 }
 
