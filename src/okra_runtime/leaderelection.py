@@ -179,8 +179,19 @@ class LeaderElector:
             self._observed, self._observed_at = record, time.monotonic()
         holder = spec.get("holderIdentity")
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-        if holder and holder != self.identity and self._observed_at + duration > time.monotonic():
+        unchanged = time.monotonic() - self._observed_at
+        if holder and holder != self.identity and unchanged < duration:
             return False  # someone else holds a live lease
+        if holder and holder != self.identity:
+            # Why a standby takes over, for the incident after: its holder's last renewal
+            # (the holder's clock) and how long this candidate saw the record unchanged
+            log.info(
+                "lease expired; taking over",
+                lease=f"{self.namespace}/{self.name}",
+                holder=holder,
+                renewed=spec.get("renewTime"),
+                unchanged_for=round(unchanged, 2),
+            )
         transitions = int(spec.get("leaseTransitions") or 0)
         new_spec = {
             **spec,

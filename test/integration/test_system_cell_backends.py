@@ -33,7 +33,9 @@ from okra_testkit.envtest import ControlPlane
 from okra_testkit.seed import LoadBalancer
 from support import ErrorRates, eventually
 
-pytestmark = pytest.mark.timeout(300)
+# Above the sum of its own waits (120 s to the first Completed, 180 s for the walk, and the
+# setup): a wait that runs out then reports okra's state, not pytest's bare timeout
+pytestmark = pytest.mark.timeout(420)
 ROLE_B = "arn:aws:iam::222222222222:role/okra-dns"
 TTL = 4
 NAME = "dns.sys.example.test"
