@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from okra_controllers import actors
 from okra_controllers.api.kinds import ARGO_GROUP
 from okra_controllers.api.v1alpha1 import CRD_MODELS
 from okra_controllers.api.v1alpha1.common import GROUP
@@ -144,6 +145,16 @@ DRIFT_NOTICE = (
 repaired drift: the Cell read and its status written (the outbox), the notification
 ConfigMap and Secret read, and Events."""
 
+ACTOR_POLICY = rule(
+    "admissionregistration.k8s.io",
+    "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
+    verbs=READ,
+    reason="okra's actor policy (actors.PolicyWatch): the informers list and watch it; get is"
+    " not requested today",
+)
+"""Whether okra's actor policy is in force: the record credits users only while it is."""
+
 CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
     # Measures AnalysisRuns. Reads the owning Cell for `fieldRef` arguments and Secrets for
     # `secretKeyRef` arguments and provider credentials (the Datadog Secret), one by name.
@@ -247,6 +258,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
             " Secrets, not in the audited rollout; covered by test/e2e/test_cell_argocd.py",
         ),
         rule(ARGO_GROUP, "applications", verbs=READ),
+        ACTOR_POLICY,
         EVENTS,
     ),
     # A system Cell: makes and owns a Cell per application, an AWSTargetGroup per
@@ -338,6 +350,7 @@ CONTROLLER_RULES: Mapping[str, tuple[PolicyRule, ...]] = {
         rule(CORE, "configmaps", verbs=("get",)),
         rule(GROUP, "freezes", "clusterfreezes", verbs=READ),
         rule(CORE, "namespaces", verbs=READ),
+        ACTOR_POLICY,
         EVENTS,
     ),
 }
@@ -465,12 +478,22 @@ def render_user_roles() -> dict[str, str]:
     }
 
 
+def render_actor_policy() -> str:
+    """okra's ValidatingAdmissionPolicy and its binding (`okra_controllers.actors`): an actor
+    annotation on a Cell or ProgressiveRollout names the user who wrote it."""
+    body = yaml.safe_dump_all(
+        [actors.policy(), actors.binding()], sort_keys=False, default_flow_style=False, width=100
+    )
+    return f"# Generated from {__name__} by `python -m {__name__}`. DO NOT EDIT.\n---\n{body}"
+
+
 def render_all() -> dict[str, str]:
     """File name (in config/rbac) -> content."""
     return {
         "role.yaml": render_role(),
         "leader_election_role.yaml": render_leader_election_role(),
         **render_user_roles(),
+        "actor_policy.yaml": render_actor_policy(),
     }
 
 

@@ -137,6 +137,20 @@ def test_chart_user_roles_are_the_kustomize_user_roles() -> None:
     assert not [d for d in _by_kind(off, "ClusterRole") if "viewer" in d["metadata"]["name"]]
 
 
+def test_chart_actor_policy_is_the_kustomize_one() -> None:
+    """The ValidatingAdmissionPolicy okra-actor and its binding: the same names (okra-manager
+    reads them by name) and specs as `config/rbac`'s; `actorPolicy.enabled=false` leaves
+    them out."""
+    chart, base = render(), kustomize()
+    for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        c, b = _one(chart, kind), _one(base, kind)
+        assert c["metadata"]["name"] == b["metadata"]["name"] == "okra-actor", kind
+        assert c["spec"] == b["spec"], kind
+    off = render("--set", "actorPolicy.enabled=false")
+    assert not _by_kind(off, "ValidatingAdmissionPolicy")
+    assert not _by_kind(off, "ValidatingAdmissionPolicyBinding")
+
+
 def test_chart_runs_the_manager_as_kustomize_does() -> None:
     chart, base = _container(render()), _container(kustomize())
     assert set(base["args"]) <= set(chart["args"]), "the chart drops a flag kustomize sets"

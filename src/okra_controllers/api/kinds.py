@@ -73,6 +73,11 @@ POD = GVK("", "v1", "Pod")
 NAMESPACE = GVK("", "v1", "Namespace")
 JOB = GVK("batch", "v1", "Job")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
+ADMISSION_POLICY = GVK("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy")
+ADMISSION_POLICY_BINDING = GVK(
+    "admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding"
+)
+SELF_SUBJECT_REVIEW = GVK("authentication.k8s.io", "v1", "SelfSubjectReview")
 
 # Argo CD's and Argo Rollouts' kinds (argoproj.io)
 ARGO_GROUP = "argoproj.io"
@@ -86,6 +91,8 @@ ARGO_CLUSTER_ANALYSIS_TEMPLATE = GVK(ARGO_GROUP, "v1alpha1", "ClusterAnalysisTem
 LBC_TARGET_GROUP_BINDING = GVK("elbv2.k8s.aws", "v1beta1", "TargetGroupBinding")
 
 __all__ = [
+    "ADMISSION_POLICY",
+    "ADMISSION_POLICY_BINDING",
     "ALB_CONFIG",
     "ANALYSIS_RUN",
     "ANALYSIS_TEMPLATE",
@@ -116,6 +123,7 @@ __all__ = [
     "PROGRESSIVE_ROLLOUT",
     "ROUTE53_CONFIG",
     "SECRET",
+    "SELF_SUBJECT_REVIEW",
     "TARGET_GROUP",
     "TARGET_GROUP_SET",
     "gvk_of",
