@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from okra_controllers.actors import ACTOR, ACTOR_ACTION, credit_for
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
 from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.history import (
@@ -54,6 +55,7 @@ class Walk:
         self.annotations: dict[str, str] = {}
         self.pinned: str | None = None
         self.runs: dict[str, dict[str, Any]] = {}  # the AnalysisRuns' statuses, by name
+        self.enforced: bool | None = None  # okra's actor policy in force (None: no credit)
 
     def to(
         self, t: int, fields: dict[str, Any], *events: Event, limit: int = 10, steps: int = 4
@@ -65,6 +67,9 @@ class Walk:
             for n, any_phase in wanted.items()
             if n in self.runs and (any_phase or self.runs[n].get("phase") != "Running")
         }
+        credit = None
+        if self.enforced is not None:  # as act does
+            credit = credit_for(self.annotations, self.enforced, self.status.credited_actor)
         after.history = recorded(
             self.status,
             after,
@@ -75,7 +80,9 @@ class Walk:
             steps=steps,
             limit=limit,
             runs=runs,
+            credit=credit,
         )
+        after.credited_actor = credit.spent if credit is not None else None
         self.status = after
         return after.history
 
@@ -466,3 +473,101 @@ def test_a_step_keeps_the_traffic_reading_it_ended_with() -> None:
     assert (first.traffic.verdict, first.traffic.requests) == ("Confirmed", 1200)
     assert [(v.version, v.observed) for v in first.traffic.versions] == [("v1", 80.4), ("v2", 19.6)]
     assert second.traffic is None  # its reading is of step 1 while it runs: kept when it ends
+
+
+def acted(user: str, action: str, value: str, token: str = "t1") -> dict[str, str]:
+    """The actor annotations okra's CLI writes beside an action."""
+    return {ACTOR: user, ACTOR_ACTION: f"{action}={value} {token}"}
+
+
+def test_a_promote_is_credited_to_the_actor_written_with_it() -> None:
+    w = Walk(IDLE)
+    w.enforced = True
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.to(60, rolling(1, 20, health="Paused", pausedReason="Pause"))
+    w.annotations = {"okra.mumo.co/promote": "r1/1", **acted("alice", "promote", "r1/1")}
+    (r,) = w.to(300, rolling(2, 50))
+    assert [(e.reason, e.user) for e in r.events] == [
+        ("RolloutStarted", None),  # okra's own: no user
+        ("Promoted", "alice"),
+    ]
+    assert dumped([r])[0]["events"][-1]["user"] == "alice"
+    assert w.status.credited_actor == "promote=r1/1 t1"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "why"),
+    [
+        ({}, "hand-written: no actor"),
+        ({ACTOR: "alice"}, "no action beside the actor"),
+        (acted("alice", "promote", "r1/0"), "the actor was written for another step"),
+        (acted("alice", "promote", "r0/1"), "... or another rollout"),
+        (acted("alice", "pause", "true"), "... or another action"),
+        ({ACTOR: "alice", ACTOR_ACTION: "promote=r1/1"}, "not okra's form (no token)"),
+    ],
+)
+def test_a_promote_without_an_actor_bound_to_it_is_by_unknown(
+    annotations: dict[str, str], why: str
+) -> None:
+    w = Walk(IDLE)
+    w.enforced = True
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.to(60, rolling(1, 20, health="Paused", pausedReason="Pause"))
+    w.annotations = {"okra.mumo.co/promote": "r1/1", **annotations}
+    (r,) = w.to(300, rolling(2, 50))
+    assert (r.events[-1].reason, r.events[-1].user) == ("Promoted", "unknown"), why
+
+
+def test_without_okras_policy_in_force_every_user_action_is_by_unknown() -> None:
+    w = Walk(IDLE)
+    w.enforced = False
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.annotations = {"okra.mumo.co/promote": "r1/0", **acted("alice", "promote", "r1/0")}
+    (r,) = w.to(60, rolling(1, 20))
+    assert (r.events[-1].reason, r.events[-1].user) == ("Promoted", "unknown")
+    assert w.status.credited_actor is None
+
+
+def test_an_actor_is_credited_once_never_for_a_later_hand_written_action() -> None:
+    w = Walk(IDLE)
+    w.enforced = True
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    held = rolling(0, 20, pausedReason="PausedByUser", message="held by okra pause")
+    w.annotations = {"okra.mumo.co/pause": "true", **acted("alice", "pause", "true")}
+    w.to(5, held)
+    w.annotations = acted("alice", "pause", "true")  # the pause annotation removed by hand
+    w.to(9, rolling(0, 20))
+    w.annotations = {"okra.mumo.co/pause": "true", **acted("alice", "pause", "true")}
+    w.to(12, held)  # paused by hand again: alice's actor is the one she wrote at 5
+    w.annotations = acted("bob", "resume", "", token="t2")  # okra resume, as bob
+    w.to(15, rolling(0, 20))
+    w.annotations = {"okra.mumo.co/pause": "true", **acted("alice", "pause", "true", "t3")}
+    (r,) = w.to(20, held)  # okra pause again, as alice: a new token
+    assert [(e.reason, e.user) for e in r.events[1:]] == [
+        ("PausedByUser", "alice"),
+        ("Resumed", "unknown"),
+        ("PausedByUser", "unknown"),
+        ("Resumed", "bob"),
+        ("PausedByUser", "alice"),
+    ]
+
+
+def test_abort_retry_and_a_pin_say_who() -> None:
+    w = Walk(IDLE)
+    w.enforced = True
+    w.to(1, rolling(0, 20), Event("Normal", "RolloutStarted", "canary v2 from v1"))
+    w.annotations = {"okra.mumo.co/abort": "r1", **acted("alice", "abort", "r1")}
+    said = "rollout of v2 aborted; all traffic on v1"
+    (r,) = w.to(30, rolling(0, 0, aborted=True), Event("Warning", "RolloutAborted", said))
+    assert (r.events[-1].reason, r.events[-1].user) == ("RolloutAborted", "alice")
+    w.annotations = acted("bob", "retry", "r1", token="t2")
+    new, _ = w.to(90, rolling(0, 20, rid="r2"), Event("Normal", "RolloutStarted", "again"))
+    assert (new.trigger, new.started_by) == ("Retry", "bob")
+    w.pinned = "v3"
+    w.annotations = acted("carol", "version", "v3", token="t3")
+    pinned = {**rolling(0, 20, rid="r3"), "canaryVersion": "v3"}
+    newest, *_ = w.to(120, pinned, Event("Normal", "RolloutStarted", "canary v3 from v1"))
+    assert (newest.trigger, newest.started_by) == ("Pin", "carol")
+    again = {**rolling(0, 20, rid="r4"), "canaryVersion": "v4"}
+    latest, *_ = w.to(150, again, Event("Normal", "RolloutStarted", "canary v4 from v1"))
+    assert (latest.trigger, latest.started_by) == ("NewVersion", None)  # no user starts it

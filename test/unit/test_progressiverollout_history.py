@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from okra_controllers.actors import ACTOR, ACTOR_ACTION, credit_for
 from okra_controllers.api.v1alpha1.progressiverollout import ProgressiveRolloutStatus
 from okra_controllers.progressiverollout.history import recorded
 
@@ -43,11 +44,18 @@ class Walk:
     def __init__(self) -> None:
         self.status = ProgressiveRolloutStatus()
 
-    def to(self, t: int, fields: dict[str, Any], limit: int = 10) -> Any:
+    def to(
+        self,
+        t: int,
+        fields: dict[str, Any],
+        limit: int = 10,
+        annotations: dict[str, str] | None = None,
+    ) -> Any:
         after = ProgressiveRolloutStatus.model_validate(
             {**fields, "history": self.status.model_dump(by_alias=True)["history"]}
         )
-        after.history = recorded(self.status, after, at(t), limit)
+        credit = None if annotations is None else credit_for(annotations, True, None)
+        after.history = recorded(self.status, after, at(t), limit, credit)
         self.status = after
         return after.history
 
@@ -130,3 +138,20 @@ def test_the_record_is_bounded() -> None:
     history = w.to(60, rolling("r5", 60, stage("canary", "Progressing")), limit=3)
     assert [r.revision for r in history] == ["r5", "r4", "r3"]
     assert w.to(70, rolling("r5", 60, stage("canary", "Progressing")), limit=0) is None
+
+
+def test_the_requests_acted_on_say_who_made_them() -> None:
+    w = Walk()
+    going = stage("canary", "Progressing", ("a", "Syncing"))
+    w.to(1, rolling("abc", 1, going), annotations={})
+    promote = {"okra.mumo.co/promote": "t1", ACTOR: "alice", ACTOR_ACTION: "promote=t1 n1"}
+    w.to(5, rolling("abc", 1, going, handled={"promote": "t1"}), annotations=promote)
+    assert w.to(6, rolling("abc", 1, going, handled={"promote": "t1"}), annotations=promote)
+    by_hand = {**promote, "okra.mumo.co/abort": "t2"}  # alice's actor is for her promote
+    (r,) = w.to(
+        9, rolling("abc", 1, going, handled={"promote": "t1", "abort": "t2"}), annotations=by_hand
+    )
+    assert [(a.time, a.action, a.user) for a in r.actions] == [
+        (at(5), "promote", "alice"),
+        (at(9), "abort", "unknown"),
+    ]

@@ -23,6 +23,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from okra_controllers.actors import PolicyWatch, credit_for
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
 from okra_controllers.api.kinds import ANALYSIS_RUN, CELL, PAUSE, SECRET
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus
@@ -68,8 +69,10 @@ class Actor:
         notifier: Notifier,
         clock: Callable[[], datetime.datetime],
         history: int = DEFAULT_LIMIT,
+        policy: PolicyWatch | None = None,
     ) -> None:
         self.client = client
+        self.policy = policy  # okra's actor policy: None, never in force
         self.events = events
         self.caches = caches
         self.blocklists = blocklists
@@ -94,6 +97,8 @@ class Actor:
         fired = triggers(before, status, ((e.reason, e.message) for e in p.events))
         outbox.stage(raw, before, status, fired, lambda f: fields_for(raw, status, f), now)
         # The rollout's record too: the change it records and the record, in one write.
+        enforced = self.policy is not None and self.policy.enforced()
+        credit = credit_for(cell.metadata.annotations, enforced, before.credited_actor)
         status.history = recorded(
             before,
             status,
@@ -104,7 +109,9 @@ class Actor:
             steps=len(canary.steps) if (canary := cell.spec.update_strategy.canary) else None,
             limit=self.history,
             runs=self._run_statuses(ns, before, status),
+            credit=credit,
         )
+        status.credited_actor = credit.spent
         written = raw.get("status")
         if not await self.write_status(raw, status):
             self.notifier.track(CELL, ns, name, before.notifications or [])

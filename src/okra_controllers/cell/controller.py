@@ -26,6 +26,7 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from okra_controllers.actors import policy_watch
 from okra_controllers.api.kinds import (
     ALB_CONFIG,
     ANALYSIS_RUN,
@@ -104,7 +105,14 @@ class CellReconciler:
         self.health = TargetHealth()
         self.blocklists = Blocklists(mgr.client, self.caches.blocklists, clock)
         self.actor = Actor(
-            mgr.client, events, self.caches, self.blocklists, notifier_for(mgr), clock, history
+            mgr.client,
+            events,
+            self.caches,
+            self.blocklists,
+            notifier_for(mgr),
+            clock,
+            history,
+            policy_watch(mgr),
         )
 
     async def reconcile(self, req: Request) -> Result | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping, Sequence
 
+from okra_controllers.actors import Credit
 from okra_controllers.api.v1alpha1.analysis import AnalysisRunStatus, MetricResult
 from okra_controllers.api.v1alpha1.cell import RolloutCellStatus
 from okra_controllers.api.v1alpha1.history import (
@@ -65,12 +66,14 @@ def recorded(
     steps: int | None = None,
     limit: int = DEFAULT_LIMIT,
     runs: Mapping[str, AnalysisRunStatus] | None = None,
+    credit: Credit | None = None,
 ) -> list[RolloutRecord] | None:
     """`after.history`: `before`'s, with what this reconcile did (`events`: its plan's
     Events; `annotations`: the Cell's, for `okra promote`; `pinned`: `spec.version`;
     `steps`: how many the strategy has, past which the rollout completes rather than runs
     a step; `runs`: the statuses of the AnalysisRuns `before` and `after` name, by run
-    name), the newest `limit` rollouts. None while the Cell has never rolled out."""
+    name; `credit`: who did the user actions it records, None to record no user), the
+    newest `limit` rollouts. None while the Cell has never rolled out."""
     history = list(before.history or [])
     if history:  # only the newest record can change: copy it, share the others
         history[0] = history[0].model_copy(deep=True)
@@ -80,12 +83,15 @@ def recorded(
         if latest is not None and latest.outcome is None:
             _end(latest, now, "Superseded", f"superseded by the rollout of {after.canary_version}")
             _analysed(latest, before, after, runs)
-        latest = _begun(before, after, now, pinned)
+        latest = _begun(before, after, now, pinned, credit)
         history.insert(0, latest)
     if latest is not None and latest.outcome is None:
-        _moved(latest, before, after, now, annotations, steps)
+        _moved(latest, before, after, now, annotations, steps, credit)
         for e in events:
-            _say(latest, now, e.type, e.reason, e.message)
+            user = None
+            if e.reason == "RolloutAborted" and credit is not None:
+                user = credit.user("abort", latest.rollout_id)
+            _say(latest, now, e.type, e.reason, e.message, user)
             if e.reason in ENDS:
                 _end(latest, now, ENDS[e.reason], e.message, before.canary_weight, before)
         if latest.outcome is None and after.rollout_id != latest.rollout_id:
@@ -171,24 +177,32 @@ def _cut(message: str | None) -> str | None:
 
 
 def _begun(
-    before: RolloutCellStatus, after: RolloutCellStatus, now: datetime.datetime, pinned: str | None
+    before: RolloutCellStatus,
+    after: RolloutCellStatus,
+    now: datetime.datetime,
+    pinned: str | None,
+    credit: Credit | None,
 ) -> RolloutRecord:
     to = after.canary_version or ""
     trigger: Trigger = "NewVersion"
+    by: str | None = None
     if before.rollout_id == after.rollout_id:
         trigger = "Unknown"  # under way before the Cell had a record
     elif before.canary_version == to and before.aborted:
         trigger = "Retry"
+        by = credit.user("retry", before.rollout_id or "") if credit is not None else None
     elif before.canary_version == to:
         trigger = "StepsChanged"
     elif pinned is not None and pinned == to:
         trigger = "Pin"
+        by = credit.user("version", pinned) if credit is not None else None
     return RolloutRecord.model_validate(
         {
             "rolloutId": after.rollout_id,
             "from": after.stable_version,
             "to": to,
             "trigger": trigger,
+            "startedBy": by,
             "startedAt": now,
             "steps": [{"index": after.current_step_index or 0, "startedAt": now}],
         }
@@ -202,8 +216,13 @@ def _moved(
     now: datetime.datetime,
     annotations: Mapping[str, str],
     steps: int | None,
+    credit: Credit | None,
 ) -> None:
     """A step change and the user's holds, as this reconcile saw them."""
+
+    def by(action: str, value: str) -> str | None:
+        return credit.user(action, value) if credit is not None else None
+
     same = before.rollout_id == r.rollout_id == after.rollout_id
     if same and after.current_step_index is not None:
         was = before.current_step_index or 0
@@ -221,14 +240,16 @@ def _moved(
                 r.steps.append(RecordedStep(index=now_at, started_at=now))
             if full or promoted == f"{r.rollout_id}/{was}":
                 what = "fully" if full else f"at step {was + 1}"
-                _say(r, now, "Normal", "Promoted", f"okra promote {what} ({PROMOTE}={promoted})")
+                said = f"okra promote {what} ({PROMOTE}={promoted})"
+                _say(r, now, "Normal", "Promoted", said, by("promote", promoted or ""))
     _frozen(r, before, after, now)
     held_before = before.paused_reason == "PausedByUser"
     held_after = after.paused_reason == "PausedByUser"
     if held_after and not held_before:
-        _say(r, now, "Normal", "PausedByUser", after.message or "held by okra pause")
+        said = after.message or "held by okra pause"
+        _say(r, now, "Normal", "PausedByUser", said, by("pause", "true"))
     elif held_before and not held_after and after.rollout_id == r.rollout_id:
-        _say(r, now, "Normal", "Resumed", "okra pause's hold removed")
+        _say(r, now, "Normal", "Resumed", "okra pause's hold removed", by("resume", ""))
 
 
 def _frozen(
@@ -249,14 +270,22 @@ def _thaw(r: RolloutRecord, now: datetime.datetime) -> None:
         r.freezes[-1].ended_at = now
 
 
-def _say(r: RolloutRecord, now: datetime.datetime, type_: str, reason: str, message: str) -> None:
-    """Add an entry, unless it repeats the last one word for word."""
+def _say(
+    r: RolloutRecord,
+    now: datetime.datetime,
+    type_: str,
+    reason: str,
+    message: str,
+    user: str | None = None,
+) -> None:
+    """Add an entry (`user`: who did it, for a user action), unless it repeats the last one
+    word for word."""
     last = r.events[-1] if r.events else None
     if last is not None and (last.reason, last.message) == (reason, message):
         return
     r.events.append(
         RecordedEvent.model_validate(
-            {"time": now, "type": type_, "reason": reason, "message": message}
+            {"time": now, "type": type_, "reason": reason, "message": message, "user": user}
         )
     )
     del r.events[:-MAX_RECORDED_EVENTS]

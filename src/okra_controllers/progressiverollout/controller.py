@@ -38,6 +38,7 @@ import aiohttp
 import structlog
 from prometheus_client import Counter, Gauge
 
+from okra_controllers.actors import PolicyWatch, credit_for, policy_watch
 from okra_controllers.analysis.templates import TemplateError, TemplateRef, build_run
 from okra_controllers.api.kinds import (
     ANALYSIS_RUN,
@@ -282,6 +283,7 @@ class ProgressiveRolloutReconciler:
         self.events = events
         self.clock = clock
         self.notifier = notifier_for(mgr)
+        self.policy: PolicyWatch | None = policy_watch(mgr)  # okra's actor policy
 
     # -- observe ---------------------------------------------------------------
 
@@ -398,7 +400,9 @@ class ProgressiveRolloutReconciler:
         # Notifications go out in the same write as the change they report (the outbox),
         # and so does the record of what the rollout did.
         before = pr.status or ProgressiveRolloutStatus()
-        p.status.history = recorded(before, p.status, self.clock(), self.history)
+        enforced = self.policy is not None and self.policy.enforced()
+        credit = credit_for(pr.metadata.annotations, enforced, None)  # tokens are fresh
+        p.status.history = recorded(before, p.status, self.clock(), self.history, credit)
         fired = rollout_triggers(before, p.status, ((e.reason, e.message) for e in p.events))
         outbox.stage(raw, before, p.status, fired, lambda f: fields(raw, p.status, f), self.clock())
         ns = req.namespace or ""

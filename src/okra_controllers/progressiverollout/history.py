@@ -13,8 +13,11 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 
+from okra_controllers.actors import Credit
 from okra_controllers.api.v1alpha1.progressiverollout import (
+    MAX_RECORDED_ACTIONS,
     ProgressiveRolloutStatus,
+    RecordedAction,
     RevisionRecord,
     WaveOutcome,
 )
@@ -34,9 +37,11 @@ def recorded(
     after: ProgressiveRolloutStatus,
     now: datetime.datetime,
     limit: int = ROLLOUT_HISTORY,
+    credit: Credit | None = None,
 ) -> list[RevisionRecord] | None:
     """`after.history`: `before`'s with what this reconcile changed, the newest `limit`
-    revisions. None while nothing has been rolled out."""
+    revisions (`credit`: who made the requests it acted on; None: they are not recorded).
+    None while nothing has been rolled out."""
     history = list(before.history or [])
     if history:  # only the newest record can change: copy it, share the others
         history[0] = history[0].model_copy(deep=True)
@@ -52,11 +57,36 @@ def recorded(
         stages = [s.model_copy(deep=True) for s in after.stages or []]
         if stages != latest.stages:
             latest.stages = stages
+        if credit is not None:
+            _acted(latest, before, after, now, credit)
         if after.phase in ENDS:
             outcome = "Aborted" if after.aborted else ENDS[after.phase]
             _end(latest, after.finished or now, outcome, after.message)
     kept = history[: max(limit, 0)]
     return kept or None
+
+
+ACTIONS = ("promote", "abort", "retry")
+
+
+def _acted(
+    r: RevisionRecord,
+    before: ProgressiveRolloutStatus,
+    after: ProgressiveRolloutStatus,
+    now: datetime.datetime,
+    credit: Credit,
+) -> None:
+    """The requests (annotations) this reconcile acted on: each `status.handled` token that
+    changed, with who wrote it."""
+    was, now_handled = before.handled, after.handled
+    for action in ACTIONS:
+        token = getattr(now_handled, action) if now_handled is not None else None
+        if token is None or token == (getattr(was, action) if was is not None else None):
+            continue
+        done = RecordedAction.model_validate(
+            {"time": now, "action": action, "user": credit.user(action, token)}
+        )
+        r.actions = [*(r.actions or []), done][-MAX_RECORDED_ACTIONS:]
 
 
 def _begins(latest: RevisionRecord | None, after: ProgressiveRolloutStatus) -> bool:

@@ -469,6 +469,9 @@ class RolloutCellStatus(_CellStatusCore):
     history: list[RolloutRecord] | None = None
     """The Cell's rollouts, newest first: the one in progress and the last ones that ended
     (`okra history cell NAME`)."""
+    credited_actor: str | None = Field(default=None, max_length=512)
+    """The `okra.mumo.co/actor-action` annotation the record last credited a user action
+    to: an actor is credited once, so one left from an earlier action never is again."""
 
 
 class SystemCellStatus(_CellStatusCore):

@@ -52,11 +52,19 @@ class RecordedStep(ApiModel):
     each version's share of the requests, the verdict and why."""
 
 
+MAX_USER_LENGTH = 253
+"""The longest username a record keeps (a longer one is recorded as `unknown`, never cut)."""
+
+
 class RecordedEvent(ApiModel):
     time: datetime.datetime
     type: Literal["Normal", "Warning"]
     reason: str
     message: str = ""
+    user: str | None = Field(default=None, max_length=MAX_USER_LENGTH)
+    """Who did it, for a user action (Promoted, PausedByUser, Resumed, RolloutAborted): the
+    user as the API server authenticated them (`okra.mumo.co/actor`, under okra's admission
+    policy), else `unknown`. Unset for what okra did itself."""
 
 
 MAX_RECORDED_FREEZES = 10
@@ -121,6 +129,9 @@ class RolloutRecord(ApiModel):
     (Pin), `okra retry` after an abort (Retry), changed steps of the same version
     (StepsChanged); Unknown for a rollout under way before its Cell had a record (its
     `startedAt` is then when the record began)."""
+    started_by: str | None = Field(default=None, max_length=MAX_USER_LENGTH)
+    """Who started it, for the triggers a user starts (Retry: `okra retry`; Pin: `okra set
+    version`): the user as the API server authenticated them, else `unknown`."""
     started_at: datetime.datetime
     ended_at: datetime.datetime | None = None
     """Unset while the rollout is in progress."""

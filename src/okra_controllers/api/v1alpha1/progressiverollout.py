@@ -265,6 +265,19 @@ class Handled(ApiModel):
 
 WaveOutcome = Literal["Completed", "Failed", "RolledBack", "Aborted", "Superseded"]
 
+MAX_RECORDED_ACTIONS = 30
+"""The user actions a revision's record keeps: the newest."""
+
+
+class RecordedAction(ApiModel):
+    """A user's request the controller acted on (`okra promote`, `abort`, `retry`)."""
+
+    time: datetime.datetime
+    action: Literal["promote", "abort", "retry"]
+    user: str = Field(max_length=253)
+    """Who, as the API server authenticated them (`okra.mumo.co/actor`, under okra's
+    admission policy), else `unknown`."""
+
 
 class RevisionRecord(ApiModel):
     """One revision's rollout, as the ProgressiveRollout's record keeps it after the status
@@ -282,6 +295,9 @@ class RevisionRecord(ApiModel):
     """What the status said when it ended."""
     stages: list[StageStatus] = Field(default_factory=list)
     """Its stages with their clusters, as the status last had them during this revision."""
+    actions: list[RecordedAction] | None = None
+    """The users' promote, abort and retry requests acted on during it, oldest first (the
+    newest `MAX_RECORDED_ACTIONS`)."""
 
 
 class ProgressiveRolloutStatus(ApiModel):
