@@ -34,14 +34,17 @@ def paused(cell: dict[str, Any]) -> str | None:
     return annotations.get(PAUSED)
 
 
-async def annotate(ctx: Context, name: str, key: str, value: str | None) -> None:
-    """Set annotation `key` of the Cell `name` (None: remove it), a merge patch."""
-    await ctx.client.patch(CELL, name, annotation_patch(key, value), namespace=ctx.namespace)
+async def annotate(ctx: Context, name: str, key: str, value: str | None, action: str) -> None:
+    """Set annotation `key` of the Cell `name` (None: remove it), a merge patch, with the
+    user doing `action` beside it (the actor annotations) in the same write."""
+    patch = annotation_patch(key, value)
+    patch["metadata"]["annotations"].update(await ctx.acting(action, value))
+    await ctx.client.patch(CELL, name, patch, namespace=ctx.namespace)
 
 
 async def resume(ctx: Context, name: str) -> None:
     """Remove `okra pause`'s annotation from the Cell `name`, and say so."""
-    await annotate(ctx, name, PAUSED, None)
+    await annotate(ctx, name, PAUSED, None, "resume")
     ctx.say(f"cell {name}: resumed (removed {PAUSED})")
 
 
@@ -59,6 +62,9 @@ async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
             return 0
     p = plan_promote(cell, full=args.full)
     r = rollout(cell)
+    # The annotation first: the step then ends with it in place, so the Cell's record says
+    # who promoted, whichever the Cell controller sees first.
+    await annotate(ctx, name, PROMOTE, p.annotation, "promote")
     if p.pause is not None:
         try:
             await ctx.client.patch(
@@ -66,8 +72,7 @@ async def cmd_promote(ctx: Context, args: argparse.Namespace) -> int:
             )
             ctx.say(f"pause {p.pause}: cancelled")
         except NotFoundError:
-            pass  # not created yet: the annotation alone ends the step once it is
-    await annotate(ctx, name, PROMOTE, p.annotation)
+            pass  # not created yet, or gone with its step: the annotation alone ends it
     ctx.say(
         f"cell {name}: {p.summary} of rollout {r.rollout_id} ({r.stable} → {r.canary}) "
         f"[{PROMOTE}={p.annotation}]"
@@ -80,7 +85,7 @@ async def cmd_pause(ctx: Context, args: argparse.Namespace) -> int:
     if paused(cell) == "true":
         ctx.say(f"cell {name}: already paused (okra promote {name} resumes)")
         return 0
-    await annotate(ctx, name, PAUSED, "true")
+    await annotate(ctx, name, PAUSED, "true", "pause")
     st = cell.get("status") or {}
     if st.get("canaryVersion"):
         where = (
@@ -99,7 +104,7 @@ async def cmd_abort(ctx: Context, args: argparse.Namespace) -> int:
     if r.aborted:
         ctx.say(f"cell {name}: {already_aborted(r)}")
         return 0
-    await annotate(ctx, name, ABORT, r.rollout_id)
+    await annotate(ctx, name, ABORT, r.rollout_id, "abort")
     ctx.say(
         f"cell {name}: aborting rollout {r.rollout_id} of {r.canary}; all traffic goes back to "
         f"{r.stable} and stays there until okra retry {name} [{ABORT}={r.rollout_id}]"
@@ -115,7 +120,12 @@ async def cmd_retry(ctx: Context, args: argparse.Namespace) -> int:
         ctx.say(f"cell {name}: {nothing_to_retry(cell)}")
         return 0
     if plan.abort is not None:
-        await annotate(ctx, name, ABORT, None)
+        await ctx.client.patch(
+            CELL,
+            name,
+            {"metadata": {"annotations": {ABORT: None, **await ctx.acting("retry", plan.abort)}}},
+            namespace=ctx.namespace,
+        )
         ctx.say(f"cell {name}: removed {ABORT}={plan.abort}; the rollout starts over")
     if plan.unblock:
         removed = await _unblock(ctx, name, args.version, cell, blocklist)
@@ -153,6 +163,7 @@ async def cmd_set_version(ctx: Context, args: argparse.Namespace) -> int:
     if args.clear == (args.version is not None):
         raise CliError("give either a VERSION or --clear")
     patch = version_patch(None if args.clear else args.version)
+    patch["metadata"] = {"annotations": await ctx.acting("version", patch["spec"]["version"])}
     cell = await get_cell(ctx.client, name, ns)
     before = (cell.get("spec") or {}).get("version")
     await ctx.client.patch(CELL, name, patch, namespace=ns)

@@ -131,7 +131,7 @@ def systemwise(single: Handler, verb: str) -> Handler:
             return await _pause_system(ctx, name, held)
         resumed = False
         if verb in ("promote", "resume") and application is None and held:
-            await commands.annotate(ctx, name, PAUSED, None)
+            await commands.annotate(ctx, name, PAUSED, None, "resume")
             ctx.say(f"system {name}: resumed (removed {PAUSED}); its applications move on")
             resumed = True
         found = await _children(ctx, cell, application)
@@ -150,7 +150,7 @@ async def _pause_system(ctx: Context, name: str, held: bool) -> int:
     if held:
         ctx.say(f"system {name}: already paused (okra resume {name} resumes)")
         return 0
-    await commands.annotate(ctx, name, PAUSED, "true")
+    await commands.annotate(ctx, name, PAUSED, "true", "pause")
     ctx.say(
         f"system {name}: paused; every application holds at its current weights before its "
         f"next step until okra resume {name} (or okra promote {name}) [{PAUSED}=true]"

@@ -24,7 +24,7 @@ from okra_controllers.cli.kube import CliError, Context
 from okra_controllers.freeze import Hold, Invalid, applies, hold_at, next_start, parse, when
 from okra_controllers.freeze.hold import selects_namespace
 from okra_runtime.client import Client
-from okra_runtime.errors import ApiError, ForbiddenError, NoKindMatchError, NotFoundError
+from okra_runtime.errors import ForbiddenError, NoKindMatchError, NotFoundError
 from okra_runtime.labels import Selector, parse_selector
 from okra_runtime.timeutil import parse_time
 
@@ -81,13 +81,7 @@ def until_of(text: str | None, now: datetime.datetime) -> datetime.datetime | No
 
 async def whoami(ctx: Context) -> str:
     """The user the API server authenticates this client as ("" when it will not say)."""
-    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-    try:
-        out = await ctx.client.create(review)
-    except (ApiError, LookupError, ValueError):
-        return ""
-    name = ((out.get("status") or {}).get("userInfo") or {}).get("username")
-    return name if isinstance(name, str) else ""
+    return await ctx.whoami() or ""
 
 
 async def cmd_freeze(ctx: Context, args: argparse.Namespace) -> int:

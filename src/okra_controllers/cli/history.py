@@ -75,7 +75,7 @@ def render_table(
 def render_timeline(name: str, r: RolloutRecord, now: datetime.datetime) -> str:
     head = (
         f"cell {name}: rollout {r.rollout_id}, {r.from_version or 'none'} → {r.to_version} "
-        f"({r.trigger}), {r.outcome or 'in progress'}, {_took(r, now)}"
+        f"({r.trigger}{_by(r.started_by)}), {r.outcome or 'in progress'}, {_took(r, now)}"
     )
     lines: list[tuple[datetime.datetime, int, str]] = []
     for s in r.steps:
@@ -85,7 +85,8 @@ def render_timeline(name: str, r: RolloutRecord, now: datetime.datetime) -> str:
             lines.append((s.ended_at, 0, f"step {s.index + 1} ended{weight}{_traffic(s)}"))
     for e in r.events:
         mark = "!" if e.type == "Warning" else " "
-        lines.append((e.time, 2, f"{mark}{e.reason}: {e.message}" if e.message else e.reason))
+        what = f"{e.reason}{_by(e.user)}"
+        lines.append((e.time, 2, f"{mark}{what}: {e.message}" if e.message else what))
     for a in r.analyses or []:
         lines.append((a.completed_at or a.started_at or r.started_at, 3, _analysis(a)))
     lines.sort(key=lambda line: (line[0], line[1]))  # at one time: ends, begins, words, runs
@@ -250,6 +251,11 @@ def render_revisions(
     return "\n".join(table(rows, paint, indent="")) + "\n"
 
 
+def _by(user: str | None) -> str:
+    """` by USER` for a user action (`unknown` where the API server could not vouch)."""
+    return f" by {user}" if user is not None else ""
+
+
 def render_revision(name: str, r: RevisionRecord, now: datetime.datetime) -> str:
     """One revision's rollout: each stage and each of its clusters, in time order."""
     took = duration(((r.ended_at or now) - r.started_at).total_seconds())
@@ -270,6 +276,8 @@ def render_revision(name: str, r: RevisionRecord, now: datetime.datetime) -> str
             said = f": {s.message}" if s.message else ""
             run = f" (analysis {s.analysis_run} {s.analysis_phase})" if s.analysis_run else ""
             lines.append((s.finished, 3, f"stage {s.name} {s.phase}{run}{said}"))
+    for a in r.actions or []:
+        lines.append((a.time, 4, f"okra {a.action}{_by(a.user)}"))
     lines.sort(key=lambda line: (line[0], line[1]))
     body = [f"  {_when(t)}  {text}" for t, _, text in lines]
     waiting = [s.name for s in r.stages if s.started is None]

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from okra_controllers import actors
 from okra_controllers.api.validation import first_problem
 from okra_runtime.client import Client
 from okra_runtime.errors import ApiError, NoKindMatchError, NotFoundError
@@ -48,6 +49,19 @@ class Context:
     all_namespaces: bool = False
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
+    _user: str | None = field(default=None, init=False, repr=False)
+    _asked: bool = field(default=False, init=False, repr=False)
+
+    async def whoami(self) -> str | None:
+        """The username the API server knows this client by (asked once); None where it
+        cannot say."""
+        if not self._asked:
+            self._user, self._asked = await actors.whoami(self.client), True
+        return self._user
+
+    async def acting(self, action: str, value: str | None) -> dict[str, str | None]:
+        """The actor annotations to write beside `action` (its annotation's `value`)."""
+        return actors.actor_annotations(await self.whoami(), action, value or "")
 
     @property
     def list_namespace(self) -> str | None:

@@ -224,12 +224,18 @@ def _token() -> str:
     return f"{_now():%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
 
 
+async def _request(ctx: Context, name: str, key: str, token: str, action: str) -> None:
+    """Annotate the ProgressiveRollout `name` with a request (`key`: its fresh `token`) and,
+    in the same write, the user making it."""
+    patch = annotation_patch(key, token)
+    patch["metadata"]["annotations"].update(await ctx.acting(action, token))
+    await ctx.client.patch(PROGRESSIVE_ROLLOUT, name, patch, namespace=ctx.namespace)
+
+
 async def promote_rollout(ctx: Context, name: str) -> int:
     pr = await _get(ctx, name)
     token = _token()
-    await ctx.client.patch(
-        PROGRESSIVE_ROLLOUT, name, annotation_patch(PROMOTE, token), namespace=ctx.namespace
-    )
+    await _request(ctx, name, PROMOTE, token, "promote")
     phase = (pr.get("status") or {}).get("phase") or "Pending"
     ctx.say(
         f"progressiverollout {name}: promoted ({phase}): bake time ends now and an "
@@ -241,9 +247,7 @@ async def promote_rollout(ctx: Context, name: str) -> int:
 async def abort_rollout(ctx: Context, name: str) -> int:
     pr = await _get(ctx, name)
     token = _token()
-    await ctx.client.patch(
-        PROGRESSIVE_ROLLOUT, name, annotation_patch(ABORT, token), namespace=ctx.namespace
-    )
+    await _request(ctx, name, ABORT, token, "abort")
     policy = (pr.get("spec") or {}).get("failurePolicy", "Pause")
     then = (
         "the clusters it updated are synced back to their previous revision"
@@ -269,7 +273,8 @@ async def resume_rollout(ctx: Context, name: str) -> int:
     patch: Obj = {"spec": {"paused": False}}
     retry = st.get("phase") in ("Failed", "RolledBack") or bool(st.get("aborted"))
     if retry:
-        patch["metadata"] = {"annotations": {RETRY: _token()}}
+        token = _token()
+        patch["metadata"] = {"annotations": {RETRY: token, **await ctx.acting("retry", token)}}
     await ctx.client.patch(PROGRESSIVE_ROLLOUT, name, patch, namespace=ctx.namespace)
     what = "retrying the failed stage" if st.get("phase") == "Failed" else "resumed"
     if st.get("phase") == "RolledBack":

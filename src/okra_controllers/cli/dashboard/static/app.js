@@ -292,6 +292,9 @@ function pastRollouts(c) {
 }
 
 const USER_ACTIONS = ["Promoted", "PausedByUser", "Resumed"];
+// ` by USER` beside a user action the record credits (`unknown` where the API server could
+// not vouch for one); nothing for what okra did itself.
+const byUser = (user) => (user ? ` by ${user}` : "");
 const PHASE_COLOR = { Successful: "var(--ok)", Failed: "var(--bad)", Error: "var(--bad)" };
 
 // One rollout on one time axis: the canary's weight step by step (each step's weight when
@@ -318,7 +321,7 @@ function rolloutChart(rec, liveWeight) {
   const grid = [0, 50, 100].map((w) => `<line x1="${L}" x2="${W - R}" y1="${y(w)}" y2="${y(w)}" stroke="#e3e6ec"/><text x="4" y="${y(w) + 4}">${w}%</text>`).join("");
   const ticks = (rec.events || []).map((e) => {
     const color = e.type === "Warning" ? "var(--bad)" : USER_ACTIONS.includes(e.reason) ? "var(--stable)" : "var(--muted)";
-    return `<line class="tick" data-reason="${esc(e.reason)}" x1="${x(e.time)}" x2="${x(e.time)}" y1="${WH + 2}" y2="${WH + 12}" stroke="${color}" stroke-width="2"><title>${esc(when(e.time))} ${esc(e.reason)}: ${esc(e.message)}</title></line>`;
+    return `<line class="tick" data-reason="${esc(e.reason)}" x1="${x(e.time)}" x2="${x(e.time)}" y1="${WH + 2}" y2="${WH + 12}" stroke="${color}" stroke-width="2"><title>${esc(when(e.time))} ${esc(e.reason + byUser(e.user))}: ${esc(e.message)}</title></line>`;
   }).join("");
   const frozen = (rec.freezes || []).map((f) => {
     const a = x(f.startedAt), b = f.endedAt ? x(f.endedAt) : W - R;
@@ -405,11 +408,11 @@ function rolloutPage(c, id) {
     ${(a.metrics || []).map((m) => `<div>${esc(m.name)} ${badge(m.phase)}${m.dryRun ? ` <span class="muted">dry run</span>` : ""}
       <span class="muted">${m.count || 0} measured, ${m.successful || 0} successful, ${m.failed || 0} failed${(m.measurements || []).length ? "; last " + m.measurements.map((p) => esc(p.value)).join(", ") : ""}</span></div>`).join("")}
     ${canaryReport(a)}</div>`).join("") || `<p class="muted">No analysis finished in this rollout.</p>`;
-  const said = (rec.events || []).map((e) => `<tr><td class="muted">${esc(when(e.time))}</td><td>${e.type === "Warning" ? badge("Warning", "Failed") : ""} ${esc(e.reason)}</td><td>${esc(e.message)}</td></tr>`).join("");
+  const said = (rec.events || []).map((e) => `<tr><td class="muted">${esc(when(e.time))}</td><td>${e.type === "Warning" ? badge("Warning", "Failed") : ""} ${esc(e.reason)}${e.user ? ` <span class="actor">by ${esc(e.user)}</span>` : ""}</td><td>${esc(e.message)}</td></tr>`).join("");
   const traffic = (t) => (t ? `${badge(t.verdict, t.verdict === "Confirmed" ? "Successful" : t.verdict === "Waiting" ? "Pending" : "Failed")} ${t.versions.map((v) => `${esc(v.version)} ${v.observed ?? "–"}% <span class="muted">(planned ${v.planned}%)</span>`).join(", ")} <span class="muted">of ${t.requests} requests</span>` : "");
   const steps = (rec.steps || []).map((s) => `<tr><td>${s.index + 1}</td><td class="muted">${esc(when(s.startedAt))}</td><td class="muted">${s.endedAt ? esc(when(s.endedAt)) : "current"}</td><td>${s.canaryWeight ?? ""}${s.canaryWeight !== null && s.canaryWeight !== undefined ? "%" : ""}</td><td class="step-traffic">${traffic(s.traffic)}</td></tr>`).join("");
   return { key: "rollout", head, body: `
-    <div class="card" id="rollout-summary">${outcome(rec)} <span>${esc(rec.from || "none")} → ${esc(rec.to)}</span> · ${esc(rec.trigger)} · started ${esc(when(rec.startedAt))}${rec.endedAt ? `, took ${took(rec.took)}` : ", in progress"}
+    <div class="card" id="rollout-summary">${outcome(rec)} <span>${esc(rec.from || "none")} → ${esc(rec.to)}</span> · ${esc(rec.trigger + byUser(rec.startedBy))} · started ${esc(when(rec.startedAt))}${rec.endedAt ? `, took ${took(rec.took)}` : ", in progress"}
       ${rec.cause ? `<p id="rollout-cause">${esc(rec.cause)}</p>` : ""}</div>
     <div class="card"><h2>Timeline</h2>${rolloutChart(rec, live)}</div>
     <h2>Analyses</h2>${analyses}
