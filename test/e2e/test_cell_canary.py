@@ -109,7 +109,9 @@ async def test_full_canary_through_every_step_kind_then_failed_analysis_rolls_ba
     assert await env.rule_weights() == {"web-a-v2": 50, "web-b-v2": 50}
     await weights_match_plan(env, st)
     runs = (await rt_client.list(GVK("okra.mumo.co", "v1alpha1", "AnalysisRun"), ns)).items
-    assert {r["status"]["phase"] for r in runs} == {"Successful"}
+    assert {r["status"]["phase"] for r in runs} == {"Successful"}, [
+        (r["metadata"]["name"], r["status"].get("phase"), r["status"].get("message")) for r in runs
+    ]
     assert any(r["metadata"]["name"].endswith("-bg") for r in runs)
 
     # v3 fails its analysis: all traffic back to v2 at once, v3 blocked. Its target groups
