@@ -13,8 +13,6 @@ and in any order."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from integration.test_cli import okra as okra_cli
 from okra_controllers.actors import ACTOR, ACTOR_ACTION
 from okra_runtime import Client
 from okra_runtime.errors import ApiError
@@ -120,21 +119,8 @@ async def as_user(cp: ControlPlane, user: str) -> Client:
 
 
 async def okra(cp: ControlPlane, ns: str, user: str, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "okra_controllers.cli",
-        "--kubeconfig",
-        str(cp.kubeconfig(user)),
-        "-n",
-        ns,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    """The CLI run as `user` (test_cli's runner)."""
+    return await okra_cli(cp, ns, *args, user=user)
 
 
 async def paused_rollout(env: Env, admin: Client, ns: str) -> dict[str, Any]:
