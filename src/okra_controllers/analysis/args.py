@@ -5,6 +5,7 @@ value lands escaped inside any string field)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -45,6 +46,22 @@ def field_value(obj: dict[str, Any], path: str) -> str:
             raise ArgumentError(f"fieldRef {path!r} does not exist on the owning object")
         cur = cur[key]
     return cur if isinstance(cur, str) else json.dumps(cur)
+
+
+def pinned_field_refs(args: Sequence[Argument], owner: dict[str, Any]) -> list[Argument]:
+    """`args` with each `fieldRef` read from `owner` once, as a value: Argo Rollouts reads a
+    run's field references from its Rollout when it creates the run, so a run measures what
+    its rollout was when it started, and the owner's later changes (a completed rollout clears
+    `status.canaryVersion`) never reach it. A reference `owner` does not have is kept, for the
+    run to report as it would have."""
+    out: list[Argument] = []
+    for a in args:
+        vf = a.value_from
+        if a.value is None and vf is not None and vf.field_ref and vf.secret_key_ref is None:
+            with contextlib.suppress(ArgumentError):
+                a = Argument(name=a.name, value=field_value(owner, vf.field_ref.field_path))
+        out.append(a)
+    return out
 
 
 async def resolve_args(

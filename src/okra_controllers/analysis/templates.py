@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from okra_controllers.analysis.args import pinned_field_refs
 from okra_controllers.api.kinds import (
     ANALYSIS_RUN,
     ANALYSIS_TEMPLATE,
@@ -169,13 +170,17 @@ async def build_run(
     labels: dict[str, str] | None = None,
     owner: dict[str, Any] | None = None,
     generate_name: bool = False,
+    pin_from: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An AnalysisRun object (not yet created) combining `templates`, with `args`
-    overriding the templates' defaults (`flatten`)."""
+    overriding the templates' defaults (`flatten`); with `pin_from`, its `fieldRef`
+    arguments read from that object now (`pinned_field_refs`)."""
     specs = [
         (ref.template_name, _spec(await find_template(client, namespace, ref))) for ref in templates
     ]
     run_spec = flatten(specs, args)
+    if pin_from is not None and run_spec.args:
+        run_spec.args = pinned_field_refs(run_spec.args, pin_from)
     meta: dict[str, Any] = {"namespace": namespace, "labels": dict(labels or {})}
     meta["generateName" if generate_name else "name"] = name
     if owner is not None:

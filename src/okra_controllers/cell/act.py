@@ -234,6 +234,7 @@ class Actor:
                 "okra.mumo.co/background": str(run.background).lower(),
             },
             owner=raw,
+            pin_from=as_planned(raw, p),
         )
 
     async def _create(self, obj: Obj) -> None:
@@ -256,3 +257,10 @@ def pause_object(raw: Obj, ns: str, name: str, pause: PauseRequest) -> Obj:
             by_alias=True, exclude_none=True, mode="json"
         ),
     }
+
+
+def as_planned(raw: Obj, p: Plan) -> Obj:
+    """The Cell as this pass writes it: its status with the plan's rollout fields (those the
+    plan clears, gone), which a run's field references are read from when it is created."""
+    status = {**(raw.get("status") or {}), **p.status.model_dump(by_alias=True, mode="json")}
+    return {**raw, "status": {k: v for k, v in status.items() if v is not None}}
